@@ -1,0 +1,55 @@
+// Command airlock runs LLM tool calls in locked-down Docker sandboxes.
+//
+//	airlock exec [flags] run_python|execute_shell [CODE]
+//	airlock session [flags]            (snippets from stdin, separated by lines of ---)
+//	airlock images build|list
+//	airlock tools list|cost
+//	airlock reap
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage: airlock COMMAND [flags]
+
+commands:
+  exec      run one snippet: airlock exec [--json] [--timeout 10s] [--memory 256m] [--cpus 1] [--mount DIR] run_python|execute_shell [CODE]
+  session   open a session and run several snippets in it (stdin, separated by lines "---")
+  images    build or list the sandbox images: airlock images build|list
+  tools     the tool registry: airlock tools list | airlock tools cost [--rounds 20]
+  reap      remove leftover sandbox containers
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "exec":
+		return runExec(rest, stdin, stdout, stderr)
+	case "session":
+		return runSession(rest, stdin, stdout, stderr)
+	case "images":
+		return runImages(rest, stdout, stderr)
+	case "tools":
+		return runTools(rest, stdout, stderr)
+	case "reap":
+		return runReap(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "airlock: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}

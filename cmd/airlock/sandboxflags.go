@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// sandboxFlags are the flags shared by commands that run a sandbox engine.
+type sandboxFlags struct {
+	pool    int
+	runtime string
+	python  string
+	shell   string
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", 0), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
+	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
+	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
+	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
+}
+
+// engine builds a sandbox engine from the flags.
+func (f *sandboxFlags) engine(log *slog.Logger) (*sandbox.Engine, error) {
+	cfg := sandbox.DefaultConfig()
+	cfg.PoolSize = f.pool
+	cfg.Runtime = f.runtime
+	cfg.Images = map[sandbox.Language]string{sandbox.Python: f.python, sandbox.Shell: f.shell}
+	dc, err := sandbox.NewDockerClient()
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.New(cfg, dc, log), nil
+}
+
+// limitFlags are per-request limits.
+type limitFlags struct {
+	timeout time.Duration
+	memory  string
+	cpus    float64
+	pids    int64
+}
+
+func (f *limitFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit per run (default 10s)")
+	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256m (swap equals memory)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU quota in cores")
+	fs.Int64Var(&f.pids, "pids", 0, "process limit")
+}
+
+func (f *limitFlags) limits() (sandbox.Limits, error) {
+	l := sandbox.Limits{Timeout: f.timeout, CPUs: f.cpus, Pids: f.pids}
+	if f.memory != "" {
+		n, err := units.RAMInBytes(f.memory)
+		if err != nil {
+			return l, fmt.Errorf("--memory %q: %w", f.memory, err)
+		}
+		l.Memory = n
+	}
+	return l, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(k), &n); err == nil {
+		return n
+	}
+	return def
+}
+
+func logger(stderr io.Writer, verbose bool) *slog.Logger {
+	lvl := slog.LevelWarn
+	if verbose {
+		lvl = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+}

@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config is the server-side policy for every execution.
+type Config struct {
+	// Images maps a language to its image; defaults to airlock/python:latest
+	// and airlock/shell:latest.
+	Images map[Language]string
+	// Defaults apply where a request leaves a limit at zero.
+	Defaults Limits
+	// Max is the ceiling no request can exceed.
+	Max Limits
+	// Runtime is the OCI runtime ("" means the daemon's default, runc;
+	// "runsc" for gVisor where installed).
+	Runtime string
+	// EnvAllow names variables a request may set (besides AIRLOCK_*-free
+	// names in EnvAllowPrefixes). Nothing is ever inherited from the host.
+	EnvAllow []string
+	// SecretEnvAllow names secret-looking variables a request may still set.
+	SecretEnvAllow []string
+	// MaxCodeBytes bounds Code (default 100 KiB).
+	MaxCodeBytes int
+	// MaxFileBytes bounds one uploaded or downloaded file (default 16 MiB).
+	MaxFileBytes int
+	// MaxArtifacts and MaxArtifactBytes bound what one call returns.
+	MaxArtifacts     int
+	MaxArtifactBytes int
+	// PoolSize is the number of warm containers kept per runner image (0 disables).
+	PoolSize int
+	// SessionIdle, SessionMaxLife bound a session's life; MaxSessions and
+	// MaxSessionsPerOwner bound how many exist.
+	SessionIdle         time.Duration
+	SessionMaxLife      time.Duration
+	MaxSessions         int
+	MaxSessionsPerOwner int
+	// InterruptGrace is how long a session's interpreter gets to recover
+	// from an interrupt (timeout, output flood) before it is destroyed.
+	InterruptGrace time.Duration
+	// ReapInterval is how often leftover containers are looked for (0: only at start).
+	ReapInterval time.Duration
+	// Instance labels this process's containers so a reaper can tell its own
+	// live ones from a crashed process's leftovers.
+	Instance string
+}
+
+// DefaultConfig returns conservative defaults.
+func DefaultConfig() Config {
+	return Config{
+		Images: map[Language]string{Python: "airlock/python:latest", Shell: "airlock/shell:latest"},
+		Defaults: Limits{
+			Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
+			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20,
+		},
+		Max: Limits{
+			Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
+			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30,
+		},
+		EnvAllow:            []string{"LANG", "LC_ALL", "TZ", "PYTHONHASHSEED", "COLUMNS", "TERM"},
+		MaxCodeBytes:        100 << 10,
+		MaxFileBytes:        16 << 20,
+		MaxArtifacts:        10,
+		MaxArtifactBytes:    8 << 20,
+		PoolSize:            0,
+		SessionIdle:         15 * time.Minute,
+		SessionMaxLife:      2 * time.Hour,
+		MaxSessions:         16,
+		MaxSessionsPerOwner: 4,
+		InterruptGrace:      3 * time.Second,
+		ReapInterval:        time.Minute,
+	}
+}
+
+// resolve fills zero fields of l from d and refuses anything over max,
+// naming the limit. The result is what the container gets.
+func resolve(l, d, max Limits) (Limits, error) {
+	var errs []string
+	pick64 := func(name string, v, def, hi int64) int64 {
+		if v < 0 {
+			errs = append(errs, fmt.Sprintf("%s must not be negative (got %d)", name, v))
+			return def
+		}
+		if v == 0 {
+			v = def
+		}
+		if hi > 0 && v > hi {
+			errs = append(errs, fmt.Sprintf("%s %d exceeds the server maximum %d", name, v, hi))
+		}
+		return v
+	}
+	out := Limits{
+		Memory:      pick64("memory_bytes", l.Memory, d.Memory, max.Memory),
+		Pids:        pick64("pids", l.Pids, d.Pids, max.Pids),
+		Timeout:     time.Duration(pick64("timeout", int64(l.Timeout), int64(d.Timeout), int64(max.Timeout))),
+		OutputBytes: int(pick64("output_bytes", int64(l.OutputBytes), int64(d.OutputBytes), int64(max.OutputBytes))),
+		TmpfsBytes:  pick64("tmpfs_bytes", l.TmpfsBytes, d.TmpfsBytes, max.TmpfsBytes),
+		NoFile:      pick64("nofile", l.NoFile, d.NoFile, max.NoFile),
+		FileSize:    pick64("file_size_bytes", l.FileSize, d.FileSize, max.FileSize),
+	}
+	switch {
+	case l.CPUs < 0:
+		errs = append(errs, fmt.Sprintf("cpus must not be negative (got %g)", l.CPUs))
+		out.CPUs = d.CPUs
+	case l.CPUs == 0:
+		out.CPUs = d.CPUs
+	default:
+		out.CPUs = l.CPUs
+	}
+	if max.CPUs > 0 && out.CPUs > max.CPUs {
+		errs = append(errs, fmt.Sprintf("cpus %g exceeds the server maximum %g", out.CPUs, max.CPUs))
+	}
+	if out.Memory < 16<<20 {
+		errs = append(errs, fmt.Sprintf("memory_bytes %d is below the 16 MiB minimum", out.Memory))
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
+)
+
+// Engine runs requests in sandbox containers. It is safe for concurrent use.
+type Engine struct {
+	cfg      Config
+	docker   DockerAPI
+	log      *slog.Logger
+	host     string
+	mu       sync.Mutex
+	runners  map[string]bool // image -> has a runner
+	pools    map[string]*pool
+	sessions *sessions
+	bg       sync.WaitGroup // janitors and pool refills
+	removals sync.WaitGroup // containers being removed
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds an Engine. It does not contact the daemon; call Ping or Reap
+// to check it, and Start to begin pools and background reaping.
+func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	def := DefaultConfig()
+	if cfg.Images == nil {
+		cfg.Images = def.Images
+	}
+	if cfg.MaxCodeBytes == 0 {
+		cfg.MaxCodeBytes = def.MaxCodeBytes
+	}
+	if cfg.MaxFileBytes == 0 {
+		cfg.MaxFileBytes = def.MaxFileBytes
+	}
+	if cfg.MaxArtifacts == 0 {
+		cfg.MaxArtifacts = def.MaxArtifacts
+	}
+	if cfg.MaxArtifactBytes == 0 {
+		cfg.MaxArtifactBytes = def.MaxArtifactBytes
+	}
+	if cfg.InterruptGrace == 0 {
+		cfg.InterruptGrace = def.InterruptGrace
+	}
+	if cfg.SessionMaxLife == 0 {
+		cfg.SessionMaxLife = def.SessionMaxLife
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = def.SessionIdle
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = newID()
+	}
+	host, _ := os.Hostname()
+	e := &Engine{cfg: cfg, docker: docker, log: log, host: host,
+		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{})}
+	e.sessions = newSessions(e)
+	return e
+}
+
+// Config returns the engine's configuration (with defaults filled in).
+func (e *Engine) Config() Config { return e.cfg }
+
+// Ping checks that the Docker daemon answers.
+func (e *Engine) Ping(ctx context.Context) error {
+	if _, err := e.docker.Ping(ctx); err != nil {
+		return fmt.Errorf("sandbox: docker daemon: %w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Start reaps leftovers, fills the warm pools and starts the background
+// janitors. It returns once the first reap is done; pools fill in the background.
+func (e *Engine) Start(ctx context.Context) error {
+	if _, err := e.Reap(ctx); err != nil {
+		return err
+	}
+	if e.cfg.PoolSize > 0 {
+		for _, lang := range []Language{Python} {
+			img := e.cfg.Images[lang]
+			ok, err := e.hasRunner(ctx, img)
+			if err != nil {
+				return err
+			}
+			if ok {
+				e.poolFor(img)
+			}
+		}
+	}
+	e.goBackground(func() { e.sessions.janitor(e.stop) })
+	if e.cfg.ReapInterval > 0 {
+		e.goBackground(func() {
+			t := time.NewTicker(e.cfg.ReapInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-e.stop:
+					return
+				case <-t.C:
+					if n, err := e.Reap(context.Background()); err != nil {
+						e.log.Warn("reap failed", "err", err)
+					} else if n > 0 {
+						e.log.Info("reaped leftover containers", "count", n)
+					}
+				}
+			}
+		})
+	}
+	return nil
+}
+
+// Close drains the pools, ends every session and waits for containers to
+// be removed.
+func (e *Engine) Close(ctx context.Context) error {
+	e.stopOnce.Do(func() { close(e.stop) })
+	e.sessions.closeAll()
+	e.mu.Lock()
+	pools := e.pools
+	e.pools = map[string]*pool{}
+	e.mu.Unlock()
+	for _, p := range pools {
+		p.drain()
+	}
+	done := make(chan struct{})
+	go func() { e.bg.Wait(); e.removals.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox: close: %w", ctx.Err())
+	}
+}
+
+func (e *Engine) goBackground(f func()) {
+	e.bg.Add(1)
+	go func() { defer e.bg.Done(); f() }()
+}
+
+// labels marks a container as Airlock's, with an expiry after which any
+// reaper may remove it.
+func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]string {
+	l := labels(kind, job, owner, e.cfg.Instance)
+	l["airlock.host"] = e.host
+	l["airlock.pid"] = strconv.Itoa(os.Getpid())
+	l["airlock.expires"] = strconv.FormatInt(time.Now().Add(life).Unix(), 10)
+	return l
+}
+
+// imageFor picks the request's image.
+func (e *Engine) imageFor(req Request) (string, error) {
+	if req.Image != "" {
+		return req.Image, nil
+	}
+	img, ok := e.cfg.Images[req.Language]
+	if !ok {
+		return "", fmt.Errorf("language %q is not one of python, shell", req.Language)
+	}
+	return img, nil
+}
+
+// hasRunner reports whether an image carries the resident runner (cached).
+func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
+	e.mu.Lock()
+	ok, known := e.runners[image]
+	e.mu.Unlock()
+	if known {
+		return ok, nil
+	}
+	info, err := e.docker.ImageInspect(ctx, image)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return false, fmt.Errorf("sandbox: image %s: %w: build it with `make images`", image, ErrImageMissing)
+		}
+		return false, fmt.Errorf("sandbox: inspect image %s: %w: %w", image, ErrUnavailable, err)
+	}
+	ok = info.Config != nil && info.Config.Labels["airlock.runner"] != ""
+	e.mu.Lock()
+	e.runners[image] = ok
+	e.mu.Unlock()
+	return ok, nil
+}
+
+// createAttached creates a container and attaches to it before starting it,
+// so no output is missed. On failure nothing is left behind.
+func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, types.HijackedResponse, error) {
+	cfg, host := s.build()
+	created, err := e.docker.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
+		}
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, ErrUnavailable, err)
+	}
+	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: s.Stdin, Stdout: true, Stderr: true})
+	if err != nil {
+		e.destroy(created.ID, nil)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), ErrUnavailable, err)
+	}
+	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		e.destroy(created.ID, &hj)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), ErrUnavailable, err)
+	}
+	return created.ID, hj, nil
+}
+
+// destroy removes a container off the caller's path.
+func (e *Engine) destroy(id string, hj *types.HijackedResponse) {
+	if hj != nil && hj.Conn != nil {
+		hj.Close()
+	}
+	e.removals.Add(1)
+	go func() { defer e.removals.Done(); e.removeNow(id) }()
+}
+
+// removeNow force-removes a container, retrying briefly.
+func (e *Engine) removeNow(id string) {
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := e.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		cancel()
+		if err == nil || errdefs.IsNotFound(err) {
+			return
+		}
+		e.log.Warn("remove container failed", "container", short(id), "err", err)
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+}
+
+// Settle blocks until every container scheduled for removal is gone.
+func (e *Engine) Settle() { e.removals.Wait() }
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// isRefusal reports whether err refuses bad input rather than reporting a
+// platform failure.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrFile) || errors.Is(err, ErrTooLarge)
+}

@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretWords mark a variable name as secret-looking.
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH", "SESSION", "COOKIE"}
+
+// LooksSecret reports whether an environment variable name suggests a secret.
+func LooksSecret(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// baseEnv is what every container starts with; nothing comes from the host.
+func baseEnv(extra map[string]string) []string {
+	env := map[string]string{
+		"PATH":                    "/usr/local/bin:/usr/bin:/bin",
+		"HOME":                    "/tmp",
+		"LANG":                    "C.UTF-8",
+		"MPLBACKEND":              "Agg",
+		"MPLCONFIGDIR":            "/tmp/.mpl",
+		"PYTHONDONTWRITEBYTECODE": "1",
+		"PYTHONUNBUFFERED":        "1",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkEnv refuses names that are malformed, not allowed, or secret-looking
+// without explicit permission.
+func checkEnv(env map[string]string, allow, secretAllow []string) error {
+	var errs []string
+	for k, v := range env {
+		switch {
+		case !envName.MatchString(k):
+			errs = append(errs, fmt.Sprintf("env %q: not a valid variable name", k))
+		case strings.ContainsRune(v, 0):
+			errs = append(errs, fmt.Sprintf("env %s: value contains a NUL byte", k))
+		case LooksSecret(k) && !slices.Contains(secretAllow, k):
+			errs = append(errs, fmt.Sprintf("env %s: looks like a secret and is not in the server's secret allowlist", k))
+		case !LooksSecret(k) && !slices.Contains(allow, k):
+			errs = append(errs, fmt.Sprintf("env %s: not in the server's allowlist %v", k, allow))
+		}
+	}
+	sort.Strings(errs)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+// integration returns a real Docker client, or skips (fails in CI) when the
+// daemon or the images are missing.
+func integration(t *testing.T) DockerAPI {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: -short")
+	}
+	dc, err := NewDockerClient()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = dc.Ping(ctx)
+		if err == nil {
+			for _, img := range []string{"airlock/python:latest", "airlock/shell:latest"} {
+				if _, err = dc.ImageInspect(ctx, img); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("integration test needs the Docker daemon and images (make images): %v", err)
+		}
+		t.Skipf("integration test skipped: Docker daemon or images unavailable (make images): %v", err)
+	}
+	return dc
+}
+
+// newTestEngine builds an engine on the real daemon and checks at cleanup
+// that none of its containers is left.
+func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
+	t.Helper()
+	dc := integration(t)
+	cfg := DefaultConfig()
+	cfg.ReapInterval = 0
+	cfg.Instance = "test-" + newID()
+	if mod != nil {
+		mod(&cfg)
+	}
+	e := New(cfg, dc, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("close engine: %v", err)
+		}
+		list, err := dc.ContainerList(ctx, container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", LabelInstance+"="+cfg.Instance))})
+		if err != nil {
+			t.Errorf("list containers: %v", err)
+		}
+		for _, c := range list {
+			t.Errorf("container %s (%s) was left behind", short(c.ID), c.Labels[LabelKind])
+			_ = dc.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		}
+	})
+	return e
+}
+
+func run(t *testing.T, e *Engine, req Request) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.Exec(ctx, req)
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	return res
+}

@@ -1,0 +1,115 @@
+package sandbox
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/go-units"
+)
+
+// Labels Airlock puts on every container it creates.
+const (
+	LabelManaged  = "airlock.managed"
+	LabelJob      = "airlock.job"
+	LabelOwner    = "airlock.owner"
+	LabelInstance = "airlock.instance"
+	LabelKind     = "airlock.kind" // oneshot, pool, session
+)
+
+// SandboxUser is the uid:gid every sandbox process runs as.
+const SandboxUser = "10001:10001"
+
+// containerSpec is everything needed to create one sandbox container.
+type containerSpec struct {
+	Image   string
+	Cmd     []string
+	Env     []string
+	Limits  Limits
+	Mount   string // resolved host folder, or ""
+	Labels  map[string]string
+	Runtime string
+	Stdin   bool
+}
+
+// build turns a spec into the Docker create payloads. Every isolation
+// default of the design card is set here, in one place.
+func (s containerSpec) build() (*container.Config, *container.HostConfig) {
+	l := s.Limits
+	cfg := &container.Config{
+		Image:           s.Image,
+		Cmd:             s.Cmd,
+		Env:             s.Env,
+		User:            SandboxUser,
+		WorkingDir:      "/work",
+		Labels:          s.Labels,
+		NetworkDisabled: true,
+		AttachStdin:     s.Stdin,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		OpenStdin:       s.Stdin,
+		StdinOnce:       false,
+		Tty:             false,
+		StopSignal:      "SIGKILL",
+	}
+	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.TmpfsBytes)
+	initTrue := true
+	pids := l.Pids
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		Init:           &initTrue,
+		IpcMode:        "private",
+		PidMode:        "",
+		UTSMode:        "",
+		Privileged:     false,
+		Runtime:        s.Runtime,
+		AutoRemove:     false,
+		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
+		Tmpfs: map[string]string{
+			"/tmp":  tmpfs,
+			"/work": tmpfs,
+		},
+		Resources: container.Resources{
+			Memory:           l.Memory,
+			MemorySwap:       l.Memory, // swap equal to memory: no swap at all
+			MemorySwappiness: ptr(int64(0)),
+			NanoCPUs:         int64(l.CPUs * 1e9),
+			PidsLimit:        &pids,
+			OomKillDisable:   ptr(false),
+			Devices:          nil,
+			Ulimits: []*units.Ulimit{
+				{Name: "nofile", Soft: l.NoFile, Hard: l.NoFile},
+				{Name: "fsize", Soft: l.FileSize, Hard: l.FileSize},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	if s.Mount != "" {
+		host.Mounts = []mount.Mount{{
+			Type:        mount.TypeBind,
+			Source:      s.Mount,
+			Target:      WorkspacePath,
+			ReadOnly:    true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate, NonRecursive: true},
+		}}
+	}
+	return cfg, host
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func labels(kind, job, owner, instance string) map[string]string {
+	return map[string]string{
+		LabelManaged:  "true",
+		LabelKind:     kind,
+		LabelJob:      job,
+		LabelOwner:    owner,
+		LabelInstance: instance,
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
