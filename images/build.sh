@@ -63,7 +63,7 @@ build_final() {
   cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY rootfs/ /
-RUN chmod -R a+rX /opt/airlock
+RUN chmod -R a+rX /opt/airlock && chown $uid:$uid /work && chmod 0755 /work
 USER $uid:$uid
 WORKDIR /work
 ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1

@@ -30,6 +30,9 @@ type Config struct {
 	// MaxArtifacts and MaxArtifactBytes bound what one call returns.
 	MaxArtifacts     int
 	MaxArtifactBytes int
+	// NoRunner runs every request as the container's own command, even on
+	// images that carry the resident runner: no pool, sessions or artifacts.
+	NoRunner bool
 	// PoolSize is the number of warm containers kept per runner image (0 disables).
 	PoolSize int
 	// SessionIdle, SessionMaxLife bound a session's life; MaxSessions and

@@ -176,6 +176,9 @@ func (e *Engine) imageFor(req Request) (string, error) {
 
 // hasRunner reports whether an image carries the resident runner (cached).
 func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
+	if e.cfg.NoRunner {
+		return false, nil
+	}
 	e.mu.Lock()
 	ok, known := e.runners[image]
 	e.mu.Unlock()

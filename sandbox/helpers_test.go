@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -79,4 +80,21 @@ func run(t *testing.T, e *Engine, req Request) Result {
 		t.Fatalf("exec: %v", err)
 	}
 	return res
+}
+
+// brief describes a result without artifact bytes.
+func brief(r Result) string {
+	names := make([]string, len(r.Artifacts))
+	for i, a := range r.Artifacts {
+		names[i] = a.Name
+	}
+	return fmt.Sprintf("status=%s exit=%d msg=%q stdout=%q stderr=%q truncated=%v artifacts=%v warnings=%v ended=%v",
+		r.Status, r.ExitCode, r.Message, clip(r.Stdout), clip(r.Stderr), r.Truncated, names, r.Warnings, r.SessionEnded)
+}
+
+func clip(s string) string {
+	if len(s) > 400 {
+		return s[:200] + "..." + s[len(s)-200:]
+	}
+	return s
 }

@@ -19,7 +19,10 @@ const (
 )
 
 // SandboxUser is the uid:gid every sandbox process runs as.
-const SandboxUser = "10001:10001"
+const (
+	sandboxUID  = "10001"
+	SandboxUser = sandboxUID + ":" + sandboxUID
+)
 
 // containerSpec is everything needed to create one sandbox container.
 type containerSpec struct {
@@ -53,7 +56,7 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		Tty:             false,
 		StopSignal:      "SIGKILL",
 	}
-	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.TmpfsBytes)
+	tmpfs := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", l.TmpfsBytes)
 	initTrue := true
 	pids := l.Pids
 	host := &container.HostConfig{
@@ -70,8 +73,8 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		AutoRemove:     false,
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 		Tmpfs: map[string]string{
-			"/tmp":  tmpfs,
-			"/work": tmpfs,
+			"/tmp":  tmpfs + ",mode=1777",
+			"/work": tmpfs + ",uid=" + sandboxUID + ",gid=" + sandboxUID + ",mode=0755",
 		},
 		Resources: container.Resources{
 			Memory:           l.Memory,

@@ -1,0 +1,351 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info, rej, err := e.OpenSession(ctx, Request{Owner: owner})
+	if err != nil || rej != nil {
+		t.Fatalf("open session: %v %+v", err, rej)
+	}
+	return info
+}
+
+func sexec(t *testing.T, e *Engine, id, owner string, lang Language, code string, lim Limits) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := e.SessionExec(ctx, Request{SessionID: id, Owner: owner, Language: lang, Code: code, Limits: lim})
+	if err != nil {
+		t.Fatalf("session exec: %v", err)
+	}
+	return r
+}
+
+func TestSessionState(t *testing.T) {
+	e := newTestEngine(t, func(c *Config) { c.PoolSize = 1 })
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a := openSession(t, e, "alice")
+	b := openSession(t, e, "bob")
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		info SessionInfo
+		val  string
+	}{{a, "A"}, {b, "B"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := sexec(t, e, s.info.ID, s.info.Owner, Python, fmt.Sprintf("import pandas as pd\nsecret = %q\ndf = pd.DataFrame({'a': range(10)})\nopen('/work/mine.txt','w').write(secret)", s.val), Limits{})
+			if r.Status != StatusOK {
+				t.Errorf("set state: %s", brief(r))
+			}
+		}()
+	}
+	wg.Wait()
+	r := sexec(t, e, a.ID, "alice", Python, "print(secret, df['a'].sum())", Limits{})
+	if r.Stdout != "A 45\n" {
+		t.Fatalf("python state lost in session: %s", brief(r))
+	}
+	r = sexec(t, e, a.ID, "alice", Shell, "cat /work/mine.txt; ls /work", Limits{})
+	if !strings.HasPrefix(r.Stdout, "A") {
+		t.Fatalf("work folder not shared between calls: %s", brief(r))
+	}
+	r = sexec(t, e, b.ID, "bob", Python, "print(secret)", Limits{})
+	if r.Stdout != "B\n" {
+		t.Fatalf("sessions share state: %s", brief(r))
+	}
+	// Another owner cannot use alice's session.
+	if _, err := e.SessionExec(context.Background(), Request{SessionID: a.ID, Owner: "bob", Code: "print(secret)"}); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("bob used alice's session: %v", err)
+	}
+	// A one-shot run sees none of it.
+	r = run(t, e, Request{Language: Python, Code: "print('secret' in globals()); import os; print(os.path.exists('/work/mine.txt'))"})
+	if r.Stdout != "False\nFalse\n" {
+		t.Fatalf("state leaked into a one-shot run: %s", brief(r))
+	}
+	if err := e.CloseSession(a.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SessionExec(context.Background(), Request{SessionID: a.ID, Owner: "alice", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("closed session still answers: %v", err)
+	}
+}
+
+func TestSessionTimeout(t *testing.T) {
+	e := newTestEngine(t, func(c *Config) { c.InterruptGrace = 2 * time.Second })
+	s := openSession(t, e, "o")
+	sexec(t, e, s.ID, "o", Python, "x = 41", Limits{})
+	r := sexec(t, e, s.ID, "o", Python, "import time\ntime.sleep(1000)", Limits{Timeout: time.Second})
+	if r.Status != StatusTimeout || r.SessionEnded {
+		t.Fatalf("interruptible code: %s", brief(r))
+	}
+	r = sexec(t, e, s.ID, "o", Python, "print(x + 1)", Limits{})
+	if r.Stdout != "42\n" {
+		t.Fatalf("session not usable after a recovered timeout: %s", brief(r))
+	}
+	r = sexec(t, e, s.ID, "o", Shell, "sleep 1000", Limits{Timeout: time.Second})
+	if r.Status != StatusTimeout || r.SessionEnded {
+		t.Fatalf("shell timeout: %s", brief(r))
+	}
+	r = sexec(t, e, s.ID, "o", Python, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(1000)", Limits{Timeout: time.Second})
+	if r.Status != StatusTimeout || !r.SessionEnded {
+		t.Fatalf("uninterruptible code must end the session: %s", brief(r))
+	}
+	if _, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "o", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("half-alive session: %v", err)
+	}
+}
+
+func TestSessionFloodAndOOM(t *testing.T) {
+	e := newTestEngine(t, nil)
+	s := openSession(t, e, "o")
+	sexec(t, e, s.ID, "o", Python, "keep = 7", Limits{})
+	r := sexec(t, e, s.ID, "o", Python, "while True:\n    print('x' * 1000)", Limits{Timeout: 30 * time.Second})
+	if r.Status != StatusOutputLimit || !r.Truncated {
+		t.Fatalf("flood in a session: %+v", r.Status)
+	}
+	if r.SessionEnded {
+		t.Logf("session ended after flood: %s", r.Message)
+		return
+	}
+	r = sexec(t, e, s.ID, "o", Shell, `python3 -c "x = b'a' * 2000000000"`, Limits{Timeout: 30 * time.Second})
+	if r.Status != StatusOOM {
+		t.Fatalf("oom of a shell process in a session: %s", brief(r))
+	}
+	r = sexec(t, e, s.ID, "o", Python, "print(keep)", Limits{})
+	if r.Stdout != "7\n" {
+		t.Fatalf("session lost after flood and oom: %s", brief(r))
+	}
+}
+
+func TestSessionLimitsAndExpiry(t *testing.T) {
+	e := newTestEngine(t, func(c *Config) { c.MaxSessionsPerOwner = 1; c.MaxSessions = 2; c.SessionIdle = time.Second })
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, e, "a")
+	if _, _, err := e.OpenSession(context.Background(), Request{Owner: "a"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("per-owner limit not enforced: %v", err)
+	}
+	openSession(t, e, "b")
+	if _, _, err := e.OpenSession(context.Background(), Request{Owner: "c"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("global limit not enforced: %v", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := e.Session(s.ID, "a"); errors.Is(err, ErrSessionNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("idle session never expired")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "a", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("expired session: %v", err)
+	}
+}
+
+func TestArtifacts(t *testing.T) {
+	e := newTestEngine(t, nil)
+	r := run(t, e, Request{Language: Python, Code: `
+import matplotlib.pyplot as plt
+import os
+plt.plot([1, 2, 3], [4, 1, 9])
+plt.show()
+plt.figure(); plt.bar(['a', 'b'], [3, 5])
+os.makedirs('/work/outputs/sub', exist_ok=True)
+open('/work/outputs/sub/table.csv', 'w').write('a,b\n1,2\n')
+print('done')`})
+	if r.Status != StatusOK || r.Stdout != "done\n" {
+		t.Fatalf("plot run: %s", brief(r))
+	}
+	if len(r.Artifacts) != 3 {
+		t.Fatalf("want 2 figures and 1 file, got %d artifacts: %+v", len(r.Artifacts), r.Warnings)
+	}
+	for _, a := range r.Artifacts[:2] {
+		if a.MIME != "image/png" {
+			t.Fatalf("figure mime %s", a.MIME)
+		}
+		img, err := png.Decode(bytes.NewReader(a.Data))
+		if err != nil {
+			t.Fatalf("%s is not a valid PNG: %v", a.Name, err)
+		}
+		if img.Bounds().Dx() < 100 {
+			t.Fatalf("tiny figure %v", img.Bounds())
+		}
+		sum := sha256.Sum256(a.Data)
+		if a.SHA256 != hex.EncodeToString(sum[:]) || a.Size != int64(len(a.Data)) {
+			t.Fatalf("bad digest or size for %s", a.Name)
+		}
+	}
+	if f := r.Artifacts[2]; f.Name != "outputs/sub/table.csv" || string(f.Data) != "a,b\n1,2\n" || f.MIME != "text/csv" {
+		t.Fatalf("output file artifact: %s %s %d %q", f.Name, f.MIME, f.Size, f.Data)
+	}
+	// Count and size caps.
+	e2 := newTestEngine(t, func(c *Config) { c.MaxArtifacts = 2; c.MaxArtifactBytes = 1000 })
+	r = run(t, e2, Request{Language: Python, Code: `
+import os
+for i in range(4):
+    open('/work/outputs/f%d.txt' % i, 'w').write('x' * 300)
+open('/work/outputs/big.bin', 'wb').write(b'y' * 5000)`})
+	if len(r.Artifacts) != 2 || len(r.Warnings) < 2 {
+		t.Fatalf("caps not applied: %d artifacts, warnings %v", len(r.Artifacts), r.Warnings)
+	}
+}
+
+func TestFilesAndSymlinks(t *testing.T) {
+	e := newTestEngine(t, func(c *Config) { c.MaxFileBytes = 1 << 20 })
+	s := openSession(t, e, "o")
+	ctx := context.Background()
+	if err := e.PutFile(ctx, s.ID, "o", "data/in.csv", []byte("x,y\n1,2\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := sexec(t, e, s.ID, "o", Python, "import pandas as pd\nprint(pd.read_csv('data/in.csv')['y'].sum())", Limits{})
+	if r.Stdout != "2\n" {
+		t.Fatalf("uploaded file not readable: %s", brief(r))
+	}
+	got, err := e.GetFile(ctx, s.ID, "o", "data/in.csv")
+	if err != nil || string(got) != "x,y\n1,2\n" {
+		t.Fatalf("download: %q %v", got, err)
+	}
+	for _, bad := range []string{"../etc/passwd", "/etc/passwd", "a/../../etc/passwd", "", "/work/", "x\x00y"} {
+		if _, err := e.GetFile(ctx, s.ID, "o", bad); !errors.Is(err, ErrFile) {
+			t.Fatalf("GetFile(%q): %v, want ErrFile", bad, err)
+		}
+		if err := e.PutFile(ctx, s.ID, "o", bad, []byte("x")); !errors.Is(err, ErrFile) {
+			t.Fatalf("PutFile(%q): %v, want ErrFile", bad, err)
+		}
+	}
+	if err := e.PutFile(ctx, s.ID, "o", "big", make([]byte, 2<<20)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversized upload: %v", err)
+	}
+	// Planted symlinks: never followed, for download, upload or artifacts.
+	r = sexec(t, e, s.ID, "o", Shell, "ln -s /etc/passwd /work/outputs/out.txt; ln -s /etc /work/etcdir; ln -s /etc/passwd /work/link.txt", Limits{})
+	if len(r.Artifacts) != 0 || len(r.Warnings) == 0 {
+		t.Fatalf("symlink in outputs returned as artifact: %s", brief(r))
+	}
+	for _, p := range []string{"outputs/out.txt", "etcdir/passwd", "link.txt"} {
+		if data, err := e.GetFile(ctx, s.ID, "o", p); !errors.Is(err, ErrFile) || bytes.Contains(data, []byte("root:")) {
+			t.Fatalf("GetFile(%s) followed a symlink: %q %v", p, data, err)
+		}
+	}
+	if err := e.PutFile(ctx, s.ID, "o", "etcdir/evil", []byte("x")); !errors.Is(err, ErrFile) {
+		t.Fatalf("PutFile through a symlinked folder: %v", err)
+	}
+	// A symlink-swapping race while files are collected and downloaded.
+	sexec(t, e, s.ID, "o", Shell, `cd /work && (while true; do echo safe > race.tmp; mv -f race.tmp race.txt; ln -sf /etc/passwd race.lnk; mv -f race.lnk race.txt; done) >/dev/null 2>&1 &`, Limits{})
+	for i := 0; i < 200; i++ {
+		data, err := e.GetFile(ctx, s.ID, "o", "race.txt")
+		if bytes.Contains(data, []byte("root:")) {
+			t.Fatalf("race: read /etc/passwd through a swapped symlink")
+		}
+		if err != nil && !errors.Is(err, ErrFile) {
+			t.Fatalf("race: %v", err)
+		}
+	}
+	r = sexec(t, e, s.ID, "o", Shell, `cd /work/outputs && for i in $(seq 300); do echo safe > r.tmp; mv -f r.tmp r.txt; ln -sf /etc/passwd r.lnk; mv -f r.lnk r.txt; done & python3 -c 'print(1)'; wait`, Limits{})
+	for _, a := range r.Artifacts {
+		if bytes.Contains(a.Data, []byte("root:")) {
+			t.Fatalf("race: artifact %s carried /etc/passwd", a.Name)
+		}
+	}
+}
+
+func TestPoolNeverReuses(t *testing.T) {
+	e := newTestEngine(t, func(c *Config) { c.PoolSize = 2 })
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 8; i++ {
+		waitPool(t, e)
+		r := run(t, e, Request{Language: Python, Code: "import socket, sys; print(socket.gethostname()); print('pandas' in sys.modules)"})
+		host, preloaded, _ := strings.Cut(strings.TrimSpace(r.Stdout), "\n")
+		if seen[host] {
+			t.Fatalf("container %s handed out twice", host)
+		}
+		if preloaded != "True" {
+			t.Fatalf("pooled container had not preloaded pandas: %s", brief(r))
+		}
+		seen[host] = true
+	}
+}
+
+// TestReaperAfterOwnerDies kills a process that owns a warm pool and checks
+// that a reaper removes everything it left.
+func TestReaperAfterOwnerDies(t *testing.T) {
+	dc := integration(t)
+	inst := "test-owner-" + newID()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPoolOwner$")
+	cmd.Env = append(os.Environ(), "AIRLOCK_TEST_POOL_OWNER="+inst)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	list := func() int {
+		l, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelInstance+"="+inst))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for list() < 2 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("helper never filled its pool: %s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill() // SIGKILL: no cleanup runs
+	_ = cmd.Wait()
+	e := newTestEngine(t, nil)
+	n, err := e.Reap(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := list(); left != 0 || n < 2 {
+		t.Fatalf("reaper removed %d, %d containers of the dead owner remain", n, left)
+	}
+}
+
+// TestHelperPoolOwner is the child process of TestReaperAfterOwnerDies.
+func TestHelperPoolOwner(t *testing.T) {
+	inst := os.Getenv("AIRLOCK_TEST_POOL_OWNER")
+	if inst == "" {
+		t.Skip("helper process only")
+	}
+	dc := integration(t)
+	cfg := DefaultConfig()
+	cfg.PoolSize, cfg.Instance = 2, inst
+	e := New(cfg, dc, nil)
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Minute)
+}
