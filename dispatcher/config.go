@@ -1,0 +1,124 @@
+package dispatcher
+
+import (
+	"time"
+)
+
+// Config holds every tunable of a Dispatcher. Start from DefaultConfig and
+// change what you need; zero values are replaced by the defaults in New.
+type Config struct {
+	// MaxContentChars is the budget, in characters (runes), of a Result's
+	// Content; longer content keeps its head and tail around a marker.
+	MaxContentChars int
+	// MaxContentBytes caps Content in bytes as well (UTF-8), whatever the
+	// character count.
+	MaxContentBytes int
+	// MaxArgumentBytes refuses calls whose raw arguments are larger.
+	MaxArgumentBytes int
+
+	// DefaultTimeout is the timeout_seconds default the tools advertise.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest timeout_seconds the schemas accept.
+	MaxTimeout time.Duration
+
+	// WorkDir is the session's writable work folder inside the sandbox.
+	WorkDir string
+	// InputDir is where the caller's inputs are mounted read-only.
+	InputDir string
+
+	// Policy configures the defence-in-depth rules.
+	Policy PolicyConfig
+
+	// DisabledTools are left out of the built-in registry.
+	DisabledTools []string
+	// ApprovalTools are tools whose every call waits for Approve/Reject.
+	ApprovalTools []string
+	// ApprovalTTL is how long a pending approval stays valid.
+	ApprovalTTL time.Duration
+	// Approvals stores pending approvals; nil means a new in-memory store.
+	Approvals ApprovalStore
+
+	// Secrets are extra literal values to redact from everything returned.
+	Secrets []string
+	// SkipHostEnvRedaction turns off redacting the values of the host's
+	// secret-looking environment variables (names containing KEY, TOKEN,
+	// SECRET, PASSWORD, CREDENTIAL or PASS), which is on by default.
+	SkipHostEnvRedaction bool
+	// Environ is the environment read for that redaction, as KEY=VALUE
+	// lines; nil means os.Environ() at New.
+	Environ []string
+
+	// Now is the clock; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// PolicyConfig switches the policy rule families and single rules. The
+// zero value enables everything: rules are on unless switched off.
+type PolicyConfig struct {
+	// DisableShell turns off the shell.* rules on execute_shell.
+	DisableShell bool
+	// DisablePython turns off the python.* rules on run_python (and on
+	// `python -c` inside shell commands), for operators who consider the
+	// container boundary enough.
+	DisablePython bool
+	// DisablePaths turns off the path.* secret-file rules. Confinement of
+	// writes to the work folder is part of the file tools and stays on.
+	DisablePaths bool
+	// Disabled names single rules to switch off (e.g. "shell.privilege").
+	Disabled []string
+	// RequireApproval names rules that, instead of refusing, hold the call
+	// for Approve/Reject.
+	RequireApproval []string
+}
+
+// DefaultConfig returns the production defaults: every policy rule on,
+// 4000-character / 16 KiB content, 30 s default and 300 s maximum timeout,
+// /work and /workspace, host-env redaction on.
+func DefaultConfig() Config {
+	return Config{
+		MaxContentChars:  4000,
+		MaxContentBytes:  16 << 10,
+		MaxArgumentBytes: 256 << 10,
+		DefaultTimeout:   30 * time.Second,
+		MaxTimeout:       300 * time.Second,
+		WorkDir:          "/work",
+		InputDir:         "/workspace",
+		ApprovalTTL:      15 * time.Minute,
+	}
+}
+
+// withDefaults fills zero numeric and path fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MaxContentChars <= 0 {
+		c.MaxContentChars = d.MaxContentChars
+	}
+	if c.MaxContentBytes <= 0 {
+		c.MaxContentBytes = d.MaxContentBytes
+	}
+	if c.MaxArgumentBytes <= 0 {
+		c.MaxArgumentBytes = d.MaxArgumentBytes
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = d.DefaultTimeout
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = d.MaxTimeout
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		c.DefaultTimeout = c.MaxTimeout
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = d.WorkDir
+	}
+	if c.InputDir == "" {
+		c.InputDir = d.InputDir
+	}
+	if c.ApprovalTTL <= 0 {
+		c.ApprovalTTL = d.ApprovalTTL
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

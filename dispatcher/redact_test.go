@@ -1,0 +1,213 @@
+package dispatcher
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// planted secrets, one per known format (built by concatenation so that
+// this file itself does not trip secret scanners).
+var planted = map[string]string{
+	"openai_key":     "sk-" + "proj-" + strings.Repeat("A1b2", 12),
+	"aws_access_key": "AKIA" + "IOSFODNN7EXAMPLE",
+	"github_token":   "ghp_" + strings.Repeat("x9Y8", 9),
+	"github_pat":     "github_pat_" + strings.Repeat("11AB_cd", 6),
+	"slack_token":    "xoxb-" + "1234567890-abcdefghij",
+	"google_api_key": "AIza" + strings.Repeat("Sy", 17) + "A",
+	"jwt":            "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+	"private_key":    "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd\n-----END RSA PRIVATE KEY-----",
+	"env":            "hunter2-is-my-db-password",
+	"configured":     "corp-internal-secret-77",
+}
+
+func redactConfig() Config {
+	cfg := testConfig()
+	cfg.Environ = []string{"DB_PASSWORD=" + planted["env"], "PATH=/usr/bin:/bin", "HOME=/root", "SHORT_TOKEN=abc"}
+	cfg.Secrets = []string{planted["configured"]}
+	return cfg
+}
+
+func TestRedactorFormats(t *testing.T) {
+	r := NewRedactor([]string{planted["configured"]}, redactConfig().Environ, false)
+	for name, secret := range planted {
+		out := r.String("before " + secret + " after")
+		if strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED:") || !strings.HasPrefix(out, "before ") || !strings.HasSuffix(out, " after") {
+			t.Errorf("%s: %q", name, out)
+		}
+	}
+	// ordinary text and short or non-secret env values are left alone
+	for _, s := range []string{"task-1234567890abcdefghijklmnop", "PATH=/usr/bin:/bin", "abc", "the mask-off key", "AKIA short"} {
+		if out := r.String(s); out != s {
+			t.Errorf("over-redacted %q -> %q", s, out)
+		}
+	}
+	// labelled values
+	out := r.String(`aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY` + "\nAuthorization: Bearer abcdefghijklmnopqrstuvwxyz012345")
+	if strings.Contains(out, "wJalrXUtnFEMI") || strings.Contains(out, "abcdefghijklmnopqrstuvwxyz012345") || !strings.Contains(out, "aws_secret_access_key = ") {
+		t.Errorf("labelled: %q", out)
+	}
+	// a private key cut by truncation (no END line) is still removed
+	out = r.String("-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA")
+	if strings.Contains(out, "b3BlbnNzaC1") {
+		t.Errorf("unterminated key: %q", out)
+	}
+	// skipEnv leaves env values alone
+	if out := NewRedactor(nil, redactConfig().Environ, true).String(planted["env"]); out != planted["env"] {
+		t.Errorf("skipEnv: %q", out)
+	}
+}
+
+func TestRunRedactsEverywhere(t *testing.T) {
+	all := strings.Join(func() []string {
+		var s []string
+		for _, v := range planted {
+			s = append(s, v)
+		}
+		return s
+	}(), "\n")
+	text := []byte("config:\n" + all + "\n")
+	sum := sha256.Sum256(text)
+	ex := &fakeExecutor{res: sandbox.Result{
+		Status: sandbox.StatusOK, Stdout: "out " + all, Stderr: "err " + all, Message: "msg " + planted["env"],
+		Warnings: []string{"warn " + planted["configured"]},
+		Artifacts: []sandbox.Artifact{
+			{Name: "config.txt", MIME: "text/plain", Size: int64(len(text)), SHA256: hex.EncodeToString(sum[:]), Data: text},
+			{Name: "blob.bin", MIME: "application/octet-stream", Data: append([]byte{0, 1, 2}, []byte(planted["env"])...)},
+		},
+	}}
+	d, _ := newTestDispatcher(t, redactConfig(), ex)
+	r := d.Run(context.Background(), sessionCall(ToolReadFile, map[string]any{"path": "config.txt"}))
+	if r.Status != StatusOK || r.Sandbox == nil {
+		t.Fatalf("got %+v", r)
+	}
+	where := map[string]string{"content": r.Content, "stdout": r.Sandbox.Stdout, "stderr": r.Sandbox.Stderr,
+		"message": r.Sandbox.Message, "warning": r.Sandbox.Warnings[0], "text artifact": string(r.Sandbox.Artifacts[0].Data)}
+	for w, s := range where {
+		for name, secret := range planted {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s leaks %s", w, name)
+			}
+		}
+		if !strings.Contains(s, "[REDACTED:") {
+			t.Errorf("%s has no redaction marker: %q", w, s)
+		}
+	}
+	a := r.Sandbox.Artifacts[0]
+	if got := sha256.Sum256(a.Data); a.Size != int64(len(a.Data)) || a.SHA256 != hex.EncodeToString(got[:]) {
+		t.Errorf("redacted artifact metadata not recomputed")
+	}
+	// binary artifacts are not rewritten (they would be corrupted)
+	if b := r.Sandbox.Artifacts[1].Data; !strings.Contains(string(b), planted["env"]) {
+		t.Errorf("binary artifact modified")
+	}
+	// the executor's own result value is not mutated
+	if !strings.Contains(ex.res.Stdout, planted["env"]) {
+		t.Errorf("redaction mutated the executor's result")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if s, cut := Truncate("short", 100, 100); s != "short" || cut {
+		t.Errorf("short: %q %v", s, cut)
+	}
+	long := strings.Repeat("a", 3000) + "MIDDLE" + strings.Repeat("z", 3000)
+	s, cut := Truncate(long, 4000, 1<<20)
+	if !cut || utf8.RuneCountInString(s) > 4000 || !strings.HasPrefix(s, "aaaa") || !strings.HasSuffix(s, "zzzz") || strings.Contains(s, "MIDDLE") {
+		t.Fatalf("long: cut=%v len=%d", cut, utf8.RuneCountInString(s))
+	}
+	if !strings.Contains(s, "characters truncated") {
+		t.Errorf("no marker")
+	}
+	// multi-byte characters: never split, both limits honoured
+	mb := strings.Repeat("é日本🙂", 2000)
+	for _, lim := range []struct{ chars, bytes int }{{4000, 16 << 10}, {1000, 1 << 20}, {100000, 2000}, {333, 777}} {
+		s, cut := Truncate(mb, lim.chars, lim.bytes)
+		if !cut || !utf8.ValidString(s) || utf8.RuneCountInString(s) > lim.chars || len(s) > lim.bytes {
+			t.Errorf("%v: cut=%v valid=%v chars=%d bytes=%d", lim, cut, utf8.ValidString(s), utf8.RuneCountInString(s), len(s))
+		}
+		if !strings.HasPrefix(s, "é日本") || !strings.HasSuffix(s, "🙂") {
+			t.Errorf("%v: head or tail lost", lim)
+		}
+	}
+	// the marker's count is exact
+	s, _ = Truncate(strings.Repeat("x", 200), 100, 0)
+	kept := strings.Count(s, "x")
+	if !strings.Contains(s, "[... "+itoa(200-kept)+" characters truncated ...]") {
+		t.Errorf("marker count: %q", s)
+	}
+	// invalid UTF-8 is made valid
+	if s, _ := Truncate("ok\xff\xfe", 100, 100); !utf8.ValidString(s) {
+		t.Errorf("invalid utf-8 kept")
+	}
+}
+
+// itoa avoids strconv in the test table.
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
+
+func TestRunTruncatesContent(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxContentChars = 500
+	out := strings.Repeat("日本語", 1000) + "THE-END"
+	ex := &fakeExecutor{res: sandbox.Result{Status: sandbox.StatusOK, Stdout: out}}
+	d, _ := newTestDispatcher(t, cfg, ex)
+	r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "x"}))
+	if n := utf8.RuneCountInString(r.Content); n > 500 || !utf8.ValidString(r.Content) {
+		t.Fatalf("content %d chars, valid=%v", n, utf8.ValidString(r.Content))
+	}
+	if !strings.HasPrefix(r.Content, "status: ok") || !strings.HasSuffix(r.Content, "THE-END") || !strings.Contains(r.Content, "truncated") {
+		t.Errorf("head/tail/marker: %q", r.Content)
+	}
+	if r.Sandbox.Stdout != out {
+		t.Errorf("the sandbox result keeps the full (redacted) output")
+	}
+	// a secret straddling the cut is redacted before truncation
+	cfg.MaxContentChars = 300
+	sec := planted["openai_key"]
+	ex.res.Stdout = strings.Repeat("a", 120) + sec + strings.Repeat("b", 400)
+	d, _ = newTestDispatcher(t, cfg, ex)
+	r = d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "x"}))
+	if strings.Contains(r.Content, sec[:12]) {
+		t.Errorf("partial secret survived truncation: %q", r.Content)
+	}
+}
+
+func TestRefusalContentIsRedacted(t *testing.T) {
+	d, _ := newTestDispatcher(t, redactConfig(), okExecutor())
+	ctx := context.Background()
+	key := planted["github_token"]
+	for _, c := range []Call{
+		{Name: key},
+		call(ToolReadFile, map[string]any{"path": "/etc/" + key}),
+		call(ToolExecuteShell, map[string]any{"command": "sudo " + key}),
+		call(ToolWriteFile, map[string]any{"path": "a", "content": "x", "mode": key}),
+	} {
+		r := d.Run(ctx, c)
+		if r.Status != StatusRejected {
+			t.Fatalf("%s: not refused: %s", c.Name, r.Status)
+		}
+		if strings.Contains(r.Content, key) {
+			t.Errorf("%s: refusal content leaks the key: %q", c.Name, r.Content)
+		}
+		for k, v := range r.Fields {
+			if strings.Contains(v, key) {
+				t.Errorf("%s: field %s leaks the key", c.Name, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Call is one tool call as a model (or any other caller) wrote it.
+// Arguments may be a JSON string holding an object (OpenAI's wire form) or
+// the object itself; Run accepts both.
+type Call struct {
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Caller context, set by the transport, never by the model.
+	Owner     string         `json:"owner,omitempty"`
+	SessionID string         `json:"session_id,omitempty"`
+	Mount     string         `json:"mount,omitempty"`  // host folder, already authorised by the caller
+	Limits    sandbox.Limits `json:"limits,omitempty"` // lowers the server defaults
+	Caller    string         `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+}
+
+// Status is a tool call's outcome: the sandbox statuses plus the
+// dispatcher's own.
+type Status string
+
+// Outcomes of Run. The first six mirror sandbox.Status.
+const (
+	StatusOK              Status = "ok"
+	StatusError           Status = "error"
+	StatusTimeout         Status = "timeout"
+	StatusOOM             Status = "oom"
+	StatusOutputLimit     Status = "output_limit"
+	StatusRejected        Status = "rejected"         // unknown tool, bad arguments, policy
+	StatusPendingApproval Status = "pending_approval" // see Approve / Reject
+	StatusBusy            Status = "busy"             // admission refused; try later
+	StatusSessionNotFound Status = "session_not_found"
+	StatusSessionLost     Status = "session_lost" // the worker holding the session is gone
+	StatusUnavailable     Status = "unavailable"  // Docker or Redis unreachable
+	StatusInternal        Status = "internal"     // a platform bug or failure
+)
+
+// Result is the answer to one Call. Content is the text to hand back to the
+// model as the role "tool" message; it is already redacted and truncated.
+type Result struct {
+	CallID  string `json:"tool_call_id"`
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Content string `json:"content"`
+	// Reason is a machine-readable refusal code (e.g. "unknown_tool",
+	// "invalid_json", "invalid_arguments", "policy:shell.rm_root").
+	Reason string `json:"reason,omitempty"`
+	// Fields lists argument errors by JSON pointer, for invalid_arguments.
+	Fields map[string]string `json:"fields,omitempty"`
+	// Sandbox is the redacted execution result, when something ran.
+	Sandbox *sandbox.Result `json:"result,omitempty"`
+	// ApprovalToken is set with StatusPendingApproval.
+	ApprovalToken string `json:"approval_token,omitempty"`
+	DurationMS    int64  `json:"duration_ms"`
+	// Err is the platform error behind StatusBusy, StatusUnavailable,
+	// StatusInternal, StatusSessionLost and StatusSessionNotFound, for
+	// errors.Is/As by transports. Never serialised.
+	Err error `json:"-"`
+}
+
+// Executor runs a sandbox request somewhere: directly on a sandbox engine,
+// or through the queue on a worker. Returned errors are platform failures.
+type Executor interface {
+	Exec(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+}
