@@ -1,0 +1,148 @@
+package queue
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config tunes a queue. The zero value is usable: Open then builds an
+// in-process queue with the defaults below.
+type Config struct {
+	// RedisURL selects the Redis backend ("redis://host:6379/0"); empty
+	// selects the in-process backend (unless Deps.Redis is set).
+	RedisURL string
+	// Name is the queue's name; all of its Redis keys share the hash tag
+	// {Name} so they live in one Redis Cluster slot. Default "default".
+	Name string
+	// Prefix starts every Redis key. Default "airlock".
+	Prefix string
+	// MaxDepth bounds accepted, unfinished jobs (queued plus running);
+	// beyond it Do returns ErrBusy at once. Default 10000; negative means
+	// no limit.
+	MaxDepth int
+	// MaxPerOwner bounds one owner's unfinished jobs; 0 means no limit.
+	MaxPerOwner int
+	// DefaultTimeout is the job deadline when neither the job nor the
+	// caller's context sets one. Default 10 minutes.
+	DefaultTimeout time.Duration
+	// ResultTTL is how long an outcome is kept after the job ends, for
+	// callers that retry or attach with the same job ID. Default 2 minutes.
+	ResultTTL time.Duration
+	// VisibilityTimeout (Redis) is how long a job may go without its
+	// worker's heartbeat before another worker reclaims it. Default 30s.
+	VisibilityTimeout time.Duration
+	// MaxDeliveries (Redis) is how many times a job may be started before
+	// it goes to the dead-letter stream. Default 3.
+	MaxDeliveries int
+	// LivenessTTL (Redis) is the lifetime of a worker's liveness key, which
+	// it refreshes every third of it; when the key expires, the worker's
+	// sessions are lost. Default 10s.
+	LivenessTTL time.Duration
+	// SessionTTL (Redis) is how long a session binding lives without use.
+	// Default 24h.
+	SessionTTL time.Duration
+	// SubmitTimeout (Redis) bounds the submission round trip; beyond it Do
+	// returns ErrUnavailable. Default 2s.
+	SubmitTimeout time.Duration
+}
+
+// WorkerConfig tunes one worker.
+type WorkerConfig struct {
+	// ID names the worker; default host-pid-random. Must be unique among
+	// live workers of a queue; do not reuse one across restarts (a restarted
+	// worker cannot hold its predecessor's sessions).
+	ID string
+	// Concurrency is how many jobs run at once. Default 1.
+	Concurrency int
+	// Grace is how long Run waits for running jobs at shutdown before
+	// cancelling them. Default 30s.
+	Grace time.Duration
+	// ReadBlock (Redis) bounds one blocking XREADGROUP; it is also the
+	// worst-case delay before Run notices shutdown. Default 2s.
+	ReadBlock time.Duration
+}
+
+// Deps are a queue's collaborators. All are optional.
+type Deps struct {
+	// Logger receives the queue's logs; default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the queue's metrics; nil registers nothing.
+	// Register at most one queue per Registerer.
+	Registerer prometheus.Registerer
+	// Redis is an existing client (plain, failover or cluster) to use
+	// instead of dialling Config.RedisURL; the queue does not close it.
+	// Build it with ContextTimeoutEnabled so that SubmitTimeout bounds a
+	// hung server (NewRedisClient does).
+	Redis redis.UniversalClient
+}
+
+// Open returns the Redis queue when cfg.RedisURL or deps.Redis is set, and
+// the in-process queue otherwise.
+func Open(cfg Config, deps Deps) (Queue, error) {
+	if cfg.RedisURL == "" && deps.Redis == nil {
+		return NewMemory(cfg, deps)
+	}
+	return NewRedis(cfg, deps)
+}
+
+func (c Config) withDefaults() Config {
+	c.Name = cmp.Or(c.Name, "default")
+	c.Prefix = cmp.Or(c.Prefix, "airlock")
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 10000
+	}
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 10*time.Minute)
+	c.ResultTTL = cmp.Or(c.ResultTTL, 2*time.Minute)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, 30*time.Second)
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 3)
+	c.LivenessTTL = cmp.Or(c.LivenessTTL, 10*time.Second)
+	c.SessionTTL = cmp.Or(c.SessionTTL, 24*time.Hour)
+	c.SubmitTimeout = cmp.Or(c.SubmitTimeout, 2*time.Second)
+	return c
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "worker"), os.Getpid(), randomID(3))
+	}
+	c.Concurrency = max(c.Concurrency, 1)
+	c.Grace = cmp.Or(c.Grace, 30*time.Second)
+	c.ReadBlock = cmp.Or(c.ReadBlock, 2*time.Second)
+	return c
+}
+
+func (d Deps) logger() *slog.Logger {
+	if d.Logger == nil {
+		return slog.Default()
+	}
+	return d.Logger
+}
+
+// randomID returns n random bytes in hex.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// deadlineFor returns the job's effective deadline: the earlier of the
+// job's own, the context's, and now+def when neither is set.
+func deadlineFor(ctxDeadline time.Time, hasCtx bool, j Job, def time.Duration, now time.Time) time.Time {
+	d := j.Deadline
+	if d.IsZero() && !hasCtx {
+		return now.Add(def)
+	}
+	if d.IsZero() || (hasCtx && ctxDeadline.Before(d)) {
+		d = ctxDeadline
+	}
+	return d
+}
