@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// callOutcome is one call's result as the loop tracks it.
+type callOutcome struct {
+	res dispatcher.Result
+	ran bool // went through Tools.Run
+}
+
+// runCalls answers one turn's calls: calls the loop refuses itself
+// (invalid arguments, repeats) are answered at once, the others run
+// concurrently through Tools.Run, and pending approvals are waited for.
+// Tool time (Usage.ToolMS) is the wall time of the concurrent batch plus
+// that of approved executions, not the time spent waiting for a human.
+// It returns the tool message contents in the model's order, or a non-nil
+// stop error when the run must end on a repeated call.
+func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall, seen *repeats) ([]string, error) {
+	out := make([]callOutcome, len(calls))
+	runnable := make([]int, 0, len(calls))
+	var stop error
+	for i, c := range calls {
+		r.log.emit(EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
+		switch {
+		case i >= l.cfg.MaxCallsPerTurn:
+			out[i].res = refusal(c, "too_many_calls", fmt.Sprintf(
+				"Only %d tool calls are run per turn; this one was not run. Ask for it again in the next turn if you still need it.", l.cfg.MaxCallsPerTurn))
+		case c.ArgsErr != nil:
+			out[i].res = refusal(c, "invalid_json", fmt.Sprintf(
+				"The arguments of this %s call are not a JSON object (%v); the tool was not run. Send the arguments as a JSON object matching the tool's schema.", c.Name, c.ArgsErr))
+		default:
+			switch seen.see(c.Name, c.Arguments) {
+			case repeatOK:
+				runnable = append(runnable, i)
+			case repeatWarn:
+				out[i].res = refusal(c, "repeated_call", fmt.Sprintf(
+					"You have now made this exact %s call %d times; it was not run again. Do not repeat it: use the results you already have, try something different, or give your final answer. Repeating it once more ends the run.",
+					c.Name, l.cfg.MaxRepeats))
+			case repeatStop:
+				stop = fmt.Errorf("the model repeated the same %s call after being told not to", c.Name)
+			}
+		}
+	}
+	if stop != nil {
+		return nil, stop
+	}
+	batch := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, l.cfg.MaxParallel)
+	for _, i := range runnable {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				out[i].res = platformFailure(calls[i], dispatcher.StatusInternal, context.Cause(ctx))
+				return
+			}
+			out[i] = callOutcome{res: l.runOne(ctx, r, calls[i]), ran: true}
+			if out[i].res.Status != dispatcher.StatusPendingApproval {
+				l.emitResult(r, step, calls[i], out[i].res)
+			}
+		}()
+	}
+	wg.Wait()
+	r.update(func(r *run) { r.usage.ToolMS += time.Since(batch).Milliseconds() })
+	for i := range out {
+		if !out[i].ran {
+			l.emitResult(r, step, calls[i], out[i].res)
+		}
+	}
+	if ctx.Err() == nil {
+		l.awaitApprovals(ctx, r, step, calls, out)
+	}
+	contents := make([]string, len(calls))
+	for i := range out {
+		contents[i] = toolContent(out[i].res)
+	}
+	return contents, nil
+}
+
+// runOne sends one call through Tools.Run; a panic becomes an internal
+// result rather than a crash.
+func (l *loop) runOne(ctx context.Context, r *run, c toolCall) (res dispatcher.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.logger.Error("tool call panicked", "run", r.id, "tool", c.Name, "panic", fmt.Sprint(p))
+			res = platformFailure(c, dispatcher.StatusInternal, fmt.Errorf("panic: %v", p))
+		}
+	}()
+	start := time.Now()
+	res = l.tools.Run(ctx, dispatcher.Call{
+		ID: c.ID, Name: c.Name, Arguments: json.RawMessage(c.Arguments),
+		Owner: r.owner, SessionID: r.req.SessionID, Mount: r.req.Mount, Caller: l.caller,
+	})
+	if res.CallID == "" {
+		res.CallID = c.ID
+	}
+	if res.Name == "" {
+		res.Name = c.Name
+	}
+	if res.DurationMS == 0 {
+		res.DurationMS = time.Since(start).Milliseconds()
+	}
+	return res
+}
+
+// emitResult emits a tool_result event.
+func (l *loop) emitResult(r *run, step int, c toolCall, res dispatcher.Result) {
+	data := map[string]any{
+		"id": c.ID, "name": c.Name, "status": res.Status, "content": res.Content,
+		"duration_ms": res.DurationMS,
+	}
+	if res.Reason != "" {
+		data["reason"] = res.Reason
+	}
+	if res.Err != nil {
+		data["error"] = res.Err.Error()
+	}
+	r.log.emit(EventToolResult, step, data)
+}
+
+// refusal is a result the loop writes itself, without running the tool.
+func refusal(c toolCall, reason, content string) dispatcher.Result {
+	return dispatcher.Result{CallID: c.ID, Name: c.Name, Status: dispatcher.StatusRejected, Reason: reason, Content: content}
+}
+
+// platformFailure is a result for a call that could not be answered.
+func platformFailure(c toolCall, st dispatcher.Status, err error) dispatcher.Result {
+	return dispatcher.Result{CallID: c.ID, Name: c.Name, Status: st, Content: fmt.Sprintf("The tool call failed: %v", err), Err: err}
+}
+
+// toolContent is the role "tool" message for a result: its content, with
+// the status first when the call did not succeed, so the model can tell.
+func toolContent(res dispatcher.Result) string {
+	content := res.Content
+	if content == "" {
+		content = "(no output)"
+	}
+	if res.Status == dispatcher.StatusOK || res.Status == "" {
+		return content
+	}
+	head := "[status: " + string(res.Status)
+	if res.Reason != "" {
+		head += ", reason: " + res.Reason
+	}
+	return head + "]\n" + content
+}
