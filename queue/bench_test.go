@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/airlock-dev/airlock/internal/redistest"
+
 	"context"
 	"fmt"
 	"io"
@@ -35,10 +37,10 @@ func BenchmarkQueue(b *testing.B) {
 			return func() Queue { return q }
 		}},
 		{"redis", func(b *testing.B) func() Queue {
-			srv := startRedis(b, true)
+			srv := redistest.Start(b, true)
 			name := fmt.Sprintf("bench%d", queueSeq.Add(1))
 			return func() Queue {
-				q, err := NewRedis(Config{RedisURL: srv.url(), Name: name, MaxDepth: -1}, Deps{Logger: quiet})
+				q, err := NewRedis(Config{RedisURL: srv.URL(), Name: name, MaxDepth: -1}, Deps{Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}

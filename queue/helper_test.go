@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/airlock-dev/airlock/internal/redistest"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -133,10 +135,10 @@ type proc struct {
 
 // startWorkerProc starts a helper worker process named id; env adds
 // AQ_* settings. It is killed at the end of the test.
-func startWorkerProc(t *testing.T, srv *redisServer, name, id string, env ...string) *proc {
+func startWorkerProc(t *testing.T, srv *redistest.Server, name, id string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=worker", "AQ_REDIS="+srv.url(), "AQ_NAME="+name, "AQ_ID="+id)
+	cmd.Env = append(os.Environ(), helperEnv+"=worker", "AQ_REDIS="+srv.URL(), "AQ_NAME="+name, "AQ_ID="+id)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/airlock-dev/airlock/internal/redistest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +19,9 @@ import (
 )
 
 // faultQueue returns a caller-side Redis queue for fault tests.
-func faultQueue(t *testing.T, srv *redisServer, name string, cfg Config) *Redis {
+func faultQueue(t *testing.T, srv *redistest.Server, name string, cfg Config) *Redis {
 	t.Helper()
-	cfg.RedisURL, cfg.Name = srv.url(), name
+	cfg.RedisURL, cfg.Name = srv.URL(), name
 	cfg.VisibilityTimeout = cmpDur(cfg.VisibilityTimeout, time.Second)
 	cfg.LivenessTTL = cmpDur(cfg.LivenessTTL, time.Second)
 	q, err := NewRedis(cfg, Deps{Logger: testLogger(t)})
@@ -60,7 +62,7 @@ func assertDrained(t *testing.T, rdb *redis.Client, name string) {
 // running a job; another worker reclaims it after the visibility timeout
 // and the caller receives exactly one result, from the second attempt.
 func TestRedisWorkerKilledMidJob(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	const name = "kill9"
 	q := faultQueue(t, srv, name, Config{})
 	a := startWorkerProc(t, srv, name, "A")
@@ -77,14 +79,14 @@ func TestRedisWorkerKilledMidJob(t *testing.T) {
 	if out, err := q.Do(testCtx(t), Job{ID: "job-1", Payload: []byte("echo:again")}); err != nil || string(out) != "B:2:x" {
 		t.Fatalf("second Do = %q, %v", out, err)
 	}
-	assertDrained(t, srv.client(t), name)
+	assertDrained(t, srv.Client(t), name)
 }
 
 // TestRedisStalledWorkerIsFenced: a worker stopped (SIGSTOP) past the
 // visibility timeout loses its job to another worker; when resumed it
 // finishes the job anyway, and its stale result is discarded.
 func TestRedisStalledWorkerIsFenced(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	const name = "stall"
 	q := faultQueue(t, srv, name, Config{})
 	a := startWorkerProc(t, srv, name, "A")
@@ -105,13 +107,13 @@ func TestRedisStalledWorkerIsFenced(t *testing.T) {
 	if out, err := q.Do(testCtx(t), Job{ID: "job-1"}); err != nil || string(out) != "B:2:x" {
 		t.Fatalf("stored outcome after A resumed = %q, %v; want B's", out, err)
 	}
-	assertDrained(t, srv.client(t), name)
+	assertDrained(t, srv.Client(t), name)
 }
 
 // TestRedisPoisonJobDeadLetters: a job that kills every worker running it
 // is dead-lettered after MaxDeliveries, and its caller is told so.
 func TestRedisPoisonJobDeadLetters(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	const name = "poison"
 	q := faultQueue(t, srv, name, Config{MaxDeliveries: 2})
 	res := doAsync(testCtx(t), q, Job{ID: "poison-1", Owner: "mallory", Payload: []byte("exit")})
@@ -135,7 +137,7 @@ supervise: // restart the worker whenever it dies, like systemd would
 	if deaths != 2 {
 		t.Errorf("workers died %d times, want 2 (MaxDeliveries)", deaths)
 	}
-	rdb := srv.client(t)
+	rdb := srv.Client(t)
 	msgs, err := rdb.XRange(testCtx(t), newKeyspace("airlock", name).dead(), "-", "+").Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("dead letters = %v, %v", msgs, err)
@@ -149,7 +151,7 @@ supervise: // restart the worker whenever it dies, like systemd would
 // TestRedisSessionHolderKilled: the caller of a session job whose worker
 // is killed gets ErrSessionLost (never a hang), and so do later callers.
 func TestRedisSessionHolderKilled(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	const name = "sesskill"
 	q := faultQueue(t, srv, name, Config{})
 	a := startWorkerProc(t, srv, name, "A")
@@ -174,9 +176,9 @@ func TestRedisSessionHolderKilled(t *testing.T) {
 // TestRedisDownRefusesQuickly: with Redis down, a new submission fails
 // with ErrUnavailable instead of hanging.
 func TestRedisDownRefusesQuickly(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	q := faultQueue(t, srv, "down", Config{})
-	srv.stop()
+	srv.Stop()
 	start := time.Now()
 	if _, err := q.Do(testCtx(t), Job{}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v; want ErrUnavailable", err)
@@ -193,7 +195,7 @@ func TestRedisDownRefusesQuickly(t *testing.T) {
 // restart; submissions refused while Redis is down (ErrUnavailable) are
 // retried with the same job ID, as the dispatcher would.
 func TestRedisRestartLosesNothing(t *testing.T) {
-	srv := startRedis(t, true)
+	srv := redistest.Start(t, true)
 	const name, jobs, maxCallers = "restart", 500, 64
 	q := faultQueue(t, srv, name, Config{VisibilityTimeout: 3 * time.Second, LivenessTTL: 3 * time.Second})
 	for _, id := range []string{"W1", "W2", "W3"} {
@@ -244,7 +246,7 @@ func TestRedisRestartLosesNothing(t *testing.T) {
 	for range jobs / 3 {
 		recv(t, completed, "a third of the jobs")
 	}
-	srv.stop()
+	srv.Stop()
 	mu.Lock()
 	atRestart := len(got)
 	mu.Unlock()
@@ -253,7 +255,7 @@ func TestRedisRestartLosesNothing(t *testing.T) {
 		t.Errorf("submission while Redis is down: %v; want ErrUnavailable", err)
 	}
 	time.Sleep(time.Second)
-	srv.start()
+	srv.Run()
 	for { // the client may refuse for a moment after Redis returns
 		out, err := q.Do(ctx, probe)
 		if errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
@@ -286,5 +288,5 @@ func TestRedisRestartLosesNothing(t *testing.T) {
 	if n := q.missedNotices.Load(); n != 0 {
 		t.Errorf("%d callers were answered only at their deadline (lost wake-up)", n)
 	}
-	assertDrained(t, srv.client(t), name)
+	assertDrained(t, srv.Client(t), name)
 }

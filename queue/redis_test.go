@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/airlock-dev/airlock/internal/redistest"
+
 	"fmt"
 	"log/slog"
 	"strings"
@@ -30,9 +32,9 @@ var queueSeq atomic.Int64
 // TestRedisContract runs the contract suite on the Redis queue, each test
 // on its own queue name (hence its own keys) of one redis-server.
 func TestRedisContract(t *testing.T) {
-	srv := startRedis(t, false)
+	srv := redistest.Start(t, false)
 	runContract(t, func(t *testing.T, cfg Config, reg prometheus.Registerer) Queue {
-		cfg.RedisURL = srv.url()
+		cfg.RedisURL = srv.URL()
 		cfg.Name = fmt.Sprintf("contract%d", queueSeq.Add(1))
 		q, err := NewRedis(cfg, Deps{Registerer: reg, Logger: testLogger(t)})
 		if err != nil {

@@ -22,3 +22,7 @@ var (
 	// file, symlink, not a regular file, bad path).
 	ErrFile = errors.New("file refused")
 )
+
+// ErrRejected: a request was refused as invalid (bad limits, env, path...);
+// the message says what was wrong.
+var ErrRejected = errors.New("rejected")

@@ -1,4 +1,8 @@
-package queue
+// Package redistest starts private redis-server processes for tests: on a
+// free loopback port, in a temporary folder, stopped at the end of the test.
+// Without redis-server installed it skips the test, except in CI
+// (CI=true), where a missing server is a failure.
+package redistest
 
 import (
 	"context"
@@ -15,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisServer is a redis-server process owned by one test.
-type redisServer struct {
+// Server is a redis-server process owned by one test.
+type Server struct {
 	t    testing.TB
 	bin  string
 	dir  string
@@ -26,9 +30,10 @@ type redisServer struct {
 	done chan struct{}
 }
 
-// startRedis starts a private redis-server on a free loopback port; it
-// skips (fails in CI) when redis-server is not installed.
-func startRedis(t testing.TB, aof bool) *redisServer {
+// Start starts a private redis-server on a free loopback port, with AOF
+// (appendfsync everysec) when aof is true; it skips (fails in CI) when
+// redis-server is not installed.
+func Start(t testing.TB, aof bool) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -37,14 +42,14 @@ func startRedis(t testing.TB, aof bool) *redisServer {
 		}
 		t.Skipf("redis-server not installed (apt-get install redis-server): %v", err)
 	}
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), aof: aof}
-	s.start()
-	t.Cleanup(s.stop)
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: FreePort(t), aof: aof}
+	s.Run()
+	t.Cleanup(s.Stop)
 	return s
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +58,11 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// url is the server's redis:// URL.
-func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
 
-// start launches the process and waits until it answers PING.
-func (s *redisServer) start() {
+// Run launches the process and waits until it answers PING.
+func (s *Server) Run() {
 	s.t.Helper()
 	aof := "no"
 	if s.aof {
@@ -93,8 +98,8 @@ func (s *redisServer) start() {
 	}
 }
 
-// stop shuts the server down (SIGTERM, so AOF is flushed) and waits.
-func (s *redisServer) stop() {
+// Stop shuts the server down (SIGTERM, so AOF is flushed) and waits.
+func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
@@ -108,17 +113,20 @@ func (s *redisServer) stop() {
 	s.cmd = nil
 }
 
-// restart stops the server, leaves it down for downtime, and starts it
+// Restart stops the server, leaves it down for downtime, and starts it
 // again on the same port and directory.
-func (s *redisServer) restart(downtime time.Duration) {
-	s.stop()
+func (s *Server) Restart(downtime time.Duration) {
+	s.Stop()
 	time.Sleep(downtime)
-	s.start()
+	s.Run()
 }
 
-// client returns a client closed at the end of the test.
-func (s *redisServer) client(t testing.TB) *redis.Client {
+// Client returns a client closed at the end of the test.
+func (s *Server) Client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port)})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// Port is the server's TCP port on 127.0.0.1.
+func (s *Server) Port() int { return s.port }

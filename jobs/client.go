@@ -1,0 +1,147 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/queue"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Client sends sandbox requests through a queue and waits for their result.
+// It is the dispatcher's Executor and the API's session backend.
+type Client struct {
+	q   queue.Queue
+	cfg ClientConfig
+}
+
+// ClientConfig sets how long a job may take.
+type ClientConfig struct {
+	// DefaultTimeout is assumed for a request that names no timeout (it
+	// should match the workers' sandbox default).
+	DefaultTimeout time.Duration
+	// Margin is added to a request's timeout for the job deadline: queueing,
+	// container start and collection.
+	Margin time.Duration
+}
+
+// NewClient returns a Client over q.
+func NewClient(q queue.Queue, cfg ClientConfig) *Client {
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 10 * time.Second
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = time.Minute
+	}
+	return &Client{q: q, cfg: cfg}
+}
+
+var _ dispatcher.Executor = (*Client)(nil)
+
+// Exec runs one request on some worker (or, for a session, on the worker
+// holding it). Refusals by the worker come back as errors wrapping the
+// sandbox sentinels; queue failures wrap the dispatcher's.
+func (c *Client) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("jobs: encode request: %w", err)
+	}
+	timeout := req.Limits.Timeout
+	if timeout <= 0 {
+		timeout = c.cfg.DefaultTimeout
+	}
+	id := req.JobID
+	if id == "" {
+		id = newID()
+	}
+	out, err := c.q.Do(ctx, queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Payload: payload,
+		Deadline: time.Now().Add(timeout + c.cfg.Margin)})
+	if err != nil {
+		return sandbox.Result{}, mapQueueErr(err)
+	}
+	var env envelope
+	if err := json.Unmarshal(out, &env); err != nil {
+		return sandbox.Result{}, fmt.Errorf("jobs: decode reply: %w", err)
+	}
+	if env.Error != nil {
+		return sandbox.Result{}, fromWire(env.Error)
+	}
+	if env.Result == nil {
+		return sandbox.Result{}, errors.New("jobs: empty reply")
+	}
+	return *env.Result, nil
+}
+
+// mapQueueErr wraps queue errors with the dispatcher sentinel that tells
+// callers what happened.
+func mapQueueErr(err error) error {
+	switch {
+	case errors.Is(err, queue.ErrBusy):
+		return fmt.Errorf("%w: %w", dispatcher.ErrBusy, err)
+	case errors.Is(err, queue.ErrUnavailable), errors.Is(err, queue.ErrClosed):
+		return fmt.Errorf("%w: %w", dispatcher.ErrUnavailable, err)
+	case errors.Is(err, queue.ErrSessionLost):
+		return fmt.Errorf("%w: %w", dispatcher.ErrSessionLost, err)
+	}
+	return fmt.Errorf("jobs: %w", err)
+}
+
+// rejected turns a rejected Result into an error for session operations,
+// which have no result to carry it.
+func rejected(res sandbox.Result) error {
+	if res.Status == sandbox.StatusRejected {
+		return fmt.Errorf("%w: %s", sandbox.ErrRejected, res.Message)
+	}
+	return nil
+}
+
+// OpenSession opens a session on some worker and returns its id.
+func (c *Client) OpenSession(ctx context.Context, owner string, limits sandbox.Limits) (string, error) {
+	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionOpen, Owner: owner, Limits: limits})
+	if err != nil {
+		return "", err
+	}
+	if err := rejected(res); err != nil {
+		return "", err
+	}
+	return res.SessionID, nil
+}
+
+// CloseSession destroys a session.
+func (c *Client) CloseSession(ctx context.Context, owner, id string) error {
+	_, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionClose, Owner: owner, SessionID: id})
+	return err
+}
+
+// PutFile writes a file into a session's work folder.
+func (c *Client) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
+	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpFilePut, Owner: owner, SessionID: id, Path: path, Data: data})
+	if err != nil {
+		return err
+	}
+	return rejected(res)
+}
+
+// GetFile reads a file from a session's work folder.
+func (c *Client) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
+	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpFileGet, Owner: owner, SessionID: id, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	if err := rejected(res); err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "j-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,65 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/queue"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Engine is what a worker needs from the sandbox: the one entry for every
+// operation. *sandbox.Engine satisfies it.
+type Engine interface {
+	Handle(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+}
+
+// Handler runs queue jobs on a sandbox engine. It binds a session to this
+// worker when it opens one and unbinds it when the session ends.
+type Handler struct {
+	engine Engine
+}
+
+// NewHandler returns a queue.Handler over engine.
+func NewHandler(engine Engine) *Handler { return &Handler{engine: engine} }
+
+// Handle decodes the request, runs it and encodes the outcome. Refusals and
+// engine errors travel in the reply; only a broken payload or a cancelled
+// job is returned as an error.
+func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) {
+	var req sandbox.Request
+	if err := json.Unmarshal(j.Payload, &req); err != nil {
+		return queue.Reply{}, fmt.Errorf("jobs: decode job %s: %w", j.ID, err)
+	}
+	if req.JobID == "" {
+		req.JobID = j.ID
+	}
+	res, err := h.engine.Handle(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return queue.Reply{}, fmt.Errorf("jobs: job %s: %w", j.ID, err)
+	}
+	var rep queue.Reply
+	env := envelope{}
+	if err != nil {
+		env.Error = toWire(err)
+		if errors.Is(err, sandbox.ErrSessionNotFound) && req.SessionID != "" {
+			rep.UnbindSession = req.SessionID
+		}
+	} else {
+		env.Result = &res
+		switch {
+		case req.Op == sandbox.OpSessionOpen && res.SessionID != "":
+			rep.BindSession = res.SessionID
+		case req.Op == sandbox.OpSessionClose, res.SessionEnded:
+			rep.UnbindSession = req.SessionID
+		}
+	}
+	payload, merr := json.Marshal(env)
+	if merr != nil {
+		return queue.Reply{}, fmt.Errorf("jobs: encode reply of %s: %w", j.ID, merr)
+	}
+	rep.Payload = payload
+	return rep, nil
+}
