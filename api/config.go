@@ -1,0 +1,142 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds every tunable of the HTTP API. Zero values are replaced by
+// the defaults of DefaultConfig in New.
+type Config struct {
+	// Addr is the listen address for Server.Run, e.g. "127.0.0.1:8080".
+	Addr string
+	// InsecureLocal serves without API keys; every request acts as the
+	// owner "local". ValidateListen refuses it on a non-loopback Addr.
+	InsecureLocal bool
+	// Keys are the accepted API keys, already hashed (see LoadKeys).
+	Keys *KeySet
+
+	// MaxBodyBytes caps JSON request bodies (413 beyond).
+	MaxBodyBytes int64
+	// MaxUploadBytes caps a file upload (413 beyond).
+	MaxUploadBytes int64
+
+	// RatePerSecond and RateBurst shape the per-key token bucket (429 with
+	// Retry-After when empty). RatePerSecond < 0 disables rate limiting.
+	RatePerSecond float64
+	RateBurst     int
+	// MaxConcurrentPerKey bounds a key's simultaneous non-streaming /v1
+	// requests (429 busy beyond). MaxStreamsPerKey bounds its open SSE
+	// streams.
+	MaxConcurrentPerKey int
+	MaxStreamsPerKey    int
+
+	// RequestTimeout bounds quick routes; ToolCallTimeout bounds tool calls,
+	// file transfers and session opening; StreamTimeout bounds one SSE
+	// connection (the client resumes with Last-Event-ID). A route past its
+	// deadline answers 504.
+	RequestTimeout  time.Duration
+	ToolCallTimeout time.Duration
+	StreamTimeout   time.Duration
+	// Heartbeat is the interval of SSE comment lines that keep proxies open.
+	Heartbeat time.Duration
+	// ShutdownTimeout is how long Server.Run waits for in-flight requests.
+	ShutdownTimeout time.Duration
+
+	// CORSOrigins is the allowlist of browser origins ("*" allows any).
+	// Empty means same-origin only.
+	CORSOrigins []string
+
+	// InputFolders are the host folders a run may mount read-only, by the
+	// name a client uses ({"input": "NAME"}). Clients never send host paths.
+	InputFolders map[string]string
+
+	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store;
+	// the oldest artifacts are dropped first when the total is over the cap.
+	ArtifactTTL      time.Duration
+	ArtifactMaxBytes int64
+	// SessionIdleTTL drops the API's record of a session unused this long
+	// (the sandbox expires the session itself on its own clock).
+	SessionIdleTTL time.Duration
+
+	// Now is the clock; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults: loopback address, 1 MiB bodies, 32 MiB
+// uploads, 20 requests/s with bursts of 40 and 8 concurrent calls per key.
+func DefaultConfig() Config {
+	return Config{
+		Addr:                "127.0.0.1:8080",
+		MaxBodyBytes:        1 << 20,
+		MaxUploadBytes:      32 << 20,
+		RatePerSecond:       20,
+		RateBurst:           40,
+		MaxConcurrentPerKey: 8,
+		MaxStreamsPerKey:    8,
+		RequestTimeout:      15 * time.Second,
+		ToolCallTimeout:     5 * time.Minute,
+		StreamTimeout:       30 * time.Minute,
+		Heartbeat:           15 * time.Second,
+		ShutdownTimeout:     2 * time.Minute,
+		ArtifactTTL:         time.Hour,
+		ArtifactMaxBytes:    256 << 20,
+		SessionIdleTTL:      2 * time.Hour,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.Addr == "" {
+		c.Addr = d.Addr
+	}
+	setInt64(&c.MaxBodyBytes, d.MaxBodyBytes)
+	setInt64(&c.MaxUploadBytes, d.MaxUploadBytes)
+	if c.RatePerSecond == 0 {
+		c.RatePerSecond = d.RatePerSecond
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = d.RateBurst
+	}
+	if c.MaxConcurrentPerKey <= 0 {
+		c.MaxConcurrentPerKey = d.MaxConcurrentPerKey
+	}
+	if c.MaxStreamsPerKey <= 0 {
+		c.MaxStreamsPerKey = d.MaxStreamsPerKey
+	}
+	setDur(&c.RequestTimeout, d.RequestTimeout)
+	setDur(&c.ToolCallTimeout, d.ToolCallTimeout)
+	setDur(&c.StreamTimeout, d.StreamTimeout)
+	setDur(&c.Heartbeat, d.Heartbeat)
+	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
+	setDur(&c.ArtifactTTL, d.ArtifactTTL)
+	setInt64(&c.ArtifactMaxBytes, d.ArtifactMaxBytes)
+	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if !c.InsecureLocal && c.Keys.Len() == 0 {
+		return c, fmt.Errorf("api config: no API keys (set AIRLOCK_API_KEYS or a keys file, or use insecure-local mode on loopback)")
+	}
+	if c.InsecureLocal {
+		if err := ValidateListen(c.Addr, true, c.Keys); err != nil {
+			return c, fmt.Errorf("api config: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// setInt64 replaces a non-positive value with def.
+func setInt64(v *int64, def int64) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// setDur replaces a non-positive duration with def.
+func setDur(v *time.Duration, def time.Duration) {
+	if *v <= 0 {
+		*v = def
+	}
+}

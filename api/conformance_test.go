@@ -1,0 +1,86 @@
+package api
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOpenAPIConformance drives every documented operation through one
+// server and checks each answer against openapi.json (the harness checks
+// every answer of every test the same way). It fails when an operation of
+// the document was never answered successfully, or a documented error
+// status of the tool-call route was never produced.
+func TestOpenAPIConformance(t *testing.T) {
+	h := newHarness(t, nil)
+	sid := h.openSession(keyAlice)
+	h.do(keyAlice, "GET", "/", nil)
+	h.do(keyAlice, "GET", "/ui/app.js", nil)
+	h.do(keyAlice, "GET", "/ui/style.css", nil)
+	h.do(keyAlice, "GET", "/ui/missing.js", nil)
+	h.do("", "GET", "/healthz", nil)
+	h.do("", "GET", "/readyz", nil)
+	h.do("", "GET", "/metrics", nil)
+	h.do("", "GET", "/openapi.json", nil)
+	h.do("", "GET", "/v1/info", nil)
+	h.do(keyAlice, "GET", "/v1/tools", nil)
+	one := h.do(keyAlice, "POST", "/v1/tool-calls", py("plot")).JSON(t)
+	h.do(keyAlice, "GET", one["result"].(map[string]any)["artifacts"].([]any)[0].(map[string]any)["url"].(string), nil)
+	h.do(keyAlice, "GET", "/v1/sessions/"+sid, nil)
+	in := h.do(keyAlice, "POST", "/v1/sessions/"+sid+"/tool-calls", py("plot")).JSON(t)
+	h.do(keyAlice, "GET", in["result"].(map[string]any)["artifacts"].([]any)[0].(map[string]any)["url"].(string), nil)
+	h.do(keyAlice, "PUT", "/v1/sessions/"+sid+"/files/data.csv", []byte("a,b\n1,2\n"))
+	h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files/data.csv", nil)
+	rid := h.startRun(keyAlice, map[string]any{"goal": "x", "session_id": sid})
+	h.do(keyAlice, "GET", "/v1/runs/"+rid, nil)
+	h.do(keyAlice, "GET", "/v1/runs/"+rid+"/events", nil, "Last-Event-ID", "2")
+	h.runs.script = approvalScript
+	rid2 := h.startRun(keyAlice, map[string]any{"goal": "y"})
+	h.do(keyAlice, "POST", "/v1/runs/"+rid2+"/approvals/apv-1", map[string]any{"approve": true, "reason": "fine"})
+	rid3 := h.startRun(keyAlice, map[string]any{"goal": "z"})
+	h.do(keyAlice, "POST", "/v1/runs/"+rid3+"/cancel", nil)
+	h.do(keyAlice, "DELETE", "/v1/sessions/"+sid, nil)
+
+	// Every documented error status of the tool-call route.
+	h.do(keyAlice, "POST", "/v1/tool-calls", `{`)                                                                                    // 400
+	h.do("", "POST", "/v1/tool-calls", py("x"))                                                                                      // 401
+	h.do(keyAlice, "POST", "/v1/tool-calls", map[string]any{"function": map[string]any{"name": "run_python"}, "session_id": "nope"}) // 404
+	h.do(keyAlice, "POST", "/v1/tool-calls", py("lost"))                                                                             // 409
+	h.do(keyAlice, "POST", "/v1/tool-calls", py(strings.Repeat("x", 2<<20)))                                                         // 413
+	h.do(keyAlice, "POST", "/v1/tool-calls", py("busy"))                                                                             // 429
+	h.do(keyAlice, "POST", "/v1/tool-calls", py("internal"))                                                                         // 500
+	h.do(keyAlice, "POST", "/v1/tool-calls", py("unavailable"))                                                                      // 503
+	ht := newHarness(t, func(c *Config, d *Deps) { c.ToolCallTimeout = 20 * time.Millisecond })
+	ht.do(keyAlice, "POST", "/v1/tool-calls", py("sleep")) // 504
+	for k := range ht.oa.seen {
+		h.oa.seen[k] = true
+	}
+
+	var missing []string
+	for path, item := range h.oa.doc.Paths.Map() {
+		for method := range item.Operations() {
+			ok := false
+			for k := range h.oa.seen {
+				if strings.HasPrefix(k, method+" "+path+" 2") {
+					ok = true
+				}
+			}
+			if !ok {
+				missing = append(missing, method+" "+path)
+			}
+		}
+	}
+	for _, code := range []string{"400", "401", "404", "409", "413", "429", "500", "503", "504"} {
+		if !h.oa.seen["POST /v1/tool-calls "+code] {
+			missing = append(missing, "POST /v1/tool-calls "+code)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("never validated against the document:\n%s", strings.Join(missing, "\n"))
+	}
+	if len(h.oa.seen) < 30 {
+		t.Fatalf("only %d validated exchanges", len(h.oa.seen))
+	}
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Dispatcher is the one entry every tool call goes through. Run never
+// returns a Go error: platform failures come back as Result.Status busy,
+// unavailable, internal, session_not_found or session_lost, with Result.Err.
+type Dispatcher interface {
+	// Run validates, authorises and executes one call.
+	Run(ctx context.Context, call dispatcher.Call) dispatcher.Result
+	// ToolsJSON returns the registry as the OpenAI `tools` array.
+	ToolsJSON() []map[string]any
+}
+
+// Sessions opens, closes and transfers files into sandbox sessions. Errors
+// are matched with errors.Is against sandbox.ErrSessionNotFound (404),
+// ErrBusy (429), ErrTooLarge (413), ErrFile (400) and ErrUnavailable or
+// ErrImageMissing (503); anything else is a 500.
+type Sessions interface {
+	// Open creates a session owned by owner and returns its id.
+	Open(ctx context.Context, owner string, limits sandbox.Limits) (string, error)
+	// Close destroys the session.
+	Close(ctx context.Context, owner, id string) error
+	// PutFile writes data to path, relative to the session's work folder.
+	PutFile(ctx context.Context, owner, id, path string, data []byte) error
+	// GetFile reads path, relative to the session's work folder.
+	GetFile(ctx context.Context, owner, id, path string) ([]byte, error)
+}
+
+// Runs is the agent run manager, reduced to what the API calls.
+type Runs interface {
+	// Start begins a run and returns its first snapshot.
+	Start(req agent.RunRequest) (agent.RunView, error)
+	// Get returns a snapshot of owner's run id.
+	Get(owner, id string) (agent.RunView, error)
+	// Events replays the events with Seq > after, then live ones; the
+	// channel closes when the run has ended or ctx is done.
+	Events(ctx context.Context, owner, id string, after int) (<-chan agent.Event, error)
+	// Cancel stops the run.
+	Cancel(owner, id string) error
+	// Approve resolves the pending call behind token.
+	Approve(owner, runID, token string, approve bool, reason string) error
+	// Configured reports whether a model endpoint is configured.
+	Configured() bool
+}
+
+// RunErrors tells the API which errors of Runs mean what; they are matched
+// with errors.Is. Nil fields never match. sandbox.ErrBusy (429) and
+// dispatcher.ErrApprovalNotFound (404) are recognised without being listed.
+type RunErrors struct {
+	// NotFound means the run (or approval token) is unknown to this owner: 404.
+	NotFound error
+	// NoModel means no model endpoint is configured: 503 "no_model".
+	NoModel error
+	// Conflict means the run is not in a state that allows the request
+	// (already finished, nothing pending): 409.
+	Conflict error
+}
+
+// ReadinessCheck is one named dependency probe for /readyz, e.g. "docker"
+// or "redis". Check returns nil when the dependency is reachable.
+type ReadinessCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are the collaborators of the API. Dispatcher is required; without
+// Sessions the session routes answer 503, without Runs the run routes answer
+// 503 "no_model".
+type Deps struct {
+	Dispatcher Dispatcher
+	Sessions   Sessions
+	Runs       Runs
+	RunErrors  RunErrors
+	// Checks are probed, concurrently, by /readyz.
+	Checks []ReadinessCheck
+	// Gatherer is served at /metrics; nil serves only the API's own metrics.
+	Gatherer prometheus.Gatherer
+	// Registerer receives the API's HTTP metrics; nil means a private
+	// registry (then also served at /metrics when Gatherer is nil).
+	Registerer prometheus.Registerer
+	// Logger receives access and error logs; nil discards them.
+	Logger *slog.Logger
+}

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// getArtifact answers GET /v1/artifacts/{artifact}: an artifact of a
+// one-shot tool call, readable by its owner until it expires.
+func (s *Server) getArtifact(c *gin.Context) {
+	s.sendArtifact(c, "")
+}
+
+// getSessionArtifact answers GET /v1/sessions/{id}/artifacts/{artifact}.
+// It still works after the session is closed, until the artifact expires.
+func (s *Server) getSessionArtifact(c *gin.Context) {
+	s.sendArtifact(c, c.Param("id"))
+}
+
+// sendArtifact writes the owner's artifact made in session, or a 404.
+func (s *Server) sendArtifact(c *gin.Context, session string) {
+	a, ok := s.artifacts.get(owner(c), session, c.Param("artifact"))
+	if !ok {
+		abortError(c, newError(http.StatusNotFound, CodeNotFound, "artifact not found or expired"))
+		return
+	}
+	mimeType := a.MIME
+	if mimeType == "" {
+		mimeType = "application/octet-stream"
+	}
+	sendBytes(c, a.Name, mimeType, a.Data, true)
+}

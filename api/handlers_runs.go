@@ -1,0 +1,169 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// startRunRequest is the body of POST /v1/runs.
+type startRunRequest struct {
+	Goal      string          `json:"goal,omitempty"`
+	Messages  json.RawMessage `json:"messages,omitempty"`
+	Model     string          `json:"model,omitempty"`
+	MaxSteps  int             `json:"max_steps,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	Input     string          `json:"input,omitempty"` // an allowed input folder name
+}
+
+// approvalRequest is the body of POST /v1/runs/{id}/approvals/{token}.
+type approvalRequest struct {
+	Approve *bool  `json:"approve"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// needRuns answers 503 no_model when runs cannot start or be served.
+func (s *Server) needRuns(c *gin.Context, forStart bool) bool {
+	if s.deps.Runs == nil || (forStart && !s.deps.Runs.Configured()) {
+		abortError(c, noModelError())
+		return false
+	}
+	return true
+}
+
+// noModelError says how to configure a model.
+func noModelError() *Error {
+	return newError(http.StatusServiceUnavailable, CodeNoModel, noModelHelp)
+}
+
+// runError maps an error of the run manager to an HTTP error.
+func (s *Server) runError(err error) error {
+	re := s.deps.RunErrors
+	switch {
+	case re.NotFound != nil && errors.Is(err, re.NotFound), errors.Is(err, dispatcher.ErrApprovalNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "run or approval not found")
+	case re.NoModel != nil && errors.Is(err, re.NoModel):
+		return noModelError()
+	case re.Conflict != nil && errors.Is(err, re.Conflict):
+		return newError(http.StatusConflict, CodeConflict, "the run is not in a state that allows this: "+err.Error())
+	case errors.Is(err, sandbox.ErrBusy), errors.Is(err, dispatcher.ErrBusy):
+		return err
+	}
+	s.log.Warn("api: run manager failed", "err", err)
+	return err
+}
+
+// startRun answers POST /v1/runs with 201 and the run's first snapshot.
+func (s *Server) startRun(c *gin.Context) {
+	if !s.needRuns(c, true) {
+		return
+	}
+	var req startRunRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		fail(c, err)
+		return
+	}
+	hasMsgs := len(bytes.TrimSpace(req.Messages)) > 0 && string(bytes.TrimSpace(req.Messages)) != "null"
+	switch {
+	case strings.TrimSpace(req.Goal) == "" && !hasMsgs:
+		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `one of "goal" or "messages" is required`))
+		return
+	case strings.TrimSpace(req.Goal) != "" && hasMsgs:
+		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `send "goal" or "messages", not both`))
+		return
+	case hasMsgs && bytes.TrimSpace(req.Messages)[0] != '[':
+		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"messages" must be an array of chat messages`))
+		return
+	case req.MaxSteps < 0:
+		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"max_steps" must not be negative`))
+		return
+	}
+	who := owner(c)
+	if req.SessionID != "" {
+		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+			fail(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+			return
+		}
+	}
+	mount, err := s.inputFolder(req.Input)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	view, err := s.deps.Runs.Start(agent.RunRequest{
+		Goal: req.Goal, Messages: req.Messages, Model: req.Model, MaxSteps: req.MaxSteps,
+		SessionID: req.SessionID, Mount: mount, Owner: who,
+	})
+	if err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	c.JSON(http.StatusCreated, view)
+}
+
+// getRun answers GET /v1/runs/{id}.
+func (s *Server) getRun(c *gin.Context) {
+	if !s.needRuns(c, false) {
+		return
+	}
+	view, err := s.deps.Runs.Get(owner(c), c.Param("id"))
+	if err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// cancelRun answers POST /v1/runs/{id}/cancel with the run's snapshot.
+func (s *Server) cancelRun(c *gin.Context) {
+	if !s.needRuns(c, false) {
+		return
+	}
+	who, id := owner(c), c.Param("id")
+	if err := s.deps.Runs.Cancel(who, id); err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	view, err := s.deps.Runs.Get(who, id)
+	if err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// approveRun answers POST /v1/runs/{id}/approvals/{token} with the run's
+// snapshot; the body says {"approve": true|false, "reason": "..."}.
+func (s *Server) approveRun(c *gin.Context) {
+	if !s.needRuns(c, false) {
+		return
+	}
+	var req approvalRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		fail(c, err)
+		return
+	}
+	if req.Approve == nil {
+		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"approve" (true or false) is required`))
+		return
+	}
+	who, id := owner(c), c.Param("id")
+	if err := s.deps.Runs.Approve(who, id, c.Param("token"), *req.Approve, req.Reason); err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	view, err := s.deps.Runs.Get(who, id)
+	if err != nil {
+		fail(c, s.runError(err))
+		return
+	}
+	c.JSON(http.StatusOK, view)
+}

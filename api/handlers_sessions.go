@@ -1,0 +1,94 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// openSessionRequest is the optional body of POST /v1/sessions.
+type openSessionRequest struct {
+	Limits *limitsBody `json:"limits,omitempty"`
+}
+
+// needSessions answers 503 when no session backend is wired.
+func (s *Server) needSessions(c *gin.Context) bool {
+	if s.deps.Sessions == nil {
+		e := newError(http.StatusServiceUnavailable, CodeUnavailable, "sessions are not available on this server")
+		abortError(c, e)
+		return false
+	}
+	return true
+}
+
+// ownedSession loads the caller's session record or answers 404.
+func (s *Server) ownedSession(c *gin.Context, touch bool) (sessionRecord, bool) {
+	rec, ok := s.sessions.get(owner(c), c.Param("id"), touch)
+	if !ok {
+		abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+	}
+	return rec, ok
+}
+
+// openSession answers POST /v1/sessions with 201 and the session record.
+func (s *Server) openSession(c *gin.Context) {
+	if !s.needSessions(c) {
+		return
+	}
+	var req openSessionRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		fail(c, err)
+		return
+	}
+	limits, err := req.Limits.toSandbox()
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	who := owner(c)
+	id, err := s.deps.Sessions.Open(c.Request.Context(), who, limits)
+	if err != nil {
+		s.logPlatform("open session", who, err)
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, s.sessions.add(who, id, limits))
+}
+
+// getSession answers GET /v1/sessions/{id}.
+func (s *Server) getSession(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, false); ok {
+		c.JSON(http.StatusOK, rec)
+	}
+}
+
+// closeSession answers DELETE /v1/sessions/{id} with 204.
+func (s *Server) closeSession(c *gin.Context) {
+	if !s.needSessions(c) {
+		return
+	}
+	rec, ok := s.ownedSession(c, false)
+	if !ok {
+		return
+	}
+	err := s.deps.Sessions.Close(c.Request.Context(), rec.Owner, rec.ID)
+	if err == nil || errors.Is(err, sandbox.ErrSessionNotFound) {
+		s.sessions.remove(rec.ID)
+	}
+	if err != nil {
+		s.logPlatform("close session", rec.Owner, err)
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// logPlatform logs a platform error worth an operator's attention.
+func (s *Server) logPlatform(op, owner string, err error) {
+	if e := toError(nil, err); e.Status >= 500 {
+		s.log.Warn("api: "+op+" failed", "owner", owner, "err", err)
+	}
+}

@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// listTools answers GET /v1/tools: {"tools": [...]} in OpenAI's form.
+func (s *Server) listTools(c *gin.Context) {
+	tools := s.deps.Dispatcher.ToolsJSON()
+	if tools == nil {
+		tools = []map[string]any{}
+	}
+	c.JSON(http.StatusOK, gin.H{"tools": tools})
+}
+
+// toolCall answers POST /v1/tool-calls; with "session_id" it runs in that
+// session like POST /v1/sessions/{id}/tool-calls.
+func (s *Server) toolCall(c *gin.Context) {
+	var req toolCallRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		fail(c, err)
+		return
+	}
+	s.runToolCall(c, req)
+}
+
+// sessionToolCall answers POST /v1/sessions/{id}/tool-calls.
+func (s *Server) sessionToolCall(c *gin.Context) {
+	id := c.Param("id")
+	if _, ok := s.sessions.get(owner(c), id, false); !ok {
+		abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+		return
+	}
+	var req toolCallRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		fail(c, err)
+		return
+	}
+	if req.SessionID != "" && req.SessionID != id {
+		abortError(c, newError(http.StatusBadRequest, CodeBadRequest, `"session_id" differs from the session in the path`))
+		return
+	}
+	req.SessionID = id
+	s.runToolCall(c, req)
+}
+
+// runToolCall checks the request, sends it through the dispatcher and
+// writes the tool message and structured result.
+func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
+	if err := req.validate(); err != nil {
+		fail(c, err)
+		return
+	}
+	who := owner(c)
+	if req.SessionID != "" {
+		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+			abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+			return
+		}
+	}
+	limits, err := req.Limits.toSandbox()
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	mount, err := s.inputFolder(req.Input)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if req.ID == "" {
+		req.ID = newID("call_")
+	}
+	ctx := c.Request.Context()
+	res := s.deps.Dispatcher.Run(ctx, dispatcher.Call{
+		ID:        req.ID,
+		Name:      req.Function.Name,
+		Arguments: req.Function.Arguments,
+		Owner:     who,
+		SessionID: req.SessionID,
+		Mount:     mount,
+		Limits:    limits,
+		Caller:    "api",
+	})
+	if res.CallID == "" {
+		res.CallID = req.ID
+	}
+	if res.Name == "" {
+		res.Name = req.Function.Name
+	}
+	if req.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
+		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
+		s.sessions.remove(req.SessionID)
+	}
+	out := s.buildResponse(who, req.SessionID, res)
+	if e := statusError(res, out.Message); e != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			e = toError(ctx, ctx.Err()).withDetails(e.Details)
+		}
+		if e.Status >= 500 {
+			s.log.Warn("api: tool call failed", "owner", who, "tool", req.Function.Name, "status", res.Status, "err", res.Err)
+		}
+		abortError(c, e)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// KeysEnv is the environment variable holding comma-separated API keys.
+const KeysEnv = "AIRLOCK_API_KEYS"
+
+// minKeyLen is the shortest accepted API key.
+const minKeyLen = 16
+
+// KeySet holds API keys as SHA-256 hashes, each with the owner name that
+// resources made with it belong to. The plain keys are never kept.
+type KeySet struct {
+	entries []keyEntry
+}
+
+// keyEntry is one hashed key and its owner.
+type keyEntry struct {
+	hash  [sha256.Size]byte
+	owner string
+}
+
+// NewKeySet hashes keys. Each entry is either "KEY" (the owner becomes
+// "key-" and the first 12 hex digits of its hash) or "NAME:KEY".
+func NewKeySet(keys ...string) (*KeySet, error) {
+	ks := &KeySet{}
+	for i, k := range keys {
+		if err := ks.add(k); err != nil {
+			return nil, fmt.Errorf("api key %d: %w", i+1, err)
+		}
+	}
+	return ks, nil
+}
+
+// LoadKeys reads keys from file (one per line, "KEY" or "NAME:KEY", blank
+// lines and lines starting with # ignored) when file is not empty, and from
+// env, the value of AIRLOCK_API_KEYS (comma separated). Both may be used.
+func LoadKeys(file, env string) (*KeySet, error) {
+	ks := &KeySet{}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("api keys file: %w", err)
+		}
+		defer f.Close()
+		if err := ks.readLines(f); err != nil {
+			return nil, fmt.Errorf("api keys file %s: %w", file, err)
+		}
+	}
+	for i, k := range strings.Split(env, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if err := ks.add(k); err != nil {
+			return nil, fmt.Errorf("%s entry %d: %w", KeysEnv, i+1, err)
+		}
+	}
+	return ks, nil
+}
+
+// readLines adds one key per non-comment line of r.
+func (ks *KeySet) readLines(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := ks.add(line); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	return sc.Err()
+}
+
+// add hashes one "KEY" or "NAME:KEY" entry.
+func (ks *KeySet) add(entry string) error {
+	owner, key := "", entry
+	if name, k, ok := strings.Cut(entry, ":"); ok && validOwnerName(name) {
+		owner, key = name, k
+	}
+	if len(key) < minKeyLen {
+		return fmt.Errorf("key shorter than %d characters", minKeyLen)
+	}
+	h := sha256.Sum256([]byte(key))
+	if owner == "" {
+		owner = "key-" + hex.EncodeToString(h[:6])
+	}
+	for _, e := range ks.entries {
+		if e.hash == h {
+			return fmt.Errorf("duplicate key")
+		}
+	}
+	ks.entries = append(ks.entries, keyEntry{hash: h, owner: owner})
+	return nil
+}
+
+// validOwnerName accepts short names of letters, digits, '-', '_' and '.'.
+func validOwnerName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Len is the number of keys; zero for a nil set.
+func (ks *KeySet) Len() int {
+	if ks == nil {
+		return 0
+	}
+	return len(ks.entries)
+}
+
+// Owner returns the owner of key. Every stored hash is compared in constant
+// time, so the time taken does not depend on which key (if any) matched.
+func (ks *KeySet) Owner(key string) (string, bool) {
+	if ks == nil || key == "" {
+		return "", false
+	}
+	h := sha256.Sum256([]byte(key))
+	owner, found := "", 0
+	for _, e := range ks.entries {
+		eq := subtle.ConstantTimeCompare(h[:], e.hash[:])
+		if eq == 1 {
+			owner = e.owner
+		}
+		found |= eq
+	}
+	return owner, found == 1
+}

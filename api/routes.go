@@ -1,0 +1,56 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// routes builds the gin engine: global middleware, the public routes, then
+// the authenticated /v1 routes, each with its timeout and limits.
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	r.HandleMethodNotAllowed = false
+	r.ContextWithFallback = true
+	r.Use(s.recovery(), s.observe(), s.cors())
+	r.NoRoute(func(c *gin.Context) {
+		abortError(c, newError(http.StatusNotFound, CodeNotFound, "no such route"))
+	})
+
+	quick := s.timeout(s.cfg.RequestTimeout)
+	slow := s.timeout(s.cfg.ToolCallTimeout)
+	body := limitBody(s.cfg.MaxBodyBytes)
+	upload := limitBody(s.cfg.MaxUploadBytes)
+
+	// Public: the UI, probes, metrics and the contract.
+	r.GET("/", quick, s.uiIndex)
+	r.GET("/ui/*file", quick, s.uiAsset)
+	r.GET("/healthz", quick, s.healthz)
+	r.GET("/readyz", quick, s.readyz)
+	r.GET("/metrics", quick, s.metricsHandler())
+	r.GET("/openapi.json", quick, s.openAPI)
+	r.GET("/v1/info", quick, s.info)
+
+	// Authenticated. Streams hold their own slot, not a call slot.
+	v1 := r.Group("/v1", s.authenticate(), s.rateLimit())
+	v1.GET("/runs/:id/events", s.limitConcurrency(s.streams), s.runEvents)
+
+	g := v1.Group("", s.limitConcurrency(s.calls))
+	g.GET("/tools", quick, s.listTools)
+	g.POST("/tool-calls", slow, body, s.toolCall)
+	g.GET("/artifacts/:artifact", quick, s.getArtifact)
+
+	g.POST("/sessions", slow, body, s.openSession)
+	g.GET("/sessions/:id", quick, s.getSession)
+	g.DELETE("/sessions/:id", slow, s.closeSession)
+	g.POST("/sessions/:id/tool-calls", slow, body, s.sessionToolCall)
+	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)
+	g.GET("/sessions/:id/files/*path", slow, s.getFile)
+	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
+
+	g.POST("/runs", quick, body, s.startRun)
+	g.GET("/runs/:id", quick, s.getRun)
+	g.POST("/runs/:id/cancel", quick, s.cancelRun)
+	g.POST("/runs/:id/approvals/:token", quick, body, s.approveRun)
+	return r
+}

@@ -1,0 +1,152 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Server is the HTTP API: an http.Handler, plus Run and Serve for a
+// listener with graceful shutdown.
+type Server struct {
+	cfg       Config
+	deps      Deps
+	log       *slog.Logger
+	engine    *gin.Engine
+	metrics   *httpMetrics
+	gatherer  prometheus.Gatherer
+	limiter   *rateLimiter
+	calls     *gate // per-key concurrent requests
+	streams   *gate // per-key open SSE streams
+	artifacts *artifactStore
+	sessions  *sessionStore
+	openapi   []byte
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed when shutdown starts; ends SSE streams
+}
+
+// New builds the API from cfg and deps. It fails when cfg is inconsistent
+// (no keys outside insecure-local mode) or a required dependency is nil.
+//
+// New sets gin to release mode (a process-wide gin setting) so that it does
+// not print its debug route table.
+func New(cfg Config, deps Deps) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if deps.Dispatcher == nil {
+		return nil, fmt.Errorf("api: Deps.Dispatcher is required")
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	reg, gath := deps.Registerer, deps.Gatherer
+	if reg == nil {
+		own := prometheus.NewRegistry()
+		reg = own
+		if gath == nil {
+			gath = own
+		} else {
+			gath = prometheus.Gatherers{gath, own}
+		}
+	}
+	if gath == nil {
+		gath = prometheus.NewRegistry()
+	}
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openAPIDocument()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		deps:      deps,
+		log:       log,
+		metrics:   m,
+		gatherer:  gath,
+		limiter:   newRateLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now),
+		calls:     newGate(cfg.MaxConcurrentPerKey),
+		streams:   newGate(cfg.MaxStreamsPerKey),
+		artifacts: newArtifactStore(cfg.ArtifactTTL, cfg.ArtifactMaxBytes, cfg.Now),
+		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.Now),
+		openapi:   doc,
+		draining:  make(chan struct{}),
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s.engine = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.engine.ServeHTTP(w, r)
+}
+
+// Run listens on Config.Addr and serves until ctx is done, then shuts down
+// gracefully (see Serve).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done. Then it stops accepting
+// connections, ends open event streams (clients resume with Last-Event-ID)
+// and waits up to Config.ShutdownTimeout for in-flight requests, whose
+// contexts are not cancelled, to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.cfg.InsecureLocal {
+		if err := ValidateListen(ln.Addr().String(), true, nil); err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("api: serving", "addr", ln.Addr().String(), "insecure_local", s.cfg.InsecureLocal)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("api: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("api: shutting down", "timeout", s.cfg.ShutdownTimeout)
+	s.drain()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("api: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("api: serve: %w", err)
+	}
+	return nil
+}
+
+// drain marks the server as shutting down; open SSE streams end.
+func (s *Server) drain() {
+	s.drainOnce.Do(func() { close(s.draining) })
+}

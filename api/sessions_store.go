@@ -1,0 +1,73 @@
+package api
+
+import (
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// sessionRecord is the API's record of a session: who owns it and when it
+// was used. The sandbox holds the session itself.
+type sessionRecord struct {
+	ID       string         `json:"id"`
+	Owner    string         `json:"-"`
+	Created  time.Time      `json:"created"`
+	LastUsed time.Time      `json:"last_used"`
+	Limits   sandbox.Limits `json:"-"`
+}
+
+// sessionStore holds session records for ownership checks and GET.
+type sessionStore struct {
+	mu   sync.Mutex
+	idle time.Duration
+	now  func() time.Time
+	m    map[string]*sessionRecord
+}
+
+// newSessionStore returns an empty store dropping records idle for idle.
+func newSessionStore(idle time.Duration, now func() time.Time) *sessionStore {
+	return &sessionStore{idle: idle, now: now, m: map[string]*sessionRecord{}}
+}
+
+// add records a new session of owner and returns a copy of the record.
+func (s *sessionStore) add(owner, id string, limits sandbox.Limits) sessionRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for k, r := range s.m {
+		if now.Sub(r.LastUsed) > s.idle {
+			delete(s.m, k)
+		}
+	}
+	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits}
+	s.m[id] = r
+	return *r
+}
+
+// get returns owner's session id; another owner's session is not found.
+// touch marks it used.
+func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[id]
+	if !ok || r.Owner != owner {
+		return sessionRecord{}, false
+	}
+	now := s.now()
+	if now.Sub(r.LastUsed) > s.idle {
+		delete(s.m, id)
+		return sessionRecord{}, false
+	}
+	if touch {
+		r.LastUsed = now
+	}
+	return *r, true
+}
+
+// remove forgets session id.
+func (s *sessionStore) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}

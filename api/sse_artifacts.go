@@ -1,0 +1,44 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// eventArtifacts rewrites a tool_result event whose data carries
+// "artifacts" with bytes (sandbox.Artifact JSON, data in base64): the bytes
+// go to the artifact store and each artifact gets a /v1/artifacts/{id} URL
+// instead, as in tool-call answers. Other events pass unchanged.
+func (s *Server) eventArtifacts(owner string, ev agent.Event) agent.Event {
+	if ev.Type != agent.EventToolResult || !bytes.Contains(ev.Data, []byte(`"artifacts"`)) {
+		return ev
+	}
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return ev
+	}
+	var arts []sandbox.Artifact
+	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
+		return ev
+	}
+	views := make([]artifactView, 0, len(arts))
+	for _, a := range arts {
+		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
+		if id, ok := s.artifacts.put(owner, "", a); ok {
+			v.ID, v.URL = id, "/v1/artifacts/"+id
+		}
+		views = append(views, v)
+	}
+	raw, err := json.Marshal(views)
+	if err != nil {
+		return ev
+	}
+	data["artifacts"] = raw
+	if out, err := json.Marshal(data); err == nil {
+		ev.Data = out
+	}
+	return ev
+}

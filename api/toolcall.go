@@ -1,0 +1,145 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// toolCallRequest is the body of POST /v1/tool-calls: an OpenAI tool call
+// plus the caller's context.
+type toolCallRequest struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Index    *int   `json:"index,omitempty"` // accepted from streamed deltas, ignored
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	SessionID string      `json:"session_id,omitempty"`
+	Input     string      `json:"input,omitempty"` // an allowed input folder name
+	Limits    *limitsBody `json:"limits,omitempty"`
+}
+
+// toolMessage is the role "tool" message to hand back to the model.
+type toolMessage struct {
+	Role       string `json:"role"`
+	ToolCallID string `json:"tool_call_id"`
+	Content    string `json:"content"`
+}
+
+// artifactView is an artifact in a JSON answer: metadata and a URL.
+type artifactView struct {
+	ID     string `json:"id,omitempty"`
+	Name   string `json:"name"`
+	MIME   string `json:"mime"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	URL    string `json:"url,omitempty"` // absent when the bytes were not kept
+}
+
+// toolResult is the structured outcome of a call.
+type toolResult struct {
+	ToolCallID    string            `json:"tool_call_id"`
+	Name          string            `json:"name"`
+	Status        string            `json:"status"`
+	Reason        string            `json:"reason,omitempty"`
+	Fields        map[string]string `json:"fields,omitempty"`
+	ApprovalToken string            `json:"approval_token,omitempty"`
+	DurationMS    int64             `json:"duration_ms"`
+	ExitCode      *int              `json:"exit_code,omitempty"`
+	Stdout        string            `json:"stdout"`
+	Stderr        string            `json:"stderr"`
+	Truncated     bool              `json:"truncated"`
+	Message       string            `json:"message,omitempty"`
+	Warnings      []string          `json:"warnings,omitempty"`
+	Artifacts     []artifactView    `json:"artifacts"`
+	SessionID     string            `json:"session_id,omitempty"`
+	SessionEnded  bool              `json:"session_ended,omitempty"`
+}
+
+// toolCallResponse is the 200 answer of a tool call.
+type toolCallResponse struct {
+	Message toolMessage `json:"message"`
+	Result  toolResult  `json:"result"`
+}
+
+// validate checks the call is well formed; what it asks for is the
+// dispatcher's business.
+func (r *toolCallRequest) validate() error {
+	if r.Type != "" && r.Type != "function" {
+		return newError(http.StatusBadRequest, CodeBadRequest, `"type" must be "function"`)
+	}
+	if strings.TrimSpace(r.Function.Name) == "" {
+		return newError(http.StatusBadRequest, CodeBadRequest, `"function.name" is required`)
+	}
+	return nil
+}
+
+// buildResponse turns a dispatcher result into the answer, storing artifact
+// bytes and replacing them with download URLs (session ones when session
+// is not empty).
+func (s *Server) buildResponse(owner, session string, res dispatcher.Result) toolCallResponse {
+	out := toolCallResponse{
+		Message: toolMessage{Role: "tool", ToolCallID: res.CallID, Content: res.Content},
+		Result: toolResult{
+			ToolCallID:    res.CallID,
+			Name:          res.Name,
+			Status:        string(res.Status),
+			Reason:        res.Reason,
+			Fields:        res.Fields,
+			ApprovalToken: res.ApprovalToken,
+			DurationMS:    res.DurationMS,
+			SessionID:     session,
+			Artifacts:     []artifactView{},
+		},
+	}
+	sb := res.Sandbox
+	if sb == nil {
+		return out
+	}
+	exit := sb.ExitCode
+	r := &out.Result
+	r.ExitCode = &exit
+	r.Stdout, r.Stderr, r.Truncated = sb.Stdout, sb.Stderr, sb.Truncated
+	r.Message, r.Warnings, r.SessionEnded = sb.Message, sb.Warnings, sb.SessionEnded
+	for _, a := range sb.Artifacts {
+		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
+		if id, ok := s.artifacts.put(owner, session, a); ok {
+			v.ID = id
+			if session == "" {
+				v.URL = "/v1/artifacts/" + id
+			} else {
+				v.URL = "/v1/sessions/" + session + "/artifacts/" + id
+			}
+		}
+		r.Artifacts = append(r.Artifacts, v)
+	}
+	return out
+}
+
+// statusError maps a platform outcome of the dispatcher to an HTTP error;
+// user-code outcomes and refusals return nil (HTTP 200). The error carries
+// the tool message in its details, for callers that hand it to a model.
+func statusError(res dispatcher.Result, msg toolMessage) *Error {
+	var e *Error
+	switch res.Status {
+	case dispatcher.StatusBusy:
+		e = newError(http.StatusTooManyRequests, CodeBusy, "the sandbox is busy; retry later")
+		e.RetryAfter = retryAfterBusy
+	case dispatcher.StatusSessionNotFound:
+		e = newError(http.StatusNotFound, CodeNotFound, "session not found")
+	case dispatcher.StatusSessionLost:
+		e = newError(http.StatusConflict, CodeSessionLost, "the worker holding the session is gone; open a new session")
+	case dispatcher.StatusUnavailable:
+		e = newError(http.StatusServiceUnavailable, CodeUnavailable, "the execution backend is unavailable")
+		e.RetryAfter = 5
+	case dispatcher.StatusInternal:
+		e = newError(http.StatusInternalServerError, CodeInternal, "internal error")
+	default:
+		return nil
+	}
+	return e.withDetails(map[string]any{"status": string(res.Status), "tool_message": msg})
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/api"
+)
+
+// apiFlags are the HTTP API flags of `airlock serve` (a proposal; the
+// --redis flag and the wiring of the dispatcher, sessions and runs belong to
+// serve itself).
+type apiFlags struct {
+	addr            string
+	insecureLocal   bool
+	keysFile        string
+	cors            apiListFlag
+	inputs          apiListFlag
+	rate            float64
+	burst           int
+	maxConcurrent   int
+	maxBody         string
+	maxUpload       string
+	toolTimeout     time.Duration
+	shutdownTimeout time.Duration
+}
+
+// apiListFlag is a repeatable string flag.
+type apiListFlag []string
+
+// String implements flag.Value.
+func (l *apiListFlag) String() string { return strings.Join(*l, ",") }
+
+// Set implements flag.Value.
+func (l *apiListFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// register adds the API flags to fs.
+func (f *apiFlags) register(fs *flag.FlagSet) {
+	d := api.DefaultConfig()
+	fs.StringVar(&f.addr, "addr", envOr("AIRLOCK_ADDR", d.Addr), "listen address HOST:PORT (env AIRLOCK_ADDR)")
+	fs.BoolVar(&f.insecureLocal, "insecure-local", false, "serve without API keys; refused on a non-loopback address")
+	fs.StringVar(&f.keysFile, "keys-file", os.Getenv("AIRLOCK_KEYS_FILE"), "file of API keys, one KEY or NAME:KEY per line (env AIRLOCK_KEYS_FILE; keys also from "+api.KeysEnv+")")
+	fs.Var(&f.cors, "cors-origin", "browser origin allowed to call the API (repeatable; env AIRLOCK_CORS_ORIGINS, comma separated)")
+	fs.Var(&f.inputs, "input", "NAME=DIR: a host folder runs and tool calls may mount read-only by NAME (repeatable)")
+	fs.Float64Var(&f.rate, "rate", d.RatePerSecond, "requests per second per API key (negative: unlimited)")
+	fs.IntVar(&f.burst, "burst", d.RateBurst, "burst of the per-key rate limit")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent", d.MaxConcurrentPerKey, "simultaneous requests per API key")
+	fs.StringVar(&f.maxBody, "max-body", "1m", "largest JSON request body")
+	fs.StringVar(&f.maxUpload, "max-upload", "32m", "largest file upload")
+	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolCallTimeout, "deadline of a tool call or file transfer request")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for in-flight requests")
+}
+
+// config loads the keys, checks address and mode together and returns the
+// API configuration.
+func (f *apiFlags) config() (api.Config, error) {
+	keys, err := api.LoadKeys(f.keysFile, os.Getenv(api.KeysEnv))
+	if err != nil {
+		return api.Config{}, err
+	}
+	if f.insecureLocal && keys.Len() > 0 {
+		return api.Config{}, fmt.Errorf("--insecure-local ignores API keys: unset %s and --keys-file, or drop --insecure-local", api.KeysEnv)
+	}
+	if err := api.ValidateListen(f.addr, f.insecureLocal, keys); err != nil {
+		return api.Config{}, err
+	}
+	maxBody, err := units.RAMInBytes(f.maxBody)
+	if err != nil {
+		return api.Config{}, fmt.Errorf("--max-body: %w", err)
+	}
+	maxUpload, err := units.RAMInBytes(f.maxUpload)
+	if err != nil {
+		return api.Config{}, fmt.Errorf("--max-upload: %w", err)
+	}
+	inputs, err := apiInputs(f.inputs)
+	if err != nil {
+		return api.Config{}, err
+	}
+	cors := append([]string(nil), f.cors...)
+	for _, o := range strings.Split(os.Getenv("AIRLOCK_CORS_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cors = append(cors, o)
+		}
+	}
+	cfg := api.DefaultConfig()
+	cfg.Addr, cfg.InsecureLocal, cfg.CORSOrigins, cfg.InputFolders = f.addr, f.insecureLocal, cors, inputs
+	if !f.insecureLocal {
+		cfg.Keys = keys
+	}
+	cfg.RatePerSecond, cfg.RateBurst, cfg.MaxConcurrentPerKey = f.rate, f.burst, f.maxConcurrent
+	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload
+	cfg.ToolCallTimeout, cfg.ShutdownTimeout = f.toolTimeout, f.shutdownTimeout
+	return cfg, nil
+}
+
+// apiInputs parses NAME=DIR entries; each DIR must be an existing folder.
+func apiInputs(entries []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, e := range entries {
+		name, dir, ok := strings.Cut(e, "=")
+		if !ok || name == "" || dir == "" {
+			return nil, fmt.Errorf("--input %q: want NAME=DIR", e)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: %w", name, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--input %s: %s is not a folder", name, abs)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--input %s given twice", name)
+		}
+		out[name] = abs
+	}
+	return out, nil
+}
