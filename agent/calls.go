@@ -127,6 +127,13 @@ func (l *loop) emitResult(r *run, step int, c toolCall, res dispatcher.Result) {
 	if res.Err != nil {
 		data["error"] = res.Err.Error()
 	}
+	if sb := res.Sandbox; sb != nil {
+		// The UI shows output and plots; the API swaps artifact bytes for URLs.
+		data["stdout"], data["stderr"], data["exit_code"], data["truncated"] = sb.Stdout, sb.Stderr, sb.ExitCode, sb.Truncated
+		if len(sb.Artifacts) > 0 {
+			data["artifacts"] = sb.Artifacts
+		}
+	}
 	r.log.emit(EventToolResult, step, data)
 }
 

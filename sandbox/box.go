@@ -149,7 +149,7 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 		}
 		if !interrupted {
 			interrupted = true
-			_ = e.docker.ContainerKill(context.WithoutCancel(ctx), b.id, "SIGINT")
+			e.signal(b.id, "SIGINT")
 			_ = b.hj.Conn.SetReadDeadline(time.Now().Add(e.cfg.InterruptGrace))
 		}
 	}
@@ -248,9 +248,17 @@ func (b *box) kill(e *Engine) {
 		return
 	}
 	b.dead = true
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	e.signal(b.id, "SIGKILL")
+}
+
+// signal sends a signal to a container's init, which forwards it to the
+// runner; bounded so a stuck daemon cannot hang a call.
+func (e *Engine) signal(id, sig string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_ = e.docker.ContainerKill(ctx, b.id, "SIGKILL")
+	if err := e.docker.ContainerKill(ctx, id, sig); err != nil {
+		e.log.Debug("signal container", "container", short(id), "signal", sig, "err", err)
+	}
 }
 
 // oomKilled asks the daemon whether the container was OOM-killed.

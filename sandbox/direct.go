@@ -37,7 +37,7 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	stop := context.AfterFunc(ctx, func() { _ = hj.Conn.SetReadDeadline(time.Now()) })
 	defer stop()
 	_ = hj.Conn.SetReadDeadline(time.Now().Add(c.limits.Timeout))
-	kill := func() { _ = e.docker.ContainerKill(context.WithoutCancel(ctx), id, "SIGKILL") }
+	kill := func() { e.signal(id, "SIGKILL") }
 	res := Result{}
 	for {
 		stream, payload, err := dm.next()

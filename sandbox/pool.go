@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -199,4 +200,27 @@ func (b *box) ping(e *Engine) bool {
 	defer cancel()
 	out, err := b.call(ctx, e, runnerRequest{Op: "ping"}, time.Now().Add(5*time.Second), false)
 	return err == nil && !out.ended && out.reply.Error == ""
+}
+
+// WaitWarm blocks until every pool has at least one ready container (or
+// ctx ends). Without pools it returns at once.
+func (e *Engine) WaitWarm(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		cold := false
+		for _, p := range e.pools {
+			if len(p.ready) == 0 {
+				cold = true
+			}
+		}
+		e.mu.Unlock()
+		if !cold {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox: waiting for the warm pool: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -12,19 +12,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// toolLanguage maps the CLI's tool names to sandbox languages.
-var toolLanguage = map[string]sandbox.Language{"run_python": sandbox.Python, "execute_shell": sandbox.Shell}
+// toolArg names the code argument of the tools `airlock exec` runs.
+var toolArg = map[string]string{"run_python": "code", "execute_shell": "command"}
 
-// runExec implements `airlock exec`.
+// runExec implements `airlock exec`: one tool call through the dispatcher
+// (validation, policy, redaction), run by an in-process worker.
 func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sf sandboxFlags
+	var sf stackFlags
 	var lf limitFlags
-	sf.register(fs)
+	sf.register(fs, true)
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
 	mount := fs.String("mount", "", "host folder mounted read-only at /workspace")
@@ -36,9 +38,10 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: airlock exec [flags] run_python|execute_shell [CODE]   (CODE from stdin when absent)")
 		return 2
 	}
-	lang, ok := toolLanguage[fs.Arg(0)]
+	tool := fs.Arg(0)
+	arg, ok := toolArg[tool]
 	if !ok {
-		fmt.Fprintf(stderr, "airlock exec: unknown tool %q: use run_python or execute_shell\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "airlock exec: unknown tool %q: use run_python or execute_shell\n", tool)
 		return 2
 	}
 	code := fs.Arg(1)
@@ -60,28 +63,45 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			*mount = abs
 		}
 	}
-	eng, err := sf.engine(logger(stderr, *verbose))
+	callArgs := map[string]any{arg: code}
+	if lim.Timeout > 0 {
+		callArgs["timeout_seconds"] = int((lim.Timeout + time.Second - 1) / time.Second)
+	}
+	rawArgs, _ := json.Marshal(callArgs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := buildStack(ctx, &sf, logger(stderr, *verbose))
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if sf.pool > 0 {
-		if err := eng.Start(ctx); err != nil {
+	defer st.close()
+	if sf.pool > 0 && st.engine != nil {
+		if err := st.engine.WaitWarm(ctx); err != nil {
 			fmt.Fprintf(stderr, "airlock exec: %v\n", err)
 			return 1
 		}
 	}
-	res, err := eng.Exec(ctx, sandbox.Request{Language: lang, Code: code, Limits: lim, Mount: *mount, Owner: "cli"})
-	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = eng.Close(closeCtx)
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
-		return 1
+	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: *mount, Owner: "cli", Caller: "cli"})
+	return printCall(res, *asJSON, stdout, stderr)
+}
+
+// printCall prints a tool call's outcome and returns the CLI's exit code.
+func printCall(res dispatcher.Result, asJSON bool, stdout, stderr io.Writer) int {
+	if res.Sandbox != nil && res.Status != dispatcher.StatusRejected {
+		return printResult(*res.Sandbox, asJSON, stdout, stderr)
 	}
-	return printResult(res, *asJSON, stdout, stderr)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	} else {
+		fmt.Fprintf(stderr, "airlock: %s: %s\n", res.Status, res.Content)
+	}
+	if res.Status == dispatcher.StatusRejected || res.Status == dispatcher.StatusPendingApproval {
+		return 126
+	}
+	return 1
 }
 
 // printResult prints a result and returns the exit code the CLI should end with.

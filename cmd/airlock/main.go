@@ -1,5 +1,8 @@
 // Command airlock runs LLM tool calls in locked-down Docker sandboxes.
 //
+//	airlock serve [--addr HOST:PORT] [--redis URL] [--insecure-local]
+//	airlock worker --redis URL [--concurrency N]
+//	airlock run [flags] "goal"
 //	airlock exec [flags] run_python|execute_shell [CODE]
 //	airlock session [flags]            (snippets from stdin, separated by lines of ---)
 //	airlock images build|list
@@ -16,6 +19,9 @@ import (
 const usage = `usage: airlock COMMAND [flags]
 
 commands:
+  serve     the HTTP API and web UI: airlock serve [--addr 127.0.0.1:8080] [--redis URL] [--insecure-local]
+  worker    run sandbox jobs from the Redis queue: airlock worker --redis URL [--concurrency N]
+  run       run the agent on a goal: airlock run [--model M] [--base-url U] [--mount DIR] [--max-steps N] [--json] "goal"
   exec      run one snippet: airlock exec [--json] [--timeout 10s] [--memory 256m] [--cpus 1] [--mount DIR] run_python|execute_shell [CODE]
   session   open a session and run several snippets in it (stdin, separated by lines "---")
   images    build or list the sandbox images: airlock images build|list
@@ -43,6 +49,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runImages(rest, stdout, stderr)
 	case "tools":
 		return runTools(rest, stdout, stderr)
+	case "serve":
+		return runServe(rest, stdout, stderr)
+	case "worker":
+		return runWorker(rest, stdout, stderr)
+	case "run":
+		return runAgentCmd(rest, stdin, stdout, stderr)
 	case "reap":
 		return runReap(rest, stdout, stderr)
 	case "help", "-h", "--help":

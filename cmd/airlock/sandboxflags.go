@@ -90,3 +90,8 @@ func logger(stderr io.Writer, verbose bool) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 }
+
+// infoLogger logs at info level as text to stderr.
+func infoLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,18 +13,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/dispatcher"
 )
 
 // runSession implements `airlock session`: it opens one session and runs
-// each snippet read from stdin in it. Snippets are separated by lines of
-// "---"; a snippet whose first line is "%sh" runs as shell, else as Python.
+// each snippet read from stdin in it, through the dispatcher. Snippets are
+// separated by lines of "---"; a snippet whose first line is "%sh" runs as
+// shell, else as Python.
 func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("session", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sf sandboxFlags
+	var sf stackFlags
 	var lf limitFlags
-	sf.register(fs)
+	sf.register(fs, true)
 	lf.register(fs)
 	verbose := fs.Bool("v", false, "log to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -34,48 +36,42 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock session: %v\n", err)
 		return 2
 	}
-	eng, err := sf.engine(logger(stderr, *verbose))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := buildStack(ctx, &sf, logger(stderr, *verbose))
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock session: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer st.close()
+	id, err := st.client.OpenSession(ctx, "cli", lim)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock session: %v\n", err)
+		return 1
+	}
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = eng.Close(c)
+		_ = st.client.CloseSession(c, "cli", id)
 	}()
-	if err := eng.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "airlock session: %v\n", err)
-		return 1
-	}
-	info, rej, err := eng.OpenSession(ctx, sandbox.Request{Owner: "cli", Limits: lim})
-	if err != nil || rej != nil {
-		if rej != nil {
-			err = fmt.Errorf("%s", rej.Message)
-		}
-		fmt.Fprintf(stderr, "airlock session: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stderr, "session %s open (container %s)\n", info.ID, info.Container)
+	fmt.Fprintf(stderr, "session %s open\n", id)
 	code := 0
 	run := func(snippet string) bool {
-		lang := sandbox.Python
+		tool, arg := "run_python", "code"
 		if rest, ok := strings.CutPrefix(snippet, "%sh\n"); ok {
-			lang, snippet = sandbox.Shell, rest
+			tool, arg, snippet = "execute_shell", "command", rest
 		}
 		if strings.TrimSpace(snippet) == "" {
 			return true
 		}
-		res, err := eng.SessionExec(ctx, sandbox.Request{SessionID: info.ID, Owner: "cli", Language: lang, Code: snippet, Limits: lim})
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock session: %v\n", err)
-			code = 1
-			return false
+		callArgs := map[string]any{arg: snippet}
+		if lim.Timeout > 0 {
+			callArgs["timeout_seconds"] = int((lim.Timeout + time.Second - 1) / time.Second)
 		}
-		code = printResult(res, false, stdout, stderr)
-		return !res.SessionEnded
+		raw, _ := json.Marshal(callArgs)
+		res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: raw, SessionID: id, Owner: "cli", Caller: "cli"})
+		code = printCall(res, false, stdout, stderr)
+		return res.Sandbox == nil || !res.Sandbox.SessionEnded
 	}
 	var cur strings.Builder
 	sc := bufio.NewScanner(stdin)
