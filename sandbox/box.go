@@ -114,11 +114,14 @@ func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt str
 // (interruptible) a timeout or flood interrupts the code and waits
 // InterruptGrace for the runner to recover; otherwise the container is
 // killed at once.
-func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline time.Time, interruptible bool) (callOutcome, error) {
+func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline time.Time, outputCap int, interruptible bool) (callOutcome, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dead {
 		return callOutcome{}, ErrSessionNotFound
+	}
+	if outputCap > 0 {
+		b.limits.OutputBytes = outputCap
 	}
 	req.ID = newID()
 	line, err := json.Marshal(req)
@@ -201,6 +204,9 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 				if !interruptible || interrupted {
 					b.kill(e)
 					out.ended = true
+					if cancelled {
+						return out, fmt.Errorf("sandbox: call abandoned: %w", context.Cause(ctx))
+					}
 					if !out.flooded {
 						out.timedOut = true
 					}

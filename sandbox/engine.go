@@ -43,6 +43,12 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	if cfg.Images == nil {
 		cfg.Images = def.Images
 	}
+	if cfg.Defaults == (Limits{}) {
+		cfg.Defaults = def.Defaults
+	}
+	if cfg.Max == (Limits{}) {
+		cfg.Max = def.Max
+	}
 	if cfg.MaxCodeBytes == 0 {
 		cfg.MaxCodeBytes = def.MaxCodeBytes
 	}

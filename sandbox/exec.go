@@ -91,11 +91,10 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (Result, error) {
 // runOn executes c on box b and turns the outcome into a Result.
 func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool) (Result, error) {
 	deadline := time.Now().Add(c.limits.Timeout)
-	b.limits.OutputBytes = c.limits.OutputBytes
 	out, err := b.call(ctx, e, runnerRequest{
 		Op: "exec", Lang: string(c.Language), Code: c.Code,
 		MaxArtifacts: e.cfg.MaxArtifacts, MaxArtifactBytes: e.cfg.MaxArtifactBytes,
-	}, deadline, session)
+	}, deadline, c.limits.OutputBytes, session)
 	if err != nil {
 		return Result{}, err
 	}

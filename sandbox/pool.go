@@ -198,7 +198,7 @@ func (p *pool) drain() {
 func (b *box) ping(e *Engine) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := b.call(ctx, e, runnerRequest{Op: "ping"}, time.Now().Add(5*time.Second), false)
+	out, err := b.call(ctx, e, runnerRequest{Op: "ping"}, time.Now().Add(5*time.Second), 0, false)
 	return err == nil && !out.ended && out.reply.Error == ""
 }
 

@@ -225,7 +225,7 @@ func (e *Engine) fileOp(ctx context.Context, id, owner string, req runnerRequest
 		return runnerReply{}, err
 	}
 	e.sessions.touch(ss)
-	out, err := ss.box.call(ctx, e, req, time.Now().Add(30*time.Second), true)
+	out, err := ss.box.call(ctx, e, req, time.Now().Add(30*time.Second), 0, true)
 	if err != nil {
 		return runnerReply{}, err
 	}

@@ -66,6 +66,7 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		SecurityOpt:    []string{"no-new-privileges:true"},
 		Init:           &initTrue,
 		IpcMode:        "private",
+		CgroupnsMode:   "private",
 		PidMode:        "",
 		UTSMode:        "",
 		Privileged:     false,

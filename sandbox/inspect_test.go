@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInspectedHostConfig reads back from the daemon the container a
+// session runs in and checks every isolation default on it.
+func TestInspectedHostConfig(t *testing.T) {
+	e := newTestEngine(t, nil)
+	mnt := t.TempDir()
+	ctx := context.Background()
+	info, rej, err := e.OpenSession(ctx, Request{Owner: "o", Mount: mnt, Limits: Limits{Memory: 96 << 20, CPUs: 0.5, Pids: 40}})
+	if err != nil || rej != nil {
+		t.Fatalf("open: %v %+v", err, rej)
+	}
+	ss, _ := e.sessions.get(info.ID, "o")
+	c, err := e.docker.ContainerInspect(ctx, ss.box.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, cfg := c.HostConfig, c.Config
+	r := h.Resources
+	check := func(ok bool, what string, v any) {
+		t.Helper()
+		if !ok {
+			t.Errorf("%s: %v", what, v)
+		}
+	}
+	check(h.NetworkMode == "none", "network mode", h.NetworkMode)
+	check(h.ReadonlyRootfs, "read-only root", h.ReadonlyRootfs)
+	check(len(h.CapDrop) == 1 && h.CapDrop[0] == "ALL" && len(h.CapAdd) == 0, "capabilities", h.CapDrop)
+	check(strings.Contains(strings.Join(h.SecurityOpt, ","), "no-new-privileges"), "no-new-privileges", h.SecurityOpt)
+	check(!strings.Contains(strings.Join(h.SecurityOpt, ","), "seccomp=unconfined") && !strings.Contains(strings.Join(h.SecurityOpt, ","), "apparmor=unconfined"), "seccomp/apparmor not disabled", h.SecurityOpt)
+	check(!h.Privileged, "privileged", h.Privileged)
+	check(h.Init != nil && *h.Init, "init", h.Init)
+	check(h.IpcMode == "private", "ipc", h.IpcMode)
+	check(h.PidMode == "" && h.UTSMode == "" && h.UsernsMode == "" && h.CgroupnsMode != "host", "namespaces", []any{h.PidMode, h.UTSMode})
+	check(r.Memory == 96<<20 && r.MemorySwap == 96<<20, "memory = swap", []int64{r.Memory, r.MemorySwap})
+	check(r.NanoCPUs == 5e8, "cpus", r.NanoCPUs)
+	check(r.PidsLimit != nil && *r.PidsLimit == 40, "pids", r.PidsLimit)
+	check(len(r.Devices) == 0 && len(h.Binds) == 0, "devices and binds", h.Binds)
+	check(h.LogConfig.Type == "json-file" && h.LogConfig.Config["max-size"] != "", "bounded logs", h.LogConfig)
+	check(h.Tmpfs["/tmp"] != "" && strings.Contains(h.Tmpfs["/work"], "size="), "tmpfs", h.Tmpfs)
+	check(cfg.User == SandboxUser, "user", cfg.User)
+	check(len(h.Mounts) == 1 && h.Mounts[0].ReadOnly && h.Mounts[0].Target == WorkspacePath, "read-only workspace", h.Mounts)
+	for _, m := range c.Mounts {
+		check(!strings.Contains(m.Source, "docker.sock"), "docker socket never mounted", m.Source)
+	}
+	ul := map[string]int64{}
+	for _, u := range r.Ulimits {
+		ul[u.Name] = u.Hard
+	}
+	check(ul["core"] == 0 && ul["nofile"] > 0 && ul["fsize"] > 0, "ulimits", ul)
+	for _, kv := range cfg.Env {
+		check(!LooksSecret(strings.SplitN(kv, "=", 2)[0]), "env from the allowlist only", kv)
+	}
+	check(cfg.Labels[LabelManaged] == "true" && cfg.Labels[LabelOwner] == "o" && cfg.Labels["airlock.expires"] != "", "labels", cfg.Labels)
+	start := time.Now()
+	if err := e.CloseSession(info.ID, "o"); err != nil {
+		t.Fatal(err)
+	}
+	e.Settle()
+	if _, err := e.docker.ContainerInspect(ctx, ss.box.id); err == nil {
+		t.Fatalf("session container still exists %s after close", time.Since(start))
+	}
+}

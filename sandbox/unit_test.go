@@ -1,0 +1,305 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+)
+
+func TestResolveLimits(t *testing.T) {
+	d, max := DefaultConfig().Defaults, DefaultConfig().Max
+	got, err := resolve(Limits{}, d, max)
+	if err != nil || got != d {
+		t.Fatalf("zero request must take the defaults: %+v %v", got, err)
+	}
+	got, err = resolve(Limits{Memory: 64 << 20, CPUs: 0.5, Timeout: time.Second}, d, max)
+	if err != nil || got.Memory != 64<<20 || got.CPUs != 0.5 || got.Timeout != time.Second || got.Pids != d.Pids {
+		t.Fatalf("lowered limits: %+v %v", got, err)
+	}
+	for _, c := range []struct {
+		l    Limits
+		want string
+	}{
+		{Limits{Memory: max.Memory + 1}, "memory_bytes"},
+		{Limits{CPUs: max.CPUs * 2}, "cpus"},
+		{Limits{Pids: max.Pids + 1}, "pids"},
+		{Limits{Timeout: max.Timeout + time.Second}, "timeout"},
+		{Limits{OutputBytes: max.OutputBytes + 1}, "output_bytes"},
+		{Limits{Pids: -1}, "must not be negative"},
+		{Limits{Memory: 1 << 20}, "16 MiB minimum"},
+	} {
+		if _, err := resolve(c.l, d, max); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("resolve(%+v) = %v, want an error naming %q", c.l, err, c.want)
+		}
+	}
+}
+
+func TestCheckEnv(t *testing.T) {
+	allow, secret := []string{"TZ"}, []string{"HF_TOKEN"}
+	if err := checkEnv(map[string]string{"TZ": "UTC", "HF_TOKEN": "x"}, allow, secret); err != nil {
+		t.Fatalf("allowed env refused: %v", err)
+	}
+	for env, want := range map[string]string{
+		"AWS_SECRET_ACCESS_KEY": "looks like a secret",
+		"DB_PASSWORD":           "looks like a secret",
+		"GITHUB_TOKEN":          "looks like a secret",
+		"HOME":                  "not in the server's allowlist",
+		"1BAD":                  "not a valid variable name",
+	} {
+		err := checkEnv(map[string]string{env: "v"}, allow, secret)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), strings.TrimPrefix(env, "")) {
+			t.Errorf("env %s: %v, want %q", env, err, want)
+		}
+	}
+	for _, kv := range baseEnv(nil) {
+		if LooksSecret(strings.SplitN(kv, "=", 2)[0]) {
+			t.Errorf("base env carries a secret-looking variable %s", kv)
+		}
+	}
+}
+
+func TestResolveMount(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	_ = os.WriteFile(file, nil, 0o644)
+	link := filepath.Join(t.TempDir(), "link")
+	_ = os.Symlink(dir, link)
+	if got, err := resolveMount(link); err != nil || got != dir {
+		t.Fatalf("symlinked folder must resolve to its target: %q %v", got, err)
+	}
+	for p, want := range map[string]string{
+		"relative/dir":             "absolute",
+		filepath.Join(dir, "nope"): "no such file",
+		file:                       "not a directory",
+		"/":                        "host root",
+		"/var/run":                 "Docker socket",
+	} {
+		if _, err := resolveMount(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("resolveMount(%q) = %v, want %q", p, err, want)
+		}
+	}
+}
+
+func TestCheckWorkPath(t *testing.T) {
+	for _, ok := range []string{"a.csv", "outputs/plot.png", "/work/x/y.txt"} {
+		if err := checkWorkPath(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/etc/passwd", "../x", "a/../../b", "/work/", ".", "a\x00b", strings.Repeat("a", 2000)} {
+		if err := checkWorkPath(bad); !errors.Is(err, ErrFile) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestSplitterFindsMarkerAcrossChunks(t *testing.T) {
+	stream := "hello\n\x1e\x1eAIRLOCK {\"id\":\"old\"}\nmore" + string(marker) + `{"id":"x","exit_code":3}` + "\nafter"
+	for size := 1; size <= len(stream); size++ {
+		var out bytes.Buffer
+		s := splitter{maxReply: 1 << 20}
+		var replies []string
+		after := ""
+		for i := 0; i < len(stream) && len(replies) < 2; i += size {
+			p := []byte(stream[i:min(i+size, len(stream))])
+			for len(p) > 0 {
+				r, tail, err := s.feed(p, &out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == nil {
+					break
+				}
+				replies = append(replies, string(r))
+				p = tail
+				if len(replies) == 2 {
+					after = string(tail) + stream[min(i+size, len(stream)):]
+					break
+				}
+			}
+		}
+		if len(replies) != 2 || replies[1] != `{"id":"x","exit_code":3}` || out.String() != "hello\nmore" || after != "after" {
+			t.Fatalf("chunk %d: replies %q out %q after %q", size, replies, out.String(), after)
+		}
+	}
+}
+
+func TestSplitterBoundsReply(t *testing.T) {
+	s := splitter{maxReply: 10}
+	_, _, err := s.feed(append(append([]byte{}, marker...), strings.Repeat("x", 100)...), io.Discard)
+	if !errors.Is(err, errReplyTooLarge) {
+		t.Fatalf("unbounded reply: %v", err)
+	}
+}
+
+// slowReader returns one byte per read and an error every other read,
+// like a read deadline firing mid-frame.
+type slowReader struct {
+	data []byte
+	n    int
+}
+
+var errTick = errors.New("tick")
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	r.n++
+	if r.n%2 == 0 {
+		return 0, errTick
+	}
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	p[0] = r.data[0]
+	r.data = r.data[1:]
+	return 1, nil
+}
+
+func TestDemuxResumesAfterErrors(t *testing.T) {
+	data := append(frame(streamStdout, "out"), frame(streamStderr, "err!")...)
+	d := demux{r: &slowReader{data: data}}
+	var got []string
+	for len(got) < 2 {
+		s, p, err := d.next()
+		if errors.Is(err, errTick) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(rune('0'+s))+string(p))
+	}
+	if got[0] != "1out" || got[1] != "2err!" {
+		t.Fatalf("frames %q", got)
+	}
+}
+
+func TestCappedNeverGrows(t *testing.T) {
+	c := capped{limit: 10}
+	for i := 0; i < 1000; i++ {
+		_, _ = c.Write(bytes.Repeat([]byte("x"), 1000))
+	}
+	if c.buf.Len() != 10 || !c.over() || c.total != 1_000_000 {
+		t.Fatalf("kept %d bytes, total %d", c.buf.Len(), c.total)
+	}
+	if safeUTF8([]byte("a\xffb\x00")) != "a\uFFFDb\uFFFD" {
+		t.Fatal("invalid UTF-8 not replaced")
+	}
+}
+
+func TestLeftover(t *testing.T) {
+	e := New(Config{Instance: "me"}, &fakeDocker{}, nil)
+	past, future := "1", "99999999999"
+	cases := []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"airlock.expires": past, LabelInstance: "me"}, true},
+		{map[string]string{"airlock.expires": future, LabelInstance: "me", "airlock.host": e.host}, false},
+		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": "elsewhere", "airlock.pid": "1"}, false},
+		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": itoa(os.Getpid())}, true},
+		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": "999999999"}, true},
+		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": itoa(os.Getppid())}, false},
+	}
+	for i, c := range cases {
+		if got := e.leftover(c.labels); got != c.want {
+			t.Errorf("case %d: leftover = %v, want %v", i, got, c.want)
+		}
+	}
+}
+
+// TestDirectExecWithFakeDocker checks the container a request asks for and
+// that it is removed whatever happens.
+func TestDirectExecWithFakeDocker(t *testing.T) {
+	var cfg *container.Config
+	var host *container.HostConfig
+	f := &fakeDocker{
+		create: func(c *container.Config, h *container.HostConfig) (container.CreateResponse, error) {
+			cfg, host = c, h
+			return container.CreateResponse{ID: "c1"}, nil
+		},
+		attach: func(string) (types.HijackedResponse, error) {
+			return pipeAttach(append(frame(streamStdout, "hi\n"), frame(streamStderr, "oops\n")...)), nil
+		},
+		start: func(string) error { return nil },
+		inspect: func(string) (container.InspectResponse, error) {
+			return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{State: &container.State{ExitCode: 3}}}, nil
+		},
+	}
+	ecfg := DefaultConfig()
+	ecfg.Runtime = "runsc"
+	e := New(ecfg, f, nil)
+	mnt := t.TempDir()
+	res, err := e.Exec(context.Background(), Request{Language: Shell, Code: "x", Mount: mnt, Env: map[string]string{"TZ": "UTC"},
+		Limits: Limits{Memory: 64 << 20, CPUs: 0.5, Pids: 10}})
+	e.Settle()
+	if err != nil || res.Status != StatusError || res.ExitCode != 3 || res.Stdout != "hi\n" || res.Stderr != "oops\n" {
+		t.Fatalf("result %+v %v", res, err)
+	}
+	if f.called("remove") != 1 {
+		t.Fatalf("container not removed: %v", f.calls)
+	}
+	if cfg.User != SandboxUser || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
+		t.Fatalf("config %+v", cfg)
+	}
+	if !strings.Contains(strings.Join(cfg.Env, " "), "TZ=UTC") || cfg.Labels[LabelManaged] != "true" {
+		t.Fatalf("env %v labels %v", cfg.Env, cfg.Labels)
+	}
+	r := host.Resources
+	switch {
+	case host.NetworkMode != "none", !host.ReadonlyRootfs, host.Privileged, host.Runtime != "runsc",
+		len(host.CapDrop) != 1 || host.CapDrop[0] != "ALL", host.Init == nil || !*host.Init,
+		!strings.Contains(strings.Join(host.SecurityOpt, ","), "no-new-privileges"),
+		strings.Contains(strings.Join(host.SecurityOpt, ","), "unconfined"),
+		r.Memory != 64<<20 || r.MemorySwap != 64<<20, r.NanoCPUs != 5e8, r.PidsLimit == nil || *r.PidsLimit != 10,
+		len(r.Devices) != 0, len(host.Binds) != 0, host.IpcMode != "private", host.PidMode != "", host.UTSMode != "",
+		host.LogConfig.Config["max-size"] == "":
+		t.Fatalf("host config %+v", host)
+	}
+	if len(host.Mounts) != 1 || !host.Mounts[0].ReadOnly || host.Mounts[0].Source != mnt || host.Mounts[0].Target != WorkspacePath {
+		t.Fatalf("mounts %+v", host.Mounts)
+	}
+	ul := map[string]int64{}
+	for _, u := range r.Ulimits {
+		ul[u.Name] = u.Hard
+	}
+	if ul["core"] != 0 || ul["nofile"] == 0 || ul["fsize"] == 0 || len(ul) != 3 {
+		t.Fatalf("ulimits %v", ul)
+	}
+}
+
+// TestDaemonErrorsLeaveNothing: a failing start is a platform error and
+// the created container is still removed.
+func TestDaemonErrorsLeaveNothing(t *testing.T) {
+	f := &fakeDocker{
+		create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
+			return container.CreateResponse{ID: "c1"}, nil
+		},
+		attach: func(string) (types.HijackedResponse, error) { return pipeAttach(nil), nil },
+		start:  func(string) error { return errors.New("daemon exploded") },
+	}
+	e := New(Config{}, f, nil)
+	_, err := e.Exec(context.Background(), Request{Language: Shell, Code: "true"})
+	e.Settle()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "daemon exploded") {
+		t.Fatalf("error %v", err)
+	}
+	if f.called("remove") != 1 {
+		t.Fatalf("created container not removed after a failed start: %v", f.calls)
+	}
+	// Rejections never reach the daemon.
+	f2 := &fakeDocker{}
+	e2 := New(Config{}, f2, nil)
+	res, err := e2.Exec(context.Background(), Request{Language: "ruby", Code: "1"})
+	if err != nil || res.Status != StatusRejected || f2.called("create") != 0 {
+		t.Fatalf("bad language: %+v %v %v", res, err, f2.calls)
+	}
+}
