@@ -106,6 +106,8 @@ func toError(ctx context.Context, err error) *Error {
 		return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "file is over the size limit")
 	case errors.Is(err, sandbox.ErrFile):
 		return newError(http.StatusBadRequest, CodeBadRequest, "file operation refused: "+err.Error())
+	case errors.Is(err, sandbox.ErrRejected):
+		return newError(http.StatusBadRequest, CodeBadRequest, "request refused: "+err.Error())
 	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, sandbox.ErrImageMissing),
 		errors.Is(err, dispatcher.ErrUnavailable), errors.Is(err, dispatcher.ErrNoExecutor):
 		e := newError(http.StatusServiceUnavailable, CodeUnavailable, "the execution backend is unavailable")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -169,6 +170,9 @@ func (f *fakeSessions) Open(ctx context.Context, owner string, limits sandbox.Li
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return "", f.err
+	}
+	if limits.Pids == 7 { // the worker refuses these limits
+		return "", fmt.Errorf("%w: pids 7 is not allowed here", sandbox.ErrRejected)
 	}
 	f.n++
 	id := "ses_" + strings.Repeat("x", 3) + string(rune('a'+f.n%26)) + time.Now().Format("150405.000000000")

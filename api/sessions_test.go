@@ -61,6 +61,7 @@ func TestSessionOpenWithLimitsAndBadBodies(t *testing.T) {
 	h := newHarness(t, nil)
 	h.do(keyAlice, "POST", "/v1/sessions", nil).must(t, http.StatusCreated)
 	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"memory_bytes": 1 << 27}}).must(t, http.StatusCreated)
+	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"pids": 7}}).must(t, http.StatusBadRequest) // sandbox.ErrRejected
 	h.do(keyAlice, "POST", "/v1/sessions", `{"limits":`).must(t, http.StatusBadRequest)
 	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"cpus": -1}}).must(t, http.StatusBadRequest)
 }
