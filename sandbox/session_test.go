@@ -349,3 +349,25 @@ func TestHelperPoolOwner(t *testing.T) {
 	}
 	time.Sleep(10 * time.Minute)
 }
+
+// TestStdinCannotSwallowRequests: code reading stdin sees end-of-file, in a
+// one-shot run and in a session, and the session keeps working.
+func TestStdinCannotSwallowRequests(t *testing.T) {
+	e := newTestEngine(t, nil)
+	r := run(t, e, Request{Language: Python, Code: "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('eof')", Limits: Limits{Timeout: 30 * time.Second}})
+	if r.Status != StatusOK || r.Stdout != "''\neof\n" {
+		t.Fatalf("one-shot stdin: %s", brief(r))
+	}
+	s := openSession(t, e, "o")
+	r = sexec(t, e, s.ID, "o", Python, "import os\nprint(len(os.read(0, 100)))", Limits{Timeout: 30 * time.Second})
+	if r.Stdout != "0\n" {
+		t.Fatalf("session stdin: %s", brief(r))
+	}
+	r = sexec(t, e, s.ID, "o", Shell, "cat; echo done", Limits{Timeout: 30 * time.Second})
+	if r.Stdout != "done\n" {
+		t.Fatalf("shell stdin: %s", brief(r))
+	}
+	if r = sexec(t, e, s.ID, "o", Python, "print('alive')", Limits{}); r.Stdout != "alive\n" {
+		t.Fatalf("session after stdin reads: %s", brief(r))
+	}
+}

@@ -338,8 +338,14 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401
         _patch_pyplot()
+    # Requests keep the original stdin; user code (and its children) read
+    # /dev/null, so no program can swallow the next request.
+    stdin = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, "r", closefd=False)
     _reply({"id": "ready", "pid": os.getpid()})
-    stdin = sys.stdin.buffer
     while True:
         try:
             line = stdin.readline()
