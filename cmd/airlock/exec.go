@@ -26,7 +26,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var sf stackFlags
 	var lf limitFlags
-	sf.register(fs, true)
+	sf.register(fs, true, 0)
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
 	mount := fs.String("mount", "", "host folder mounted read-only at /workspace")

@@ -15,7 +15,7 @@ func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The stack's own flags come from the environment so that runAgent
 	// keeps the command line to itself.
 	var sf stackFlags
-	sf.register(flag.NewFlagSet("run-stack", flag.ContinueOnError), true)
+	sf.register(flag.NewFlagSet("run-stack", flag.ContinueOnError), true, 0)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, err := buildStack(ctx, &sf, logger(stderr, false))

@@ -21,8 +21,10 @@ type sandboxFlags struct {
 	shell   string
 }
 
-func (f *sandboxFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", 0), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
+// register adds the flags; pool is the default warm-pool size (long-lived
+// processes keep one, one-shot commands do not).
+func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
+	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", pool), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")

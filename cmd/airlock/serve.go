@@ -23,7 +23,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	var af apiFlags
 	var sf stackFlags
 	af.register(fs)
-	sf.register(fs, false)
+	sf.register(fs, false, 2)
 	model := fs.String("model", "", "model for agent runs (default $"+agent.EnvModel+")")
 	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL (default $"+agent.EnvBaseURL+")")
 	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
@@ -99,7 +99,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf sandboxFlags
-	sf.register(fs)
+	sf.register(fs, 2)
 	redisURL := fs.String("redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (required; env AIRLOCK_REDIS_URL)")
 	name := fs.String("queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name")
 	conc := fs.Int("concurrency", envInt("AIRLOCK_CONCURRENCY", 2), "sandbox jobs run at once")

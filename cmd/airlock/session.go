@@ -25,7 +25,7 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var sf stackFlags
 	var lf limitFlags
-	sf.register(fs, true)
+	sf.register(fs, true, 0)
 	lf.register(fs)
 	verbose := fs.Bool("v", false, "log to stderr")
 	if err := fs.Parse(args); err != nil {

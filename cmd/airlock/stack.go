@@ -28,8 +28,8 @@ type stackFlags struct {
 	grace       time.Duration // for in-flight jobs at shutdown (0: the queue's default)
 }
 
-func (f *stackFlags) register(fs *flag.FlagSet, embedded bool) {
-	f.sandboxFlags.register(fs)
+func (f *stackFlags) register(fs *flag.FlagSet, embedded bool, pool int) {
+	f.sandboxFlags.register(fs, pool)
 	fs.StringVar(&f.redis, "redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (env AIRLOCK_REDIS_URL); empty: in-process queue with embedded workers")
 	fs.StringVar(&f.queueName, "queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name (workers and callers must agree)")
 	def := 0

@@ -60,7 +60,7 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reap", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf sandboxFlags
-	sf.register(fs)
+	sf.register(fs, 0)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
