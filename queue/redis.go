@@ -121,6 +121,20 @@ func (q *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
+// LiveWorkers counts the workers whose liveness key is fresh (for
+// readiness checks: with Redis, a caller's job waits for a worker).
+func (q *Redis) LiveWorkers(ctx context.Context) (int, error) {
+	n := 0
+	iter := q.rdb.Scan(ctx, 0, q.keys.alive("*"), 100).Iterator()
+	for iter.Next(ctx) {
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		return 0, fmt.Errorf("%w: count workers: %w", ErrUnavailable, err)
+	}
+	return n, nil
+}
+
 // Close stops the reply listener, fails waiting callers with ErrClosed and
 // closes the Redis client if the queue dialled it.
 func (q *Redis) Close() error {

@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"context"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"time"
 
 	"fmt"
 	"log/slog"
@@ -43,4 +45,40 @@ func TestRedisContract(t *testing.T) {
 		t.Cleanup(func() { _ = q.Close() })
 		return q
 	})
+}
+
+// TestRedisLiveWorkers: readiness can see whether any worker is alive.
+func TestRedisLiveWorkers(t *testing.T) {
+	srv := redistest.Start(t, false)
+	q, err := NewRedis(Config{RedisURL: srv.URL(), Name: "live", LivenessTTL: time.Second}, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	if n, err := q.LiveWorkers(ctx); err != nil || n != 0 {
+		t.Fatalf("before any worker: %d %v", n, err)
+	}
+	w, err := q.NewWorker(WorkerConfig{}, HandlerFunc(func(context.Context, Job) (Reply, error) { return Reply{}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	waitFor(t, func() bool { n, _ := q.LiveWorkers(ctx); return n == 1 })
+	stop()
+	<-done
+	waitFor(t, func() bool { n, _ := q.LiveWorkers(ctx); return n == 0 })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -71,7 +71,7 @@ type callOutcome struct {
 
 // startBox creates, attaches and starts a runner container and waits until
 // the runner says it is ready.
-func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt string, env map[string]string, kind, owner string, preload bool) (*box, error) {
+func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt string, env map[string]string, kind, job, owner string, preload bool) (*box, error) {
 	extra := map[string]string{}
 	for k, v := range env {
 		extra[k] = v
@@ -86,7 +86,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt str
 		Env:     baseEnv(extra),
 		Limits:  lim,
 		Mount:   mnt,
-		Labels:  e.labels(kind, "", owner, life),
+		Labels:  e.labels(kind, job, owner, life),
 		Runtime: e.cfg.Runtime,
 		Stdin:   true,
 	}

@@ -38,7 +38,7 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	defer stop()
 	_ = hj.Conn.SetReadDeadline(time.Now().Add(c.limits.Timeout))
 	kill := func() { e.signal(id, "SIGKILL") }
-	res := Result{}
+	res := Result{Container: short(id)}
 	for {
 		stream, payload, err := dm.next()
 		if err != nil {

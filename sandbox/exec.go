@@ -79,7 +79,7 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (Result, error) {
 	b := e.takeWarm(c)
 	if b == nil {
 		var err error
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, c.Env, "oneshot", c.Owner, false)
+		b, err = e.startBox(ctx, c.image, c.limits, c.mount, c.Env, "oneshot", c.JobID, c.Owner, false)
 		if err != nil {
 			return Result{}, err
 		}
@@ -99,6 +99,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool) (Re
 		return Result{}, err
 	}
 	res := Result{
+		Container: short(b.id),
 		Stdout:    out.stdout.text(),
 		Stderr:    out.stderr.text(),
 		Truncated: out.stdout.over() || out.stderr.over(),

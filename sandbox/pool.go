@@ -50,7 +50,12 @@ func (e *Engine) takeWarm(c checked) *box {
 	if p == nil || !sameContainerLimits(p.limits, c.limits) {
 		return nil
 	}
-	return p.take()
+	b := p.take()
+	if b != nil {
+		// Labels cannot change after creation: log which job took which container.
+		e.log.Debug("warm container taken", "container", short(b.id), "job", c.JobID, "owner", c.Owner)
+	}
+	return b
 }
 
 // sameContainerLimits compares the limits fixed at container creation.
@@ -101,7 +106,7 @@ func (p *pool) fill() {
 				p.flush()
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			b, err := p.e.startBox(ctx, p.image, p.limits, "", nil, "pool", "", true)
+			b, err := p.e.startBox(ctx, p.image, p.limits, "", nil, "pool", "", "", true)
 			cancel()
 			if err != nil {
 				p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)

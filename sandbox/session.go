@@ -54,7 +54,7 @@ func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Re
 	}
 	b := e.takeWarm(c)
 	if b == nil {
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, c.Env, "session", c.Owner, false)
+		b, err = e.startBox(ctx, c.image, c.limits, c.mount, c.Env, "session", c.JobID, c.Owner, false)
 		if err != nil {
 			s.release(slot)
 			return SessionInfo{}, nil, err

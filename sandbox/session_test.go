@@ -286,6 +286,9 @@ func TestPoolNeverReuses(t *testing.T) {
 		if seen[host] {
 			t.Fatalf("container %s handed out twice", host)
 		}
+		if r.Container != host {
+			t.Fatalf("result names container %q, the code ran in %q", r.Container, host)
+		}
 		if preloaded != "True" {
 			t.Fatalf("pooled container had not preloaded pandas: %s", brief(r))
 		}

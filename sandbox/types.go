@@ -90,6 +90,7 @@ type Result struct {
 	Artifacts  []Artifact `json:"artifacts,omitempty"`
 	Warnings   []string   `json:"warnings,omitempty"`
 	SessionID  string     `json:"session_id,omitempty"` // for OpSessionOpen
+	Container  string     `json:"container,omitempty"`  // short id of the container that ran it
 	Data       []byte     `json:"data,omitempty"`       // for OpFileGet
 	// SessionEnded is true when the call's session was destroyed (for
 	// example an interpreter that could not be interrupted after a timeout).

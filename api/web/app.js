@@ -492,7 +492,8 @@ function renderEvent(run, ev) {
       const box = stepBox(run, ev.step);
       let call = [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (d.id || ""));
       if (!call) { call = el("div", "tool-call"); call.append(el("div", "output")); box.append(call); }
-      const r = Object.assign({ status: d.status, duration_ms: d.duration_ms, reason: d.reason, artifacts: d.artifacts }, d.result || {});
+      const r = Object.assign({ status: d.status, duration_ms: d.duration_ms, reason: d.reason, artifacts: d.artifacts,
+        stdout: d.stdout, stderr: d.stderr, exit_code: d.exit_code, truncated: d.truncated }, d.result || {});
       renderResult(call.querySelector(".output"), r, d.content);
       break;
     }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,6 +66,17 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	checks := []api.ReadinessCheck{{Name: "queue", Check: st.queue.Ping}}
 	if st.engine != nil {
 		checks = append(checks, api.ReadinessCheck{Name: "docker", Check: st.engine.Ping})
+	}
+	if wc, ok := st.queue.(interface {
+		LiveWorkers(context.Context) (int, error)
+	}); ok {
+		checks = append(checks, api.ReadinessCheck{Name: "workers", Check: func(ctx context.Context) error {
+			n, err := wc.LiveWorkers(ctx)
+			if err == nil && n == 0 {
+				err = errors.New("no live worker on the queue")
+			}
+			return err
+		}})
 	}
 	srv, err := api.New(cfg, api.Deps{
 		Dispatcher: apiDispatcher{st.disp},
