@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+)
+
+// poolSize is the workers' warm pool (set explicitly: the cancellation
+// check counts containers).
+const poolSize = 2
+
+// workerPID matches the pid in a worker ID (host-PID-random).
+var workerPID = regexp.MustCompile(`-(\d+)-[0-9a-f]+$`)
+
+// pidOfWorker returns the process id named by a worker ID.
+func pidOfWorker(t *testing.T, id string) int {
+	t.Helper()
+	m := workerPID.FindStringSubmatch(id)
+	if m == nil {
+		t.Fatalf("worker id %q does not carry a pid", id)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// TestRedisDeployment is issue 5's deployment path with real processes:
+// redis-server, `airlock serve --redis --concurrency 0` and two
+// `airlock worker`s. One-shot calls are shared by both workers; a
+// session's calls go to the worker holding it (state survives);
+// `kill -9` of that worker turns the next session call into 409
+// session_lost instead of a hang; a caller that goes away gets its running
+// container killed; the dead worker's container is reaped; SIGTERM leaves
+// no container behind.
+func TestRedisDeployment(t *testing.T) {
+	dc := requireDocker(t)
+	rs := redistest.Start(t, true)
+	rdb := rs.Client(t)
+	qname := fmt.Sprintf("e2e%d", time.Now().UnixNano())
+	keys := "airlock:{" + qname + "}:"
+
+	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	workers := map[int]*proc{}
+	for i := 1; i <= 2; i++ {
+		w := startProc(t, fmt.Sprintf("airlock worker %d", i), "worker", "--redis", rs.URL(), "--queue", qname,
+			"--concurrency", "2", "--pool", strconv.Itoa(poolSize), "--grace", "30s")
+		workers[w.pid()] = w
+	}
+	for _, w := range workers {
+		w.waitLog("worker started", startTimeout)
+	}
+	ready := do(t, "GET", srv.URL+"/readyz", nil).must(t, http.StatusOK).JSON(t)
+	if checks, _ := ready["checks"].(map[string]any); checks["queue"] != "ok" {
+		t.Errorf("/readyz %v", ready)
+	}
+
+	// One-shot calls through the API, several at once: all succeed, and
+	// both workers take some (each holds at most two, and every call
+	// sleeps, so neither can drain the queue alone).
+	const calls = 6
+	var wg sync.WaitGroup
+	outs := make([]callResult, calls)
+	resps := make([]response, calls)
+	for i := range calls {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			resps[i], _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall(fmt.Sprintf("call_%d", i), "run_python",
+				map[string]any{"code": fmt.Sprintf("import time\ntime.sleep(2)\nprint(%d * 7)", i)}))
+		})
+	}
+	wg.Wait()
+	for i := range calls {
+		if resps[i].Status == 0 {
+			t.Fatalf("call %d got no answer", i)
+		}
+		outs[i] = decodeCall(t, resps[i])
+		if got := outs[i].mustOK(t); got != fmt.Sprintf("%d\n", i*7) {
+			t.Errorf("call %d printed %q", i, got)
+		}
+	}
+	ran := map[int]int{} // worker pid → jobs
+	for _, k := range scanKeys(t, rdb, keys+"job:*") {
+		w, err := rdb.HGet(context.Background(), k, "w").Result()
+		if err != nil {
+			t.Fatalf("job %s has no worker: %v", k, err)
+		}
+		ran[pidOfWorker(t, w)]++
+	}
+	total := 0
+	for pid, n := range ran {
+		if workers[pid] == nil {
+			t.Errorf("a job ran on unknown worker pid %d", pid)
+		}
+		total += n
+	}
+	if total != calls || len(ran) != 2 {
+		t.Errorf("jobs per worker pid %v: want %d jobs over both workers", ran, calls)
+	}
+
+	// A session lives on one worker; its calls go there and keep state.
+	sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+	holderID, err := rdb.Get(context.Background(), keys+"sess:"+sid).Result()
+	if err != nil {
+		t.Fatalf("session %s is bound to no worker: %v", sid, err)
+	}
+	holderPID := pidOfWorker(t, holderID)
+	holder := workers[holderPID]
+	if holder == nil {
+		t.Fatalf("session held by unknown worker %s", holderID)
+	}
+	var survivor *proc
+	for pid, w := range workers {
+		if pid != holderPID {
+			survivor = w
+		}
+	}
+	if n := len(running(t, dc, holderPID)); n == 0 {
+		t.Fatalf("the holder runs no container")
+	}
+	sessCall := func(code string) response {
+		t.Helper()
+		return do(t, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": code}))
+	}
+	decodeCall(t, sessCall("x = 40")).mustOK(t)
+	do(t, "PUT", srv.URL+"/v1/sessions/"+sid+"/files/note.txt", []byte("hello")).must(t, http.StatusOK)
+	for i := 0; i < 3; i++ {
+		want := fmt.Sprintf("%d hello\n", 41+i)
+		if got := decodeCall(t, sessCall("x += 1\nprint(x, open('note.txt').read())")).mustOK(t); got != want {
+			t.Fatalf("session call %d printed %q, want %q (state lost or call on another worker?)", i, got, want)
+		}
+	}
+	if got := do(t, "GET", srv.URL+"/v1/sessions/"+sid+"/files/note.txt", nil).must(t, http.StatusOK).Body; string(got) != "hello" {
+		t.Errorf("file read back %q", got)
+	}
+	// Every job of the session ran on the holder.
+	sessJobs := 0
+	for _, k := range scanKeys(t, rdb, keys+"job:*") {
+		f, _ := rdb.HMGet(context.Background(), k, "sess", "w").Result()
+		if sess, _ := f[0].(string); sess == sid {
+			sessJobs++
+			if w, _ := f[1].(string); w != holderID {
+				t.Errorf("session job %s ran on %q, not on the holder %s", k, w, holderID)
+			}
+		}
+	}
+	if sessJobs < 6 {
+		t.Errorf("%d jobs of the session found in Redis, want at least 6 (3 calls, a put, a get, and more)", sessJobs)
+	}
+
+	// kill -9 of the holder: the next call is 409 session_lost, not a hang
+	// (the client's own deadline only guards the test).
+	holder.signal(syscall.SIGKILL)
+	holder.wait(stopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	lostAt := time.Now()
+	lost, err := send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_lost", "run_python", map[string]any{"code": "print(x)"}))
+	cancel()
+	if err != nil {
+		t.Fatalf("session call after kill -9 of its worker did not answer: %v", err)
+	}
+	if lost.Status != http.StatusConflict || lost.errCode(t) != "session_lost" {
+		t.Fatalf("session call after kill -9: %d %s, want 409 session_lost", lost.Status, lost.Body)
+	}
+	t.Logf("session_lost answered %s after the kill (not asserted)", time.Since(lostAt).Round(100*time.Millisecond))
+	if r := do(t, "GET", srv.URL+"/v1/sessions/"+sid, nil); r.Status != http.StatusNotFound {
+		t.Errorf("the lost session is still listed: %d %s", r.Status, r.Body)
+	}
+	// The survivor still serves one-shot calls.
+	if got := decodeCall(t, do(t, "POST", srv.URL+"/v1/tool-calls", toolCall("", "run_python", map[string]any{"code": "print('alive')"}))).mustOK(t); got != "alive\n" {
+		t.Errorf("call after the kill printed %q", got)
+	}
+
+	// A caller that gives up: the container running its job is removed.
+	// Wait for the survivor's warm pool to be full, so that every container
+	// change below comes from this call: a pool container taken (and a
+	// refill started) or a fresh one.
+	survivorPID := survivor.pid()
+	poll(t, startTimeout, "the survivor's warm pool to fill", func() bool { return len(running(t, dc, survivorPID)) == poolSize })
+	before := containerIDs(running(t, dc, survivorPID))
+	callCtx, hangUp := context.WithCancel(context.Background())
+	callErr := make(chan error, 1)
+	go func() {
+		r, err := send(callCtx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_sleep", "run_python",
+			map[string]any{"code": "import time\ntime.sleep(600)", "timeout_seconds": 300}))
+		if err == nil {
+			err = fmt.Errorf("answered %d %s", r.Status, r.Body)
+		}
+		callErr <- err
+	}()
+	var during map[string]bool
+	poll(t, startTimeout, "the sleeping call to start (a container taken or created)", func() bool {
+		select {
+		case err := <-callErr:
+			t.Fatalf("the sleeping call ended before it was cancelled: %v", err)
+		default:
+		}
+		during = containerIDs(running(t, dc, survivorPID))
+		for id := range during {
+			if !before[id] {
+				return true
+			}
+		}
+		return false
+	})
+	hangUp()
+	cancelledAt := time.Now()
+	select {
+	case err := <-callErr:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled HTTP call did not return")
+	}
+	// The job's container (a taken pool container or a fresh one) goes,
+	// and the survivor is back to its idle pool.
+	poll(t, 2*time.Minute, "the cancelled call's container to be removed", func() bool {
+		now := containerIDs(containers(t, dc, survivorPID))
+		for id := range during {
+			if !now[id] {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("the cancelled call's container was removed %s after the hang-up (not asserted)", time.Since(cancelledAt).Round(100*time.Millisecond))
+	poll(t, startTimeout, "the survivor to be back to its idle pool", func() bool { return len(running(t, dc, survivorPID)) == poolSize })
+	if n := countState(t, rdb, keys+"job:*", "canceled"); n != 1 {
+		t.Errorf("%d jobs are marked canceled in Redis, want 1", n)
+	}
+
+	// A session on the survivor, open at shutdown.
+	sid2, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+	if got := decodeCall(t, do(t, "POST", srv.URL+"/v1/sessions/"+sid2+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "print('second')"}))).mustOK(t); got != "second\n" {
+		t.Errorf("second session printed %q", got)
+	}
+
+	// The dead worker's session container is a leftover: a reaper removes
+	// it (the survivor's runs every minute; any airlock engine starting on
+	// this host also removes containers of dead processes).
+	poll(t, 3*time.Minute, "the killed worker's session container to be reaped", func() bool {
+		return len(containers(t, dc, holderPID)) == 0
+	})
+
+	// SIGTERM everything: clean exits, and no container of ours remains.
+	srv.signal(syscall.SIGTERM)
+	survivor.signal(syscall.SIGTERM)
+	for _, p := range []*proc{srv.proc, survivor} {
+		if code := p.wait(stopTimeout); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM", p.name, code)
+		}
+	}
+	if !strings.Contains(survivor.stderr.String(), "worker stopped") {
+		t.Errorf("the worker did not log a clean stop")
+	}
+	for deadline := time.Now().Add(stopTimeout); ; time.Sleep(time.Second) {
+		left := ""
+		for _, pid := range []int{srv.pid(), survivorPID, holderPID} {
+			if l := containers(t, dc, pid); len(l) > 0 {
+				left += fmt.Sprintf("pid %d: %s ", pid, describe(l))
+			}
+		}
+		if left == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containers left after SIGTERM: %s", left)
+		}
+	}
+}
+
+// scanKeys returns the keys matching pattern.
+func scanKeys(t *testing.T, rdb *redis.Client, pattern string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var keys []string
+	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("scan %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// countState counts the job hashes matching pattern whose state is st.
+func countState(t *testing.T, rdb *redis.Client, pattern, st string) int {
+	t.Helper()
+	n := 0
+	for _, k := range scanKeys(t, rdb, pattern) {
+		if v, _ := rdb.HGet(context.Background(), k, "st").Result(); v == st {
+			n++
+		}
+	}
+	return n
+}
