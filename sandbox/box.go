@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -30,7 +31,7 @@ type box struct {
 	sp      splitter
 	pending []byte // stdout that followed the last reply
 	mu      sync.Mutex
-	dead    bool
+	dead    atomic.Bool // set once the container is killed or gone
 }
 
 // runnerRequest is one line on the runner's stdin.
@@ -117,7 +118,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt str
 func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline time.Time, outputCap int, interruptible bool) (callOutcome, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.dead {
+	if b.dead.Load() {
 		return callOutcome{}, ErrSessionNotFound
 	}
 	if outputCap > 0 {
@@ -130,7 +131,7 @@ func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline t
 	}
 	_ = b.hj.Conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	if _, err := b.hj.Conn.Write(append(line, '\n')); err != nil {
-		b.dead = true
+		b.dead.Store(true)
 		return callOutcome{died: true, ended: true, stdout: &capped{}, stderr: &capped{}}, nil
 	}
 	return b.await(ctx, e, req.ID, deadline, interruptible)
@@ -216,7 +217,7 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 				interrupt()
 				continue
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-				b.dead = true
+				b.dead.Store(true)
 				out.died, out.ended = true, true
 				return out, nil
 			default:
@@ -250,10 +251,9 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 
 // kill marks the box dead and SIGKILLs its container; removal follows in destroy.
 func (b *box) kill(e *Engine) {
-	if b.dead {
+	if b.dead.Swap(true) {
 		return
 	}
-	b.dead = true
 	e.signal(b.id, "SIGKILL")
 }
 

@@ -188,7 +188,7 @@ func (e *Engine) SessionExec(ctx context.Context, req Request) (Result, error) {
 	}
 	e.sessions.touch(ss)
 	res, err := e.runOn(ctx, ss.box, c, true)
-	if res.SessionEnded || ss.box.dead {
+	if res.SessionEnded || ss.box.dead.Load() {
 		res.SessionEnded = true
 		e.sessions.end(ss)
 	}
@@ -229,7 +229,7 @@ func (e *Engine) fileOp(ctx context.Context, id, owner string, req runnerRequest
 	if err != nil {
 		return runnerReply{}, err
 	}
-	if out.ended || ss.box.dead {
+	if out.ended || ss.box.dead.Load() {
 		e.sessions.end(ss)
 		return runnerReply{}, fmt.Errorf("sandbox: session %s ended during a file operation: %w", id, ErrSessionNotFound)
 	}
