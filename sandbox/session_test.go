@@ -374,3 +374,31 @@ func TestStdinCannotSwallowRequests(t *testing.T) {
 		t.Fatalf("session after stdin reads: %s", brief(r))
 	}
 }
+
+// TestCloseDuringCall: closing a session while its code runs ends the call
+// (never a hang) and leaves no container.
+func TestCloseDuringCall(t *testing.T) {
+	e := newTestEngine(t, nil)
+	s := openSession(t, e, "o")
+	type out struct {
+		r   Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		r, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "o", Code: "print('started', flush=True)\nimport time\ntime.sleep(600)", Limits: Limits{Timeout: 5 * time.Minute}})
+		done <- out{r, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // let the call reach the runner; the assertion does not depend on it
+	if err := e.CloseSession(s.ID, "o"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		if o.err == nil && !o.r.SessionEnded {
+			t.Fatalf("call survived its session's close: %s", brief(o.r))
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a call hung after its session was closed")
+	}
+}
