@@ -49,7 +49,10 @@ type remoteError struct {
 	sentinel error
 }
 
+// Error returns the worker's message.
 func (e *remoteError) Error() string { return e.msg }
+
+// Unwrap exposes the sandbox sentinel the worker reported, for errors.Is.
 func (e *remoteError) Unwrap() error { return e.sentinel }
 
 // fromWire decodes an error reported by a worker.

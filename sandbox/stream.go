@@ -72,6 +72,7 @@ type capped struct {
 	total int64
 }
 
+// Write keeps what fits under the limit and counts everything.
 func (c *capped) Write(p []byte) (int, error) {
 	c.total += int64(len(p))
 	if room := c.limit - c.buf.Len(); room > 0 {
