@@ -23,6 +23,7 @@ type Engine struct {
 	docker   DockerAPI
 	log      *slog.Logger
 	host     string
+	proc     string // this process's identity, for the reaper
 	mu       sync.Mutex
 	runners  map[string]bool // image -> has a runner
 	pools    map[string]*pool
@@ -74,7 +75,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 		cfg.Instance = newID()
 	}
 	host, _ := os.Hostname()
-	e := &Engine{cfg: cfg, docker: docker, log: log, host: host,
+	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
 		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{})}
 	e.sessions = newSessions(e)
 	return e
@@ -164,6 +165,7 @@ func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]
 	l := labels(kind, job, owner, e.cfg.Instance)
 	l["airlock.host"] = e.host
 	l["airlock.pid"] = strconv.Itoa(os.Getpid())
+	l[labelProc] = e.proc
 	l["airlock.expires"] = strconv.FormatInt(time.Now().Add(life).Unix(), 10)
 	return l
 }

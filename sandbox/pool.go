@@ -89,48 +89,44 @@ func (p *pool) kick() {
 	}
 }
 
-// fill keeps the pool full, checks idle containers' health and drains the
-// pool when its image tag moves to a new image.
+// refillParallel is how many warm containers start at once.
+const refillParallel = 2
+
+// fill keeps the pool full (starting up to refillParallel containers at
+// once), checks idle containers' health and drains the pool when its image
+// tag moves to a new image.
 func (p *pool) fill() {
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
 	backoff := time.Second
+	started := make(chan error, refillParallel)
+	starting := 0
 	for {
-		for len(p.ready) < cap(p.ready) {
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
+		for starting < refillParallel && len(p.ready)+starting < cap(p.ready) {
 			if p.imageChanged() {
 				p.flush()
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			b, err := p.e.startBox(ctx, p.image, p.limits, "", nil, "pool", "", "", true)
-			cancel()
-			if err != nil {
-				p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)
-				select {
-				case <-p.stop:
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, time.Minute)
-				continue
-			}
-			backoff = time.Second
-			p.mu.Lock()
-			if p.closed {
-				p.mu.Unlock()
-				p.e.destroy(b.id, &b.hj)
-				return
-			}
-			p.ready <- b
-			p.mu.Unlock()
+			starting++
+			go func() { started <- p.startOne() }()
 		}
 		select {
 		case <-p.stop:
+			for ; starting > 0; starting-- {
+				<-started
+			}
 			return
+		case err := <-started:
+			starting--
+			if err == nil {
+				backoff = time.Second
+				continue
+			}
+			p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)
+			select {
+			case <-p.stop:
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Minute)
 		case <-p.wake:
 		case <-tick.C:
 			if p.imageChanged() {
@@ -139,6 +135,33 @@ func (p *pool) fill() {
 			p.check()
 		}
 	}
+}
+
+// startOne starts a warm container and offers it to the pool; a closed or
+// full pool destroys it instead.
+func (p *pool) startOne() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := p.e.startBox(ctx, p.image, p.limits, "", nil, "pool", "", "", true)
+	if err != nil {
+		return err
+	}
+	p.offer(b)
+	return nil
+}
+
+// offer puts a container in the pool without ever blocking.
+func (p *pool) offer(b *box) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		select {
+		case p.ready <- b:
+			return
+		default:
+		}
+	}
+	p.e.destroy(b.id, &b.hj)
 }
 
 // imageChanged reports whether the pool's tag now names another image.
@@ -171,7 +194,7 @@ func (p *pool) check() {
 				p.e.destroy(b.id, &b.hj)
 				continue
 			}
-			p.ready <- b
+			p.offer(b)
 		default:
 			return
 		}

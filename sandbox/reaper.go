@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -38,7 +38,10 @@ func (e *Engine) Reap(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// leftover decides from a container's labels whether it is abandoned.
+// leftover decides from a container's labels whether it is abandoned: past
+// its expiry, or made on this host by a process incarnation (pid and start
+// time) that no longer runs. Containers of other live processes, and of
+// other engines in this process, are left alone.
 func (e *Engine) leftover(l map[string]string) bool {
 	if exp, err := strconv.ParseInt(l["airlock.expires"], 10, 64); err == nil && time.Now().Unix() > exp {
 		return true
@@ -46,15 +49,33 @@ func (e *Engine) leftover(l map[string]string) bool {
 	if l[LabelInstance] == e.cfg.Instance || l["airlock.host"] != e.host {
 		return false
 	}
-	pid, err := strconv.Atoi(l["airlock.pid"])
-	if err != nil || pid <= 0 {
+	owner := l[labelProc]
+	pid, _, ok := strings.Cut(owner, ":")
+	if !ok {
 		return true
 	}
-	return pid == os.Getpid() || !processAlive(pid)
+	n, err := strconv.Atoi(pid)
+	return err != nil || procIdentity(n) != owner
 }
 
-// processAlive reports whether a process with this pid exists here.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+// labelProc names the process incarnation that made a container.
+const labelProc = "airlock.proc"
+
+// procIdentity is "pid:starttime" of a running process, or "" when there is
+// none: a pid reused by a later process gets another start time.
+func procIdentity(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// Fields after the command name (which may hold spaces) start at ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + ":" + f[19] // field 22: starttime
 }

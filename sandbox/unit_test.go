@@ -198,20 +198,29 @@ func TestCappedNeverGrows(t *testing.T) {
 func TestLeftover(t *testing.T) {
 	e := New(Config{Instance: "me"}, &fakeDocker{}, nil)
 	past, future := "1", "99999999999"
+	me := procIdentity(os.Getpid())
+	parent := procIdentity(os.Getppid())
+	if me == "" || parent == "" {
+		t.Fatalf("no process identity: %q %q", me, parent)
+	}
+	pid := strings.Split(me, ":")[0]
 	cases := []struct {
+		name   string
 		labels map[string]string
 		want   bool
 	}{
-		{map[string]string{"airlock.expires": past, LabelInstance: "me"}, true},
-		{map[string]string{"airlock.expires": future, LabelInstance: "me", "airlock.host": e.host}, false},
-		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": "elsewhere", "airlock.pid": "1"}, false},
-		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": itoa(os.Getpid())}, true},
-		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": "999999999"}, true},
-		{map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, "airlock.pid": itoa(os.Getppid())}, false},
+		{"expired", map[string]string{"airlock.expires": past, LabelInstance: "me"}, true},
+		{"ours", map[string]string{"airlock.expires": future, LabelInstance: "me", "airlock.host": e.host}, false},
+		{"other host", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": "elsewhere", labelProc: "1:1"}, false},
+		{"other engine in this process", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, labelProc: me}, false},
+		{"earlier process with our pid", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, labelProc: pid + ":1"}, true},
+		{"dead pid", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, labelProc: "999999999:5"}, true},
+		{"live other process", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host, labelProc: parent}, false},
+		{"no owner label", map[string]string{"airlock.expires": future, LabelInstance: "other", "airlock.host": e.host}, true},
 	}
-	for i, c := range cases {
+	for _, c := range cases {
 		if got := e.leftover(c.labels); got != c.want {
-			t.Errorf("case %d: leftover = %v, want %v", i, got, c.want)
+			t.Errorf("%s: leftover = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// benchInstance labels every in-process engine's containers. The engines
+// must share it: an engine's reaper treats containers of another instance
+// made by the same pid as leftovers of an earlier incarnation and removes
+// them, which would empty a sibling engine's warm pool.
+var benchInstance = func() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "bench-" + hex.EncodeToString(b[:])
+}()
+
+// startEngine builds and starts an in-process engine with a real Docker
+// client and the given warm pool size; with a pool it waits for the first
+// warm container and returns how long that took.
+func startEngine(ctx context.Context, o options, poolSize int) (*sandbox.Engine, time.Duration, error) {
+	cfg := sandbox.DefaultConfig()
+	cfg.PoolSize = poolSize
+	cfg.Instance = benchInstance
+	cfg.Images = map[sandbox.Language]string{sandbox.Python: o.pythonImg, sandbox.Shell: "airlock/shell:latest"}
+	dc, err := sandbox.NewDockerClient()
+	if err != nil {
+		return nil, 0, err
+	}
+	e := sandbox.New(cfg, dc, nil)
+	t := time.Now()
+	if err := e.Start(ctx); err != nil {
+		return nil, 0, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := e.WaitWarm(wctx); err != nil {
+		closeEngine(e)
+		return nil, 0, err
+	}
+	return e, time.Since(t), nil
+}
+
+// closeEngine drains pools and waits for the engine's containers to go.
+func closeEngine(e *sandbox.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.Close(ctx); err != nil {
+		logf("engine close: %v", err)
+	}
+}
+
+// python is a one-shot run_python request.
+func python(code string) sandbox.Request {
+	return sandbox.Request{Language: sandbox.Python, Code: code, Owner: "bench"}
+}
+
+// checkResult turns an unexpected outcome into an error.
+func checkResult(res sandbox.Result, err error, wantStdout string) error {
+	if err != nil {
+		return err
+	}
+	if res.Status != sandbox.StatusOK {
+		return fmt.Errorf("status %s: %s %s", res.Status, res.Message, strings.TrimSpace(res.Stderr))
+	}
+	if wantStdout != "" && res.Stdout != wantStdout {
+		return fmt.Errorf("stdout %q, want %q", res.Stdout, wantStdout)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+// Command bench measures Airlock's speed side by side with plain Docker and
+// between its own variants, in one run, and prints one markdown table per
+// section (also written to .bench/results.md). It asserts nothing: it
+// reports numbers and ratios. `make bench` runs it through scripts/bench.sh.
+//
+// Sections: 1 the sandbox engine through the CLI and a long-lived server,
+// 2 the warm pool in-process, 3 the job queue (Redis and in-process), 4 the
+// HTTP API under load. Variants are interleaved and each measured call starts
+// on a quiet machine (see quiet.go) so that no variant pays for another's
+// background work.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+// run parses options, runs the chosen sections and writes the report.
+func run() int {
+	o := defaultOptions()
+	o.register(flag.CommandLine)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	if err := os.MkdirAll(o.workdir, 0o755); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	rep := newReport(os.Stdout)
+	q := newQuieter()
+	rep.table(machineFacts(ctx, o, q))
+	sections := []struct {
+		key  string
+		name string
+		run  func(context.Context, options, *quieter, *report) error
+	}{
+		{"1", "sandbox engine", sectionExec},
+		{"2", "warm pool", sectionPool},
+		{"3", "queue", sectionQueue},
+		{"4", "api", sectionAPI},
+	}
+	failed := 0
+	for _, s := range sections {
+		if !o.wants(s.key) {
+			continue
+		}
+		t := time.Now()
+		logf("section %s (%s) starting", s.key, s.name)
+		if err := s.run(ctx, o, q, rep); err != nil {
+			failed++
+			rep.line(fmt.Sprintf("**Section %s (%s) failed:** %v\n", s.key, s.name, err))
+			logf("section %s failed: %v", s.key, err)
+		}
+		logf("section %s done in %s", s.key, time.Since(t).Round(time.Second))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.line(fmt.Sprintf("Bench wall time: %s; quiet-machine waits that timed out: %d of %d.\n",
+		time.Since(began).Round(time.Second), q.timeouts, q.waits))
+	if err := writeResults(o.out, rep.String()); err != nil {
+		logf("write %s: %v", o.out, err)
+		return 1
+	}
+	logf("results written to %s", o.out)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// writeResults stores the report, creating the folder.
+func writeResults(path, text string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// logf prints progress to stderr, keeping stdout for the tables.
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s: %s\n", time.Now().Format("15:04:05"), strings.TrimSpace(fmt.Sprintf(format, a...)))
+}

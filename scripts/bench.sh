@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs Airlock's side-by-side speed bench (make bench). Prerequisites: a
+# Docker daemon, the airlock/python image (make images), redis-server, and
+# bin/airlock (make build). Tables go to stdout and .bench/results.md.
+#
+# Knobs (environment): BENCH_N (samples per container variant, default 30),
+# BENCH_LOOP (calls in the RSS loop, 100), BENCH_API_N (requests per API
+# concurrency level, 100), BENCH_QUEUE_N (no-op jobs per queue backend, 500),
+# BENCH_QUEUE_MS (ms per throughput run, 2000), BENCH_SECTIONS (e.g. 1,3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "bench: $*" >&2; exit 1; }
+
+GO=${GO:-go}
+AIRLOCK=${BENCH_AIRLOCK:-bin/airlock}
+[ -x "$AIRLOCK" ] || fail "$AIRLOCK missing: run make build (make bench does)"
+docker info >/dev/null 2>&1 || fail "no Docker daemon reachable"
+docker image inspect "${BENCH_PYTHON_IMAGE:-airlock/python:latest}" >/dev/null 2>&1 ||
+	fail "image ${BENCH_PYTHON_IMAGE:-airlock/python:latest} missing: run make images"
+command -v redis-server >/dev/null || fail "redis-server not installed (apt-get install redis-server)"
+
+mkdir -p .bench bin
+"$GO" build -o bin/airlock-bench ./bench
+
+start=$(date +%s)
+status=0
+bin/airlock-bench -airlock "$AIRLOCK" -out .bench/results.md -workdir .bench || status=$?
+echo "bench: finished in $(( $(date +%s) - start ))s (exit $status); tables also in .bench/results.md" >&2
+exit "$status"
