@@ -35,6 +35,11 @@ func resolveMount(p string) (string, error) {
 	if real == "/" {
 		return "", fmt.Errorf("mount %q: the host root cannot be mounted", p)
 	}
+	for _, sys := range []string{"/proc", "/sys", "/dev", "/run", "/var/run"} {
+		if rel, err := filepath.Rel(sys, real); err == nil && filepath.IsLocal(rel) || real == sys {
+			return "", fmt.Errorf("mount %q: system folder %s cannot be mounted", p, sys)
+		}
+	}
 	for _, s := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
 		if rel, err := filepath.Rel(real, s); err == nil && filepath.IsLocal(rel) {
 			return "", fmt.Errorf("mount %q: contains the Docker socket", p)

@@ -81,7 +81,10 @@ func TestResolveMount(t *testing.T) {
 		filepath.Join(dir, "nope"): "no such file",
 		file:                       "not a directory",
 		"/":                        "host root",
-		"/var/run":                 "Docker socket",
+		"/var":                     "Docker socket",
+		"/proc/self":               "system folder",
+		"/sys":                     "system folder",
+		"/dev/shm":                 "system folder",
 	} {
 		if _, err := resolveMount(p); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("resolveMount(%q) = %v, want %q", p, err, want)
