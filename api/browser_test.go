@@ -1,102 +1,32 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/airlock-dev/airlock/internal/browsertest"
 )
-
-// chromiumPath finds the browser: $AIRLOCK_CHROMIUM or Debian's chromium.
-// In CI (CI=true) a missing browser fails the test; elsewhere it skips.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("AIRLOCK_CHROMIUM")
-	if p == "" {
-		p = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium not found at %s (CI=true, so this fails): install Debian's chromium or set AIRLOCK_CHROMIUM", p)
-		}
-		t.Skipf("skipping the browser test: chromium not found at %s (install Debian's chromium or set AIRLOCK_CHROMIUM)", p)
-	}
-	return p
-}
-
-// artifactDir is where test artifacts (screenshots) go:
-// $AIRLOCK_TEST_ARTIFACTS, else a folder under the system temp dir that
-// outlives the test so a person can look at it.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AIRLOCK_TEST_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "airlock-test-artifacts")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestBrowserUI drives the real web UI in headless Chromium against a live
 // server with fakes: key prompt, notebook cell with a PNG plot, file
 // upload, an assistant run with steps and a final answer, an approval, and
 // the no-model banner.
 func TestBrowserUI(t *testing.T) {
-	exe := chromiumPath(t)
+	br := browsertest.Start(t, 1000, 1500, 3*time.Minute)
+	ctx := br.Ctx
 	h := newHarness(t, nil)
 	ts := httptest.NewServer(h.srv)
 	defer ts.Close()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1000, 1500))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil { // starts the browser; no timeout on this context
-		t.Fatalf("start chromium: %v", err)
-	}
-	var mu sync.Mutex
-	var jsErrors []string
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			msg := e.ExceptionDetails.Text
-			if x := e.ExceptionDetails.Exception; x != nil && x.Description != "" {
-				msg += " " + x.Description
-			}
-			mu.Lock()
-			jsErrors = append(jsErrors, msg)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, tcancel := context.WithTimeout(bctx, 3*time.Minute) // a hang guard, not a timing assertion
-	defer tcancel()
-
-	do := func(name string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	poll := func(name, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	do := br.Do
+	poll := br.Poll
 	evalInt := func(expr string) int {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
@@ -169,7 +99,7 @@ func TestBrowserUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(artifactDir(t), "airlock-ui.png")
+	shot := filepath.Join(browsertest.ArtifactDir(t), "airlock-ui.png")
 	if err := os.WriteFile(shot, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -235,12 +165,10 @@ func TestBrowserUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(artifactDir(t), "airlock-ui-narrow.png"), narrow, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(browsertest.ArtifactDir(t), "airlock-ui-narrow.png"), narrow, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(jsErrors) > 0 {
-		t.Fatalf("JavaScript errors: %s", fmt.Sprint(jsErrors))
+	if errs := br.JSErrors(); len(errs) > 0 {
+		t.Fatalf("JavaScript errors: %s", fmt.Sprint(errs))
 	}
 }

@@ -1,21 +1,19 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
+	"github.com/airlock-dev/airlock/internal/browsertest"
 )
 
 // plotCode is what the scripted assistant runs: it reads the uploaded CSV,
@@ -38,7 +36,6 @@ var bestLine = regexp.MustCompile(`BEST (\S+) (\d+)`)
 // assistant question runs run_python with a plot, and the steps, the plot
 // and the final answer (carrying the sandbox's number) appear.
 func TestBrowserRealStack(t *testing.T) {
-	exe := requireChromium(t)
 	requireDocker(t)
 
 	// A CSV with random sales; the test knows the sum and the best month.
@@ -75,46 +72,11 @@ func TestBrowserRealStack(t *testing.T) {
 	defer model.Close()
 	srv := startServe(t, "--base-url", model.URL, "--model", "test")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1100, 1500))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil { // starts the browser; no timeout on this context
-		t.Fatalf("start chromium: %v", err)
-	}
-	var mu sync.Mutex
-	var jsErrors []string
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
-			msg := e.ExceptionDetails.Text
-			if x := e.ExceptionDetails.Exception; x != nil && x.Description != "" {
-				msg += " " + x.Description
-			}
-			mu.Lock()
-			jsErrors = append(jsErrors, msg)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, tcancel := context.WithTimeout(bctx, 8*time.Minute) // a hang guard, not a timing assertion
-	defer tcancel()
+	br := browsertest.Start(t, 1100, 1500, 8*time.Minute)
+	ctx := br.Ctx
 
-	do := func(name string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	pollJS := func(name, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	do := br.Do
+	pollJS := br.Poll
 	eval := func(expr string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
@@ -123,7 +85,7 @@ func TestBrowserRealStack(t *testing.T) {
 		}
 		return v
 	}
-	shots := artifactDir(t)
+	shots := browsertest.ArtifactDir(t)
 	screenshot := func(name string) {
 		t.Helper()
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG (below 100 is JPEG)
@@ -223,9 +185,7 @@ func TestBrowserRealStack(t *testing.T) {
 	if errs := model.Errors(); len(errs) > 0 {
 		t.Errorf("fake model saw problems: %v", errs)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(jsErrors) > 0 {
-		t.Errorf("JavaScript errors: %v", jsErrors)
+	if errs := br.JSErrors(); len(errs) > 0 {
+		t.Errorf("JavaScript errors: %v", errs)
 	}
 }

@@ -103,28 +103,6 @@ func requireDocker(t *testing.T) *client.Client {
 	return dc
 }
 
-// requireChromium returns the browser's path: $AIRLOCK_CHROMIUM or
-// Debian's /usr/bin/chromium.
-func requireChromium(t *testing.T) string {
-	t.Helper()
-	p := envOr("AIRLOCK_CHROMIUM", "/usr/bin/chromium")
-	if _, err := os.Stat(p); err != nil {
-		missing(t, "chromium not found at %s (install Debian's chromium or set AIRLOCK_CHROMIUM)", p)
-	}
-	return p
-}
-
-// artifactDir is where screenshots go: $AIRLOCK_TEST_ARTIFACTS, else
-// a folder under the system temp dir that outlives the test.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := envOr("AIRLOCK_TEST_ARTIFACTS", filepath.Join(os.TempDir(), "airlock-test-artifacts"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // envOr returns $k, or def when it is empty.
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
