@@ -37,8 +37,13 @@ func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) 
 		req.JobID = j.ID
 	}
 	res, err := h.engine.Handle(ctx, req)
-	if err != nil && ctx.Err() != nil {
-		return queue.Reply{}, fmt.Errorf("jobs: job %s: %w", j.ID, err)
+	if ctx.Err() != nil {
+		if err == nil && req.Op == sandbox.OpSessionOpen && res.SessionID != "" {
+			// Nobody will learn this session's id: close it rather than
+			// let it hold a quota slot until its idle timeout.
+			_, _ = h.engine.Handle(context.WithoutCancel(ctx), sandbox.Request{Op: sandbox.OpSessionClose, SessionID: res.SessionID, Owner: req.Owner})
+		}
+		return queue.Reply{}, fmt.Errorf("jobs: job %s: %w", j.ID, context.Cause(ctx))
 	}
 	var rep queue.Reply
 	env := envelope{}

@@ -177,3 +177,47 @@ func TestQueueErrorsMapToDispatcher(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedOpenIsClosed: a session opened for a caller who already
+// left is closed at once instead of holding a quota slot.
+func TestAbandonedOpenIsClosed(t *testing.T) {
+	release := make(chan struct{})
+	closed := make(chan string, 1)
+	eng := &fakeEngine{fn: func(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+		switch req.Op {
+		case sandbox.OpSessionOpen:
+			<-ctx.Done() // the caller gives up while the container starts
+			<-release
+			return sandbox.Result{Status: sandbox.StatusOK, SessionID: "s-late"}, nil
+		case sandbox.OpSessionClose:
+			closed <- req.SessionID
+		}
+		return sandbox.Result{Status: sandbox.StatusOK}, nil
+	}}
+	c := stack(t, eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := c.OpenSession(ctx, "o", sandbox.Limits{}); errc <- err }()
+	for {
+		eng.mu.Lock()
+		n := len(eng.seen)
+		eng.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	close(release)
+	if err := <-errc; err == nil {
+		t.Fatal("abandoned open returned a session")
+	}
+	select {
+	case id := <-closed:
+		if id != "s-late" {
+			t.Fatalf("closed %q", id)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the abandoned session was never closed")
+	}
+}

@@ -15,6 +15,24 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
+// Reply budgets: a runner reply line may carry artifacts or a file, base64
+// encoded; anything longer is a protocol violation, never buffered.
+const (
+	smallReply = 1 << 20  // ping, put, ready
+	bootOutput = 64 << 10 // output kept while the runner starts
+)
+
+// replyBudget is the longest reply line a request may produce.
+func (e *Engine) replyBudget(op string) int {
+	switch op {
+	case "exec":
+		return e.cfg.MaxArtifactBytes/3*4 + smallReply
+	case "get":
+		return e.cfg.MaxFileBytes/3*4 + smallReply
+	}
+	return smallReply
+}
+
 // RunnerPath is the in-container runner of runner-capable images; an image
 // advertises it with the label airlock.runner.
 const RunnerPath = "/opt/airlock/runner.py"
@@ -67,7 +85,11 @@ type callOutcome struct {
 	timedOut bool // the call's deadline passed
 	flooded  bool // an output stream went past its cap
 	died     bool // the runner is gone (killed, OOM, crashed)
-	ended    bool // the box is no longer usable
+	// violation says how the reply stream broke the protocol (a forged or
+	// oversized marker line); the box is killed and the user's code is
+	// blamed, never the platform.
+	violation string
+	ended     bool // the box is no longer usable
 }
 
 // startBox creates, attaches and starts a runner container and waits until
@@ -97,12 +119,13 @@ func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt str
 	}
 	b := &box{id: id, image: image, limits: lim, created: time.Now(), hj: hj}
 	b.dm.r = hj.Reader
-	b.sp.maxReply = 4*e.cfg.MaxArtifactBytes + 4*e.cfg.MaxFileBytes + (1 << 20)
+	b.limits.OutputBytes = bootOutput
+	b.sp.maxReply = smallReply
 	bootCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	out, err := b.await(bootCtx, e, "ready", time.Now().Add(2*time.Minute), false)
-	if err == nil && out.died {
-		err = fmt.Errorf("runner exited while starting: %s", out.stderr.text())
+	if err == nil && (out.ended || out.flooded || out.violation != "" || out.reply.ID != "ready") {
+		err = fmt.Errorf("runner did not start (%s): %s", out.violation, out.stderr.text())
 	}
 	if err != nil {
 		e.destroy(b.id, &b.hj)
@@ -124,6 +147,10 @@ func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline t
 	if outputCap > 0 {
 		b.limits.OutputBytes = outputCap
 	}
+	if err := ctx.Err(); err != nil {
+		return callOutcome{}, fmt.Errorf("sandbox: call abandoned before it started: %w", context.Cause(ctx))
+	}
+	b.sp.maxReply = e.replyBudget(req.Op)
 	req.ID = newID()
 	line, err := json.Marshal(req)
 	if err != nil {
@@ -131,7 +158,7 @@ func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline t
 	}
 	_ = b.hj.Conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	if _, err := b.hj.Conn.Write(append(line, '\n')); err != nil {
-		b.dead.Store(true)
+		b.kill(e)
 		return callOutcome{died: true, ended: true, stdout: &capped{}, stderr: &capped{}}, nil
 	}
 	return b.await(ctx, e, req.ID, deadline, interruptible)
@@ -141,9 +168,8 @@ func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline t
 // an output cap is exceeded or the runner dies.
 func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Time, interruptible bool) (callOutcome, error) {
 	out := callOutcome{stdout: &capped{limit: b.limits.OutputBytes}, stderr: &capped{limit: b.limits.OutputBytes}}
-	stop := context.AfterFunc(ctx, func() { _ = b.hj.Conn.SetReadDeadline(time.Now()) })
-	defer stop()
 	_ = b.hj.Conn.SetReadDeadline(deadline)
+	defer watchCtx(ctx, b.hj.Conn)()
 	interrupted, cancelled := false, false
 	interrupt := func() {
 		if !interruptible {
@@ -169,7 +195,7 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 			}
 			var r runnerReply
 			if err := json.Unmarshal(reply, &r); err != nil {
-				return false, fmt.Errorf("sandbox: bad runner reply: %w", err)
+				return false, fmt.Errorf("%w: unreadable reply line: %v", errProtocol, err)
 			}
 			if r.ID == id {
 				out.reply = r
@@ -185,7 +211,13 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 	if len(b.pending) > 0 {
 		p := b.pending
 		b.pending = nil
-		if done, err := handle(p); err != nil || done {
+		done, err := handle(p)
+		if errors.Is(err, errProtocol) || errors.Is(err, errReplyTooLarge) {
+			b.kill(e)
+			out.violation, out.ended = err.Error(), true
+			return out, nil
+		}
+		if err != nil || done {
 			return out, err
 		}
 	}
@@ -230,6 +262,11 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 			_, _ = out.stderr.Write(payload)
 		case streamStdout:
 			done, err := handle(payload)
+			if errors.Is(err, errProtocol) || errors.Is(err, errReplyTooLarge) {
+				b.kill(e)
+				out.violation, out.ended = err.Error(), true
+				return out, nil
+			}
 			if err != nil {
 				b.kill(e)
 				return out, err
@@ -245,6 +282,24 @@ func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Tim
 			if out.ended {
 				return out, nil
 			}
+		}
+	}
+}
+
+// errProtocol marks a reply stream that broke the runner protocol.
+var errProtocol = errors.New("sandbox: runner protocol violated")
+
+// watchCtx unblocks reads on conn when ctx ends. The returned stop waits
+// for a callback already running, so it can never touch a later call.
+func watchCtx(ctx context.Context, conn interface{ SetReadDeadline(time.Time) error }) func() {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		_ = conn.SetReadDeadline(time.Now())
+	})
+	return func() {
+		if !stop() { // the callback has started: let it finish first
+			<-done
 		}
 	}
 }

@@ -116,8 +116,27 @@ func resolve(l, d, max Limits) (Limits, error) {
 	if max.CPUs > 0 && out.CPUs > max.CPUs {
 		errs = append(errs, fmt.Sprintf("cpus %g exceeds the server maximum %g", out.CPUs, max.CPUs))
 	}
-	if out.Memory < 16<<20 {
-		errs = append(errs, fmt.Sprintf("memory_bytes %d is below the 16 MiB minimum", out.Memory))
+	// Below these floors the container cannot start at all (runc refuses
+	// the CPU quota, the runner cannot open its files): refuse clearly.
+	for _, m := range []struct {
+		name     string
+		v, floor int64
+		unit     string
+	}{
+		{"memory_bytes", out.Memory, 16 << 20, "16 MiB"},
+		{"pids", out.Pids, 8, "8"},
+		{"nofile", out.NoFile, 64, "64"},
+		{"file_size_bytes", out.FileSize, 1 << 20, "1 MiB"},
+		{"tmpfs_bytes", out.TmpfsBytes, 1 << 20, "1 MiB"},
+		{"output_bytes", int64(out.OutputBytes), 1 << 10, "1 KiB"},
+		{"timeout", int64(out.Timeout), int64(100 * time.Millisecond), "100ms"},
+	} {
+		if m.v < m.floor {
+			errs = append(errs, fmt.Sprintf("%s %d is below the %s minimum", m.name, m.v, m.unit))
+		}
+	}
+	if out.CPUs < 0.01 {
+		errs = append(errs, fmt.Sprintf("cpus %g is below the 0.01 minimum", out.CPUs))
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -34,9 +34,8 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	stdout := &capped{limit: c.limits.OutputBytes}
 	stderr := &capped{limit: c.limits.OutputBytes}
 	dm := demux{r: hj.Reader}
-	stop := context.AfterFunc(ctx, func() { _ = hj.Conn.SetReadDeadline(time.Now()) })
-	defer stop()
 	_ = hj.Conn.SetReadDeadline(time.Now().Add(c.limits.Timeout))
+	defer watchCtx(ctx, hj.Conn)()
 	kill := func() { e.signal(id, "SIGKILL") }
 	res := Result{Container: short(id)}
 	for {

@@ -136,6 +136,7 @@ func (e *Engine) Start(ctx context.Context) error {
 // be removed.
 func (e *Engine) Close(ctx context.Context) error {
 	e.stopOnce.Do(func() { close(e.stop) })
+	e.sessions.shutdown()
 	e.sessions.closeAll()
 	e.mu.Lock()
 	pools := e.pools
@@ -170,10 +171,16 @@ func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]
 	return l
 }
 
-// imageFor picks the request's image.
+// imageFor picks the request's image: the language's, or another of the
+// configured images (never an arbitrary one from a request).
 func (e *Engine) imageFor(req Request) (string, error) {
 	if req.Image != "" {
-		return req.Image, nil
+		for _, img := range e.cfg.Images {
+			if img == req.Image {
+				return img, nil
+			}
+		}
+		return "", fmt.Errorf("image %q is not one of the server's sandbox images", req.Image)
 	}
 	img, ok := e.cfg.Images[req.Language]
 	if !ok {

@@ -108,6 +108,9 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool) (Re
 		Warnings:  out.reply.Warnings,
 	}
 	switch {
+	case out.violation != "":
+		res.Status, res.ExitCode = StatusError, -1
+		res.Message = "the code broke the runner's reply protocol (" + out.violation + "); its container was destroyed"
 	case out.flooded:
 		res.Status, res.ExitCode = StatusOutputLimit, -1
 		res.Message = fmt.Sprintf("output went past the %d-byte cap per stream; the code was stopped", c.limits.OutputBytes)

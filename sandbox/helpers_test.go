@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,4 +99,35 @@ func clip(s string) string {
 		return s[:200] + "..." + s[len(s)-200:]
 	}
 	return s
+}
+
+// heapDuring runs f and returns the live heap before it and the highest
+// live heap sampled every 10 ms while it ran.
+func heapDuring(f func()) (base, peak uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base = ms.HeapAlloc
+	var hi atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > hi.Load() {
+				hi.Store(ms.HeapAlloc)
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-done
+	return base, hi.Load()
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -315,36 +314,18 @@ ls /dev`})
 // while Airlock's own memory stays flat.
 func TestOutputFlood(t *testing.T) {
 	forModes(t, nil, func(t *testing.T, m mode) {
-		stop := make(chan struct{})
-		var peak atomic.Uint64
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		base := ms.HeapAlloc
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				if ms.HeapAlloc > peak.Load() {
-					peak.Store(ms.HeapAlloc)
-				}
-			}
-		}()
-		r := m.run(t, Request{Language: Shell, Limits: Limits{Timeout: 60 * time.Second}, Code: `head -c 5000000000 /dev/zero | tr '\0' 'x'`})
-		close(stop)
+		var r Result
+		base, peak := heapDuring(func() {
+			r = m.run(t, Request{Language: Shell, Limits: Limits{Timeout: 60 * time.Second}, Code: `head -c 5000000000 /dev/zero | tr '\0' 'x'`})
+		})
 		if r.Status != StatusOutputLimit || !r.Truncated {
 			t.Fatalf("status %s truncated %v, want output_limit: %s", r.Status, r.Truncated, r.Message)
 		}
 		if len(r.Stdout) > 64<<10 {
 			t.Fatalf("kept %d bytes of stdout, cap is 64 KiB", len(r.Stdout))
 		}
-		if p := peak.Load(); p > base+64<<20 {
-			t.Fatalf("heap grew from %d to %d bytes during the flood", base, p)
+		if peak > base+64<<20 {
+			t.Fatalf("heap grew from %d to %d bytes during the flood", base, peak)
 		}
 	})
 }

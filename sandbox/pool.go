@@ -124,6 +124,10 @@ func (p *pool) fill() {
 			p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)
 			select {
 			case <-p.stop:
+				for ; starting > 0; starting-- {
+					<-started
+				}
+				return
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, time.Minute)

@@ -27,9 +27,17 @@ type session struct {
 
 // sessions tracks live sessions and ends them on idle TTL or maximum life.
 type sessions struct {
-	e    *Engine
-	mu   sync.Mutex
-	live map[string]*session
+	e      *Engine
+	mu     sync.Mutex
+	live   map[string]*session
+	closed bool // the engine is closing: no new sessions
+}
+
+// shutdown refuses new sessions from now on.
+func (s *sessions) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 }
 
 func newSessions(e *Engine) *sessions { return &sessions{e: e, live: map[string]*session{}} }
@@ -65,6 +73,12 @@ func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Re
 		LastUsed: now, ExpiresAt: now.Add(e.cfg.SessionMaxLife), Container: short(b.id)}}
 	s.mu.Lock()
 	delete(s.live, slot)
+	if s.closed {
+		s.mu.Unlock()
+		b.kill(e)
+		e.destroy(b.id, &b.hj)
+		return SessionInfo{}, nil, fmt.Errorf("sandbox: engine closing: %w", ErrUnavailable)
+	}
 	s.live[ss.info.ID] = ss
 	s.mu.Unlock()
 	return ss.info, nil, nil
@@ -75,6 +89,9 @@ func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Re
 func (s *sessions) admit(owner string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return "", fmt.Errorf("sandbox: engine closing: %w", ErrUnavailable)
+	}
 	total, mine := 0, 0
 	for _, ss := range s.live {
 		total++
@@ -233,6 +250,9 @@ func (e *Engine) fileOp(ctx context.Context, id, owner string, req runnerRequest
 		e.sessions.end(ss)
 		return runnerReply{}, fmt.Errorf("sandbox: session %s ended during a file operation: %w", id, ErrSessionNotFound)
 	}
+	if out.timedOut || out.flooded || out.reply.Status == "interrupted" {
+		return runnerReply{}, fmt.Errorf("sandbox: %s %s did not finish (is it a pipe or device?): %w", req.Op, req.Path, ErrFile)
+	}
 	if out.reply.Error != "" {
 		return runnerReply{}, fmt.Errorf("sandbox: %s %s: %w: %s", req.Op, req.Path, ErrFile, out.reply.Error)
 	}
@@ -252,16 +272,22 @@ func (s *sessions) janitor(stop <-chan struct{}) {
 		now := time.Now()
 		var old []*session
 		s.mu.Lock()
-		for _, ss := range s.live {
-			if ss.box != nil && (now.After(ss.info.ExpiresAt) || now.Sub(ss.info.LastUsed) > s.e.cfg.SessionIdle) && ss.box.mu.TryLock() {
-				ss.box.mu.Unlock()
+		for id, ss := range s.live {
+			if ss.box == nil || !(now.After(ss.info.ExpiresAt) || now.Sub(ss.info.LastUsed) > s.e.cfg.SessionIdle) {
+				continue
+			}
+			// A call in progress holds the box lock: that session is busy, not idle.
+			if ss.box.mu.TryLock() {
+				delete(s.live, id) // get() refuses it from now on
 				old = append(old, ss)
 			}
 		}
 		s.mu.Unlock()
 		for _, ss := range old {
 			s.e.log.Info("session expired", "session", ss.info.ID, "owner", ss.info.Owner)
-			s.end(ss)
+			ss.box.kill(s.e)
+			ss.box.mu.Unlock()
+			s.e.destroy(ss.box.id, &ss.box.hj)
 		}
 	}
 }

@@ -402,3 +402,46 @@ func TestCloseDuringCall(t *testing.T) {
 		t.Fatal("a call hung after its session was closed")
 	}
 }
+
+// TestProtocolAbuse: code that writes the runner's marker, floods a fake
+// reply line, or fills outputs with junk gets a result about its own code,
+// never a platform error, and Airlock's memory stays bounded.
+func TestProtocolAbuse(t *testing.T) {
+	e := newTestEngine(t, nil)
+	r := run(t, e, Request{Language: Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})
+	if r.Status != StatusError || !strings.Contains(r.Message, "protocol") {
+		t.Fatalf("forged marker: %s", brief(r))
+	}
+	var base, peak uint64
+	base, peak = heapDuring(func() {
+		r = run(t, e, Request{Language: Python, Limits: Limits{Timeout: time.Minute}, Code: `import sys
+sys.stdout.write("\x1e\x1eAIRLOCK ")
+for _ in range(90):
+    sys.stdout.write("x" * (1 << 20))
+sys.stdout.flush()`})
+	})
+	if r.Status != StatusError || !strings.Contains(r.Message, "budget") {
+		t.Fatalf("oversized reply: %s", brief(r))
+	}
+	if peak > base+48<<20 {
+		t.Fatalf("a 90 MiB fake reply grew the heap from %d to %d MiB", base>>20, peak>>20)
+	}
+	s := openSession(t, e, "o")
+	r = sexec(t, e, s.ID, "o", Shell, `cd /work/outputs && for i in $(seq 200); do ln -s /etc/passwd l$i; done`, Limits{})
+	if len(r.Warnings) > 21 || !strings.Contains(strings.Join(r.Warnings, "\n"), "more warnings") {
+		t.Fatalf("%d warnings returned", len(r.Warnings))
+	}
+	sexec(t, e, s.ID, "o", Python, "import os; os.mkfifo('/work/pipe.csv')", Limits{})
+	if err := e.PutFile(context.Background(), s.ID, "o", "pipe.csv", []byte("x")); !errors.Is(err, ErrFile) {
+		t.Fatalf("upload onto a FIFO: %v", err)
+	}
+	if _, err := e.GetFile(context.Background(), s.ID, "o", "pipe.csv"); !errors.Is(err, ErrFile) {
+		t.Fatalf("download of a FIFO: %v", err)
+	}
+	if r := sexec(t, e, s.ID, "o", Python, "print('alive')", Limits{}); r.Stdout != "alive\n" {
+		t.Fatalf("session after abuse: %s", brief(r))
+	}
+	if res, err := e.Exec(context.Background(), Request{Language: Python, Image: "busybox:latest", Code: "1"}); err != nil || res.Status != StatusRejected {
+		t.Fatalf("unconfigured image: %s %v", brief(res), err)
+	}
+}

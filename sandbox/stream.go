@@ -104,7 +104,7 @@ func safeUTF8(b []byte) string {
 var marker = []byte("\x1e\x1eAIRLOCK ")
 
 // errReplyTooLarge: a runner reply line went past maxReply.
-var errReplyTooLarge = errors.New("sandbox: runner reply too large")
+var errReplyTooLarge = errors.New("sandbox: runner reply line over its size budget")
 
 // splitter separates user stdout from runner reply lines. It holds back a
 // possible partial marker at the end of a chunk so a marker split across

@@ -36,6 +36,10 @@ func TestResolveLimits(t *testing.T) {
 		{Limits{OutputBytes: max.OutputBytes + 1}, "output_bytes"},
 		{Limits{Pids: -1}, "must not be negative"},
 		{Limits{Memory: 1 << 20}, "16 MiB minimum"},
+		{Limits{CPUs: 0.001}, "0.01 minimum"},
+		{Limits{NoFile: 2}, "nofile 2 is below"},
+		{Limits{Pids: 1}, "pids 1 is below"},
+		{Limits{Timeout: time.Millisecond}, "100ms minimum"},
 	} {
 		if _, err := resolve(c.l, d, max); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("resolve(%+v) = %v, want an error naming %q", c.l, err, c.want)

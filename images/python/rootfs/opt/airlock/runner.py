@@ -28,6 +28,7 @@ import time
 import traceback
 
 MARK = "\x1e\x1eAIRLOCK "
+MAX_WARNINGS = 20
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
 OUTPUTS = os.path.join(WORK, "outputs")
 
@@ -248,15 +249,23 @@ def _exec(req):
     lang = req.get("lang", "python")
     max_count = int(req.get("max_artifacts", 10))
     max_bytes = int(req.get("max_artifact_bytes", 8 << 20))
+    if lang not in ("python", "shell"):
+        return {"error": "unknown language %r" % lang}
     del _figures[:]
     before = _oom_kills()
     started = time.monotonic()
-    if lang == "python":
-        status, code = _python(req.get("code", ""))
-    elif lang == "shell":
-        status, code = _shell(req.get("code", ""))
-    else:
-        return {"error": "unknown language %r" % lang}
+    # An interrupt (timeout, output flood) may only land in user code; at
+    # any other moment it is ignored, so a reply is never cut in half.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        if lang == "python":
+            status, code = _python(req.get("code", ""))
+        else:
+            status, code = _shell(req.get("code", ""))
+    except KeyboardInterrupt:
+        status, code = "interrupted", 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     elapsed = time.monotonic() - started
     if _oom_kills() > before:
         status = "oom"
@@ -274,6 +283,8 @@ def _exec(req):
             artifacts.append(_artifact("figure-%d.png" % (i + 1), png, "image/png"))
     del _figures[:]
     _collect_outputs(max_count, max_bytes, artifacts, warnings)
+    if len(warnings) > MAX_WARNINGS:
+        warnings[MAX_WARNINGS:] = ["... and %d more warnings" % (len(warnings) - MAX_WARNINGS)]
     return {"status": status, "exit_code": code, "artifacts": artifacts,
             "warnings": warnings, "exec_ms": round(elapsed * 1000, 3)}
 
@@ -283,10 +294,13 @@ def _put(req):
     data = base64.b64decode(req.get("data", ""))
     dfd = _open_dir(parts[:-1], create=True)
     try:
-        fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+        # O_NONBLOCK: a FIFO planted at the path fails at once instead of
+        # blocking; only a regular file is truncated and written.
+        fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=dfd)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ValueError("not a regular file: %s" % req["path"])
+            os.ftruncate(fd, 0)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -322,7 +336,7 @@ def _handle(req):
 
 
 def main():
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.makedirs("/tmp/.mpl", exist_ok=True)
     try:
         os.makedirs(OUTPUTS, exist_ok=True)
@@ -365,10 +379,7 @@ def main():
         except Exception as exc:
             msg = {"error": "%s: %s" % (type(exc).__name__, exc)}
         msg["id"] = req.get("id", "")
-        try:
-            _reply(msg)
-        except KeyboardInterrupt:
-            _reply(msg)
+        _reply(msg)
 
 
 if __name__ == "__main__":
