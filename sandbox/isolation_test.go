@@ -291,9 +291,6 @@ ls /dev`})
 			if r.Status != StatusTimeout {
 				t.Fatalf("status %s, want timeout: %s", r.Status, brief(r))
 			}
-			if r.DurationMS > 120_000 {
-				t.Fatalf("took %d ms: the deadline did not end it", r.DurationMS)
-			}
 		})
 		t.Run("invalid utf8 made safe", func(t *testing.T) {
 			r := m.run(t, Request{Language: Shell, Code: `printf 'a\xff\xfeb\000c'`})
