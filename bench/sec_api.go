@@ -73,7 +73,7 @@ func sectionAPI(ctx context.Context, o options, q *quieter, rep *report) error {
 		strings.Join(append([]string{"airlock"}, args[1:]...), " "), "8 simultaneous requests, 429 beyond")
 	t.note("Server RSS: %s before the first level, %s after the last, highest sampled every 20 ms %s, **VmHWM (peak) %s**.",
 		mib(rss.before), mib(rss.after), mib(rss.peakSampled), mib(rss.hwm))
-	t.note("Containers started: from `docker events` for the server's containers during the level; a cold one is a call the warm pool could not serve (pool of 2, refilled two at a time; each warm container costs about a second of CPU to boot with pandas preloaded, so on 2 cores back-to-back one-shot calls outrun the pool).")
+	t.note("Containers started: from `docker events` for the server's containers during the level; a cold one is a call the warm pool could not serve (pool of 2, refilled one at a time; each warm container costs about a second of CPU to boot with pandas preloaded, so on 2 cores back-to-back one-shot calls outrun the pool).")
 	t.note("Latency percentiles mix 200s and 429s: a 429 answers at once, so with many 429s p50 is the refusal time, not a tool call's.")
 	rep.table(t)
 	return nil

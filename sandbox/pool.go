@@ -89,8 +89,11 @@ func (p *pool) kick() {
 	}
 }
 
-// refillParallel is how many warm containers start at once.
-const refillParallel = 2
+// refillParallel is how many warm containers start at once. Each costs
+// about a CPU-second (pandas preloaded); on a 2-core machine starting two at
+// a time did not raise sustained throughput (make bench, API section), so
+// refills go one at a time.
+const refillParallel = 1
 
 // fill keeps the pool full (starting up to refillParallel containers at
 // once), checks idle containers' health and drains the pool when its image
