@@ -343,17 +343,7 @@ func (lx *shLexer) word() shWord {
 			}
 			lx.dollar(&sb, &w)
 		case c == '`':
-			end := lx.i + 1
-			for end < len(lx.s) && lx.s[end] != '`' {
-				if lx.s[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			w.nested = append(w.nested, string(lx.s[lx.i+1:min(end, len(lx.s))]))
-			w.dynamic = true
-			sb.WriteString("$(...)")
-			lx.i = min(end+1, len(lx.s))
+			lx.backtick(&sb, &w)
 		default:
 			sb.WriteRune(c)
 			lx.i++
@@ -361,6 +351,22 @@ func (lx *shLexer) word() shWord {
 	}
 	w.text = sb.String()
 	return w
+}
+
+// backtick reads a `...` command substitution at i: its text is kept as a
+// nested command and the word becomes dynamic.
+func (lx *shLexer) backtick(sb *strings.Builder, w *shWord) {
+	end := lx.i + 1
+	for end < len(lx.s) && lx.s[end] != '`' {
+		if lx.s[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	w.nested = append(w.nested, string(lx.s[lx.i+1:min(end, len(lx.s))]))
+	w.dynamic = true
+	sb.WriteString("$(...)")
+	lx.i = min(end+1, len(lx.s))
 }
 
 // doubleQuoted reads the inside of "..." up to the closing quote.
@@ -379,17 +385,7 @@ func (lx *shLexer) doubleQuoted(sb *strings.Builder, w *shWord) {
 		case c == '$':
 			lx.dollar(sb, w)
 		case c == '`':
-			end := lx.i + 1
-			for end < len(lx.s) && lx.s[end] != '`' {
-				if lx.s[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			w.nested = append(w.nested, string(lx.s[lx.i+1:min(end, len(lx.s))]))
-			w.dynamic = true
-			sb.WriteString("$(...)")
-			lx.i = min(end+1, len(lx.s))
+			lx.backtick(sb, w)
 		default:
 			sb.WriteRune(c)
 			lx.i++
