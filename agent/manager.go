@@ -9,20 +9,24 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
-// Errors the Manager returns; the API maps them with errors.Is.
+// Errors the Manager returns; each carries a core.Code, which is what the
+// API maps.
 var (
 	// ErrNotFound: no such run, or another owner's run.
-	ErrNotFound = errors.New("agent: run not found")
+	ErrNotFound = core.E("agent", core.ErrNotFound, errors.New("run not found"))
 	// ErrNoModel: no model or base URL is configured.
-	ErrNoModel = errors.New("agent: no model configured (set --model/AIRLOCK_MODEL and --base-url/OPENAI_BASE_URL)")
+	ErrNoModel = core.E("agent", core.ErrNoModel, errors.New("no model configured (set --model/AIRLOCK_MODEL and --base-url/OPENAI_BASE_URL)"))
 	// ErrInvalidRequest: the RunRequest cannot start a run.
-	ErrInvalidRequest = errors.New("agent: invalid run request")
+	ErrInvalidRequest = core.E("agent", core.ErrInvalid, errors.New("invalid run request"))
 	// ErrBusy: too many runs are active.
-	ErrBusy = errors.New("agent: too many active runs")
+	ErrBusy = core.E("agent", core.ErrBusy, errors.New("too many active runs"))
 	// ErrClosed: the Manager is closed.
-	ErrClosed = errors.New("agent: manager closed")
+
+	ErrClosed = core.E("agent", core.ErrUnavailable, errors.New("manager closed"))
 )
 
 // ManagerConfig tunes a Manager. Zero values mean the defaults.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // ErrNotPending is returned when an approval token is not (or no longer)
 // waiting in a run: unknown, already decided, or the run has ended.
-var ErrNotPending = errors.New("agent: no pending approval with that token")
+var ErrNotPending = core.E("agent", core.ErrNotFound, errors.New("no pending approval with that token"))
 
 // Pending is a tool call waiting for a human decision.
 type Pending struct {

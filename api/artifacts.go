@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // artifactStore keeps artifact bytes in memory for a while so that JSON
@@ -23,7 +23,7 @@ type artifactStore struct {
 // storedArtifact is one artifact and who may read it.
 type storedArtifact struct {
 	id, owner, session string
-	sandbox.Artifact
+	core.Artifact
 	expires time.Time
 }
 
@@ -35,7 +35,7 @@ func newArtifactStore(ttl time.Duration, max int64, now func() time.Time) *artif
 // put stores a copy-free reference to a's bytes for owner (and session, ""
 // for one-shot calls) and returns its id; ok is false when a alone is over
 // the store's cap or carries no bytes.
-func (s *artifactStore) put(owner, session string, a sandbox.Artifact) (id string, ok bool) {
+func (s *artifactStore) put(owner, session string, a core.Artifact) (id string, ok bool) {
 	size := int64(len(a.Data))
 	if size == 0 || size > s.max {
 		return "", false

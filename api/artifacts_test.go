@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
-func art(name string, size int) sandbox.Artifact {
-	return sandbox.Artifact{Name: name, MIME: "text/plain", Size: int64(size), SHA256: "sha-" + name, Data: bytes.Repeat([]byte("x"), size)}
+func art(name string, size int) core.Artifact {
+	return core.Artifact{Name: name, MIME: "text/plain", Size: int64(size), SHA256: "sha-" + name, Data: bytes.Repeat([]byte("x"), size)}
 }
 
 func TestArtifactStoreTTLCapAndDedupe(t *testing.T) {
@@ -39,7 +39,7 @@ func TestArtifactStoreTTLCapAndDedupe(t *testing.T) {
 	if _, ok := s.put("alice", "", art("huge", 101)); ok {
 		t.Fatal("artifact over the whole cap stored")
 	}
-	if _, ok := s.put("alice", "", sandbox.Artifact{Name: "empty"}); ok {
+	if _, ok := s.put("alice", "", core.Artifact{Name: "empty"}); ok {
 		t.Fatal("artifact without bytes stored")
 	}
 	clock.Advance(30 * time.Second)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 func TestAuthRequired(t *testing.T) {
@@ -20,7 +22,7 @@ func TestAuthRequired(t *testing.T) {
 		{"Authorization", keyAlice},
 	} {
 		r := h.do("", "GET", "/v1/tools", nil, hdr...).must(t, http.StatusUnauthorized)
-		if r.errCode(t) != CodeUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
+		if r.errCode(t) != core.ErrUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%v: %s %v", hdr, r.Body, r.Header)
 		}
 	}
@@ -62,7 +64,7 @@ func TestAuthIsolationBetweenKeys(t *testing.T) {
 	}
 	for _, c := range checks {
 		r := h.do(keyBob, c.method, c.path, c.body)
-		if r.Code != http.StatusNotFound || r.errCode(t) != CodeNotFound {
+		if r.Code != http.StatusNotFound || r.errCode(t) != core.ErrNotFound {
 			t.Errorf("bob %s %s: %d %s", c.method, c.path, r.Code, r.Body)
 		}
 	}
@@ -123,7 +125,7 @@ func TestRateLimitPerKey(t *testing.T) {
 	h.do(keyAlice, "GET", "/v1/tools", nil).must(t, http.StatusOK)
 	h.do(keyAlice, "GET", "/v1/tools", nil).must(t, http.StatusOK)
 	r := h.do(keyAlice, "GET", "/v1/tools", nil).must(t, http.StatusTooManyRequests)
-	if r.errCode(t) != CodeRateLimited || r.Header.Get("Retry-After") != "2" {
+	if r.errCode(t) != core.ErrRateLimited || r.Header.Get("Retry-After") != "2" {
 		t.Fatalf("%s %v", r.Body, r.Header)
 	}
 	h.do(keyAlice, "POST", "/v1/tool-calls", py("print(1)")).must(t, http.StatusTooManyRequests)

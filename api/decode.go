@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // decodeJSON reads the request body into v. An empty body leaves v as is
@@ -23,21 +22,21 @@ func decodeJSON(c *gin.Context, v any, allowEmpty bool) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return newError(http.StatusBadRequest, CodeBadRequest, "could not read the request body")
+		return newError(core.ErrInvalid, "could not read the request body")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		if allowEmpty {
 			return nil
 		}
-		return newError(http.StatusBadRequest, CodeBadRequest, "request body is empty; send a JSON object")
+		return newError(core.ErrInvalid, "request body is empty; send a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return newError(http.StatusBadRequest, CodeBadRequest, "malformed JSON body: "+err.Error())
+		return newError(core.ErrInvalid, "malformed JSON body: "+err.Error())
 	}
 	if dec.More() {
-		return newError(http.StatusBadRequest, CodeBadRequest, "malformed JSON body: trailing data after the object")
+		return newError(core.ErrInvalid, "malformed JSON body: trailing data after the object")
 	}
 	return nil
 }
@@ -56,15 +55,15 @@ type limitsBody struct {
 }
 
 // toSandbox checks the values are not negative and converts them.
-func (l *limitsBody) toSandbox() (sandbox.Limits, error) {
+func (l *limitsBody) toSandbox() (core.Limits, error) {
 	if l == nil {
-		return sandbox.Limits{}, nil
+		return core.Limits{}, nil
 	}
 	if l.MemoryBytes < 0 || l.CPUs < 0 || l.Pids < 0 || l.TimeoutSeconds < 0 || l.OutputBytes < 0 ||
 		l.TmpfsBytes < 0 || l.NoFile < 0 || l.FileSizeBytes < 0 {
-		return sandbox.Limits{}, newError(http.StatusBadRequest, CodeBadRequest, "limits must not be negative")
+		return core.Limits{}, newError(core.ErrInvalid, "limits must not be negative")
 	}
-	return sandbox.Limits{
+	return core.Limits{
 		Memory:      l.MemoryBytes,
 		CPUs:        l.CPUs,
 		Pids:        l.Pids,
@@ -83,7 +82,7 @@ func (s *Server) inputFolder(name string) (string, error) {
 	}
 	p, ok := s.cfg.InputFolders[name]
 	if !ok {
-		return "", newError(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("unknown input folder %q", name)).
+		return "", newError(core.ErrInvalid, fmt.Sprintf("unknown input folder %q", name)).
 			withDetails(map[string]any{"allowed": s.inputNames()})
 	}
 	return p, nil

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Dispatcher is the one entry every tool call goes through. Run never
@@ -22,12 +22,12 @@ type Dispatcher interface {
 }
 
 // Sessions opens, closes and transfers files into sandbox sessions. Errors
-// are matched with errors.Is against sandbox.ErrSessionNotFound (404),
+// are matched with errors.Is against core.ErrSessionNotFound (404),
 // ErrBusy (429), ErrTooLarge (413), ErrFile (400) and ErrUnavailable or
 // ErrImageMissing (503); anything else is a 500.
 type Sessions interface {
 	// Open creates a session owned by owner and returns its id.
-	Open(ctx context.Context, owner string, limits sandbox.Limits) (string, error)
+	Open(ctx context.Context, owner string, limits core.Limits) (string, error)
 	// Close destroys the session.
 	Close(ctx context.Context, owner, id string) error
 	// PutFile writes data to path, relative to the session's work folder.
@@ -53,19 +53,6 @@ type Runs interface {
 	Configured() bool
 }
 
-// RunErrors tells the API which errors of Runs mean what; they are matched
-// with errors.Is. Nil fields never match. sandbox.ErrBusy (429) and
-// dispatcher.ErrApprovalNotFound (404) are recognised without being listed.
-type RunErrors struct {
-	// NotFound means the run (or approval token) is unknown to this owner: 404.
-	NotFound error
-	// NoModel means no model endpoint is configured: 503 "no_model".
-	NoModel error
-	// Conflict means the run is not in a state that allows the request
-	// (already finished, nothing pending): 409.
-	Conflict error
-}
-
 // ReadinessCheck is one named dependency probe for /readyz, e.g. "docker"
 // or "redis". Check returns nil when the dependency is reachable.
 type ReadinessCheck struct {
@@ -80,7 +67,6 @@ type Deps struct {
 	Dispatcher Dispatcher
 	Sessions   Sessions
 	Runs       Runs
-	RunErrors  RunErrors
 	// Checks are probed, concurrently, by /readyz.
 	Checks []ReadinessCheck
 	// Gatherer is served at /metrics; nil serves only the API's own metrics.

@@ -9,26 +9,45 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
-// Stable error codes of the {"error": {"code", ...}} body.
-const (
-	CodeBadRequest   = "bad_request"  // 400 malformed request
-	CodeUnauthorized = "unauthorized" // 401 missing or unknown key
-	CodeNotFound     = "not_found"    // 404 unknown route or resource (or another key's)
-	CodeConflict     = "conflict"     // 409 resource state forbids it
-	CodeSessionLost  = "session_lost" // 409 the worker holding the session is gone
-	CodeTooLarge     = "too_large"    // 413 body, upload or file over its limit
-	CodeRateLimited  = "rate_limited" // 429 the key's token bucket is empty
-	CodeBusy         = "busy"         // 429 concurrency or capacity limit
-	CodeInternal     = "internal"     // 500 platform bug or failure
-	CodeUnavailable  = "unavailable"  // 503 Docker, Redis or workers unreachable
-	CodeNotReady     = "not_ready"    // 503 a readiness check failed
-	CodeNoModel      = "no_model"     // 503 no model endpoint configured
-	CodeDeadline     = "deadline"     // 504 the route's timeout passed
-)
+// httpStatus is the one place where a platform error code becomes an HTTP
+// status. Codes are core's (core.Codes); an unknown code is a 500.
+func httpStatus(code core.Code) int {
+	switch code {
+	case core.ErrInvalid:
+		return http.StatusBadRequest
+	case core.ErrUnauthorized:
+		return http.StatusUnauthorized
+	case core.ErrNotFound:
+		return http.StatusNotFound
+	case core.ErrConflict, core.ErrSessionLost:
+		return http.StatusConflict
+	case core.ErrTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case core.ErrRateLimited, core.ErrBusy, core.ErrQuota:
+		return http.StatusTooManyRequests
+	case core.ErrUnavailable, core.ErrNotReady, core.ErrNoModel:
+		return http.StatusServiceUnavailable
+	case core.ErrDeadline:
+		return http.StatusGatewayTimeout
+	case core.ErrCanceled:
+		return 499 // the client closed the request; nobody reads the answer
+	}
+	return http.StatusInternalServerError
+}
+
+// retryAfter is the Retry-After (seconds) suggested with a code, 0 for none.
+func retryAfter(code core.Code) int {
+	switch code {
+	case core.ErrBusy, core.ErrQuota:
+		return retryAfterBusy
+	case core.ErrUnavailable:
+		return 5
+	}
+	return 0
+}
 
 // Internal constants of the error answers.
 const (
@@ -41,7 +60,7 @@ const (
 // details. It is also a Go error so handlers can return it.
 type Error struct {
 	Status     int            `json:"-"`
-	Code       string         `json:"code"`
+	Code       core.Code      `json:"code"`
 	Message    string         `json:"message"`
 	Details    map[string]any `json:"details,omitempty"`
 	RetryAfter int            `json:"-"` // seconds, for 429 and 503
@@ -55,9 +74,9 @@ type errorBody struct {
 	Error *Error `json:"error"`
 }
 
-// newError builds an Error.
-func newError(status int, code, msg string) *Error {
-	return &Error{Status: status, Code: code, Message: msg}
+// newError builds an Error for code, with the code's status and Retry-After.
+func newError(code core.Code, msg string) *Error {
+	return &Error{Status: httpStatus(code), Code: code, Message: msg, RetryAfter: retryAfter(code)}
 }
 
 // withDetails returns e with details set.
@@ -81,8 +100,10 @@ func fail(c *gin.Context, err error) {
 }
 
 // toError maps a Go error to an HTTP error: an *Error as is, body limits to
-// 413, the route deadline to 504, and the sandbox and dispatcher sentinels
-// to their codes. Anything else is a 500 that does not leak the message.
+// 413, the route deadline to 504, and everything else by the core.Code it
+// carries. The message of a refusal (bad request, not found, too large,
+// conflict) is the error's own; platform failures get a fixed text, so
+// nothing internal leaks.
 func toError(ctx context.Context, err error) *Error {
 	var e *Error
 	var mbe *http.MaxBytesError
@@ -90,29 +111,38 @@ func toError(ctx context.Context, err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &mbe):
-		return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, maxBytesErrorMsg).
+		return newError(core.ErrTooLarge, maxBytesErrorMsg).
 			withDetails(map[string]any{"limit_bytes": mbe.Limit})
 	case errors.Is(err, context.DeadlineExceeded) || (ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		return newError(http.StatusGatewayTimeout, CodeDeadline, "the request did not finish before its deadline")
-	case errors.Is(err, sandbox.ErrSessionNotFound), errors.Is(err, dispatcher.ErrSessionNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "session not found")
-	case errors.Is(err, dispatcher.ErrSessionLost):
-		return newError(http.StatusConflict, CodeSessionLost, "the worker holding the session is gone; open a new session")
-	case errors.Is(err, sandbox.ErrBusy), errors.Is(err, dispatcher.ErrBusy):
-		e := newError(http.StatusTooManyRequests, CodeBusy, "the server is busy; retry later")
-		e.RetryAfter = retryAfterBusy
-		return e
-	case errors.Is(err, sandbox.ErrTooLarge):
-		return newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "file is over the size limit")
-	case errors.Is(err, sandbox.ErrFile):
-		return newError(http.StatusBadRequest, CodeBadRequest, "file operation refused: "+err.Error())
-	case errors.Is(err, sandbox.ErrRejected):
-		return newError(http.StatusBadRequest, CodeBadRequest, "request refused: "+err.Error())
-	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, sandbox.ErrImageMissing),
-		errors.Is(err, dispatcher.ErrUnavailable), errors.Is(err, dispatcher.ErrNoExecutor):
-		e := newError(http.StatusServiceUnavailable, CodeUnavailable, "the execution backend is unavailable")
-		e.RetryAfter = 5
-		return e
+		return newError(core.ErrDeadline, "the request did not finish before its deadline")
 	}
-	return newError(http.StatusInternalServerError, CodeInternal, "internal error")
+	code := core.CodeOf(err)
+	switch code {
+	case core.ErrInvalid, core.ErrNotFound, core.ErrConflict, core.ErrTooLarge, core.ErrQuota, core.ErrNoModel:
+		return newError(code, messageOf(err))
+	case core.ErrSessionLost:
+		return newError(code, "the worker holding the session is gone; open a new session")
+	case core.ErrBusy:
+		return newError(code, "the server is busy; retry later")
+	case core.ErrUnavailable:
+		return newError(code, "the execution backend is unavailable")
+	case core.ErrCanceled:
+		return newError(code, "the client went away")
+	}
+	return newError(core.ErrInternal, "internal error")
+}
+
+// messageOf is the client-facing text of a refusal: the innermost
+// core.Error's message (without operation prefixes), else the error text.
+func messageOf(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; {
+		var ce *core.Error
+		if !errors.As(e, &ce) {
+			break
+		}
+		msg = ce.Message()
+		e = ce.Err
+	}
+	return msg
 }

@@ -14,15 +14,15 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// Errors the fake run manager returns, wired into Deps.RunErrors.
+// Errors the fake run manager returns; the API maps them by their code.
 var (
-	errFakeRunNotFound = errors.New("fake: run not found")
-	errFakeNoModel     = errors.New("fake: no model")
-	errFakeConflict    = errors.New("fake: run finished")
+	errFakeRunNotFound = core.Errorf("fake", core.ErrNotFound, "run not found")
+	errFakeNoModel     = core.Errorf("fake", core.ErrNoModel, "no model")
+	errFakeConflict    = core.Errorf("fake", core.ErrConflict, "run finished")
 )
 
 // fakeDispatcher runs calls with run, or with scripted behaviour keyed by
@@ -82,17 +82,17 @@ func scripted(ctx context.Context, call dispatcher.Call) dispatcher.Result {
 	code := args["code"] + args["command"]
 	ok := func(out string) dispatcher.Result {
 		res.Status, res.Content = dispatcher.StatusOK, out
-		res.Sandbox = &sandbox.Result{Status: sandbox.StatusOK, Stdout: out, DurationMS: 3}
+		res.Sandbox = &core.Result{Status: core.StatusOK, Stdout: out, DurationMS: 3}
 		return res
 	}
 	switch {
 	case strings.Contains(code, "plot"):
 		r := ok("plotted\n")
-		r.Sandbox.Artifacts = []sandbox.Artifact{pngArtifact("figure-1.png")}
+		r.Sandbox.Artifacts = []core.Artifact{pngArtifact("figure-1.png")}
 		return r
 	case strings.Contains(code, "raise"):
 		res.Status, res.Content = dispatcher.StatusError, "Traceback: ValueError: boom"
-		res.Sandbox = &sandbox.Result{Status: sandbox.StatusError, ExitCode: 1, Stderr: "ValueError: boom\n"}
+		res.Sandbox = &core.Result{Status: core.StatusError, ExitCode: 1, Stderr: "ValueError: boom\n"}
 		return res
 	case strings.Contains(code, "rm -rf /"):
 		res.Status, res.Reason, res.Content = dispatcher.StatusRejected, "policy:shell.rm_root", "refused: deleting the root folder"
@@ -101,23 +101,23 @@ func scripted(ctx context.Context, call dispatcher.Call) dispatcher.Result {
 		res.Status, res.ApprovalToken, res.Content = dispatcher.StatusPendingApproval, "tok-1", "waiting for approval"
 		return res
 	case strings.Contains(code, "busy"):
-		res.Status, res.Err, res.Content = dispatcher.StatusBusy, sandbox.ErrBusy, "busy"
+		res.Status, res.Err, res.Content = dispatcher.StatusBusy, core.ErrBusy, "busy"
 		return res
 	case strings.Contains(code, "unavailable"):
-		res.Status, res.Err, res.Content = dispatcher.StatusUnavailable, sandbox.ErrUnavailable, "unavailable"
+		res.Status, res.Err, res.Content = dispatcher.StatusUnavailable, core.ErrUnavailable, "unavailable"
 		return res
 	case strings.Contains(code, "internal"):
 		res.Status, res.Err, res.Content = dispatcher.StatusInternal, errors.New("bug"), "internal error"
 		return res
 	case strings.Contains(code, "lost"):
-		res.Status, res.Err, res.Content = dispatcher.StatusSessionLost, dispatcher.ErrSessionLost, "session lost"
+		res.Status, res.Err, res.Content = dispatcher.StatusSessionLost, core.ErrSessionLost, "session lost"
 		return res
 	case strings.Contains(code, "gone"):
-		res.Status, res.Err, res.Content = dispatcher.StatusSessionNotFound, dispatcher.ErrSessionNotFound, "session not found"
+		res.Status, res.Err, res.Content = dispatcher.StatusSessionNotFound, core.ErrSessionNotFound, "session not found"
 		return res
 	case strings.Contains(code, "ended"):
 		r := ok("")
-		r.Status, r.Sandbox.Status, r.Sandbox.SessionEnded = dispatcher.StatusTimeout, sandbox.StatusTimeout, true
+		r.Status, r.Sandbox.Status, r.Sandbox.SessionEnded = dispatcher.StatusTimeout, core.StatusTimeout, true
 		return r
 	case strings.Contains(code, "sleep"):
 		<-ctx.Done()
@@ -130,9 +130,9 @@ func scripted(ctx context.Context, call dispatcher.Call) dispatcher.Result {
 }
 
 // pngArtifact returns a real 64x48 PNG as an artifact.
-func pngArtifact(name string) sandbox.Artifact {
+func pngArtifact(name string) core.Artifact {
 	data := pngBytes()
-	return sandbox.Artifact{Name: name, MIME: "image/png", Size: int64(len(data)), SHA256: "sha-" + name, Data: data}
+	return core.Artifact{Name: name, MIME: "image/png", Size: int64(len(data)), SHA256: "sha-" + name, Data: data}
 }
 
 // pngBytes draws a small gradient with a diagonal line.
@@ -165,14 +165,14 @@ func newFakeSessions() *fakeSessions {
 	return &fakeSessions{open: map[string]string{}, files: map[string][]byte{}}
 }
 
-func (f *fakeSessions) Open(ctx context.Context, owner string, limits sandbox.Limits) (string, error) {
+func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return "", f.err
 	}
 	if limits.Pids == 7 { // the worker refuses these limits
-		return "", fmt.Errorf("%w: pids 7 is not allowed here", sandbox.ErrRejected)
+		return "", fmt.Errorf("%w: pids 7 is not allowed here", core.ErrInvalid)
 	}
 	f.n++
 	id := "ses_" + strings.Repeat("x", 3) + string(rune('a'+f.n%26)) + time.Now().Format("150405.000000000")
@@ -185,7 +185,7 @@ func (f *fakeSessions) check(owner, id string) error {
 		return f.err
 	}
 	if o, ok := f.open[id]; !ok || o != owner {
-		return sandbox.ErrSessionNotFound
+		return core.ErrSessionNotFound
 	}
 	return nil
 }
@@ -207,10 +207,10 @@ func (f *fakeSessions) PutFile(ctx context.Context, owner, id, path string, data
 		return err
 	}
 	if strings.HasPrefix(path, "bad") {
-		return errors.Join(sandbox.ErrFile, errors.New("symlink refused"))
+		return errors.Join(core.ErrInvalid, errors.New("symlink refused"))
 	}
 	if len(data) > 1<<16 {
-		return sandbox.ErrTooLarge
+		return core.ErrTooLarge
 	}
 	f.files[id+"/"+path] = data
 	return nil
@@ -224,7 +224,7 @@ func (f *fakeSessions) GetFile(ctx context.Context, owner, id, path string) ([]b
 	}
 	d, ok := f.files[id+"/"+path]
 	if !ok {
-		return nil, errors.Join(sandbox.ErrFile, errors.New("no such file"))
+		return nil, errors.Join(core.ErrInvalid, errors.New("no such file"))
 	}
 	return d, nil
 }
@@ -272,7 +272,7 @@ func simpleScript(req agent.RunRequest) [][]agent.Event {
 		ev(agent.EventToolCall, 1, map[string]any{"id": "call_1", "name": "run_python",
 			"arguments": `{"code": "import pandas as pd\n# monthly totals\ndf = pd.read_csv('data.csv')\nprint(df.sales.sum())"}`}),
 		ev(agent.EventToolResult, 1, map[string]any{"id": "call_1", "name": "run_python", "status": "ok",
-			"content": "1234\n", "duration_ms": 12, "artifacts": []sandbox.Artifact{pngArtifact("monthly.png")}}),
+			"content": "1234\n", "duration_ms": 12, "artifacts": []core.Artifact{pngArtifact("monthly.png")}}),
 		ev(agent.EventStepStarted, 2, map[string]any{"max_steps": 5}),
 		ev(agent.EventFinalAnswer, 2, map[string]any{"content": "Total sales were 1234; March was the best month."}),
 		ev(agent.EventRunFinished, 2, map[string]any{"status": "done", "steps": 2, "final_answer": "Total sales were 1234; March was the best month."}),

@@ -1,8 +1,7 @@
 package api
 
 import (
-	"net/http"
-
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 )
 
@@ -22,7 +21,7 @@ func (s *Server) getSessionArtifact(c *gin.Context) {
 func (s *Server) sendArtifact(c *gin.Context, session string) {
 	a, ok := s.artifacts.get(owner(c), session, c.Param("artifact"))
 	if !ok {
-		abortError(c, newError(http.StatusNotFound, CodeNotFound, "artifact not found or expired"))
+		abortError(c, newError(core.ErrNotFound, "artifact not found or expired"))
 		return
 	}
 	mimeType := a.MIME

@@ -8,9 +8,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // filePath returns the cleaned relative path of a files route, or answers
@@ -25,7 +24,7 @@ func filePath(c *gin.Context) (string, bool) {
 		}
 	}
 	if bad {
-		abortError(c, newError(http.StatusBadRequest, CodeBadRequest, "file path must be relative, without empty, '.' or '..' segments"))
+		abortError(c, newError(core.ErrInvalid, "file path must be relative, without empty, '.' or '..' segments"))
 		return "", false
 	}
 	return path.Clean(p), true
@@ -49,7 +48,7 @@ func (s *Server) putFile(c *gin.Context) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if !errors.As(err, &mbe) {
-			err = newError(http.StatusBadRequest, CodeBadRequest, "could not read the upload")
+			err = newError(core.ErrInvalid, "could not read the upload")
 		}
 		fail(c, err)
 		return
@@ -88,7 +87,7 @@ func (s *Server) getFile(c *gin.Context) {
 
 // forgetLost drops the session record when the backend no longer knows it.
 func (s *Server) forgetLost(id string, err error) {
-	if errors.Is(err, sandbox.ErrSessionNotFound) {
+	if errors.Is(err, core.ErrNotFound) {
 		s.sessions.remove(id)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -50,7 +51,7 @@ func (s *Server) readyz(c *gin.Context) {
 	default:
 	}
 	if failed {
-		e := newError(http.StatusServiceUnavailable, CodeNotReady, "not ready").withDetails(map[string]any{"checks": results})
+		e := newError(core.ErrNotReady, "not ready").withDetails(map[string]any{"checks": results})
 		e.RetryAfter = 5
 		abortError(c, e)
 		return

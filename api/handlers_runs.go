@@ -3,15 +3,13 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/agent"
-	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // startRunRequest is the body of POST /v1/runs.
@@ -41,23 +39,15 @@ func (s *Server) needRuns(c *gin.Context, forStart bool) bool {
 
 // noModelError says how to configure a model.
 func noModelError() *Error {
-	return newError(http.StatusServiceUnavailable, CodeNoModel, noModelHelp)
+	return newError(core.ErrNoModel, noModelHelp)
 }
 
-// runError maps an error of the run manager to an HTTP error.
+// runError logs unexpected failures of the run manager; the error itself
+// is mapped by its core.Code like every other.
 func (s *Server) runError(err error) error {
-	re := s.deps.RunErrors
-	switch {
-	case re.NotFound != nil && errors.Is(err, re.NotFound), errors.Is(err, dispatcher.ErrApprovalNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "run or approval not found")
-	case re.NoModel != nil && errors.Is(err, re.NoModel):
-		return noModelError()
-	case re.Conflict != nil && errors.Is(err, re.Conflict):
-		return newError(http.StatusConflict, CodeConflict, "the run is not in a state that allows this: "+err.Error())
-	case errors.Is(err, sandbox.ErrBusy), errors.Is(err, dispatcher.ErrBusy):
-		return err
+	if c := core.CodeOf(err); c == core.ErrInternal {
+		s.log.Warn("api: run manager failed", "err", err)
 	}
-	s.log.Warn("api: run manager failed", "err", err)
 	return err
 }
 
@@ -74,22 +64,22 @@ func (s *Server) startRun(c *gin.Context) {
 	hasMsgs := len(bytes.TrimSpace(req.Messages)) > 0 && string(bytes.TrimSpace(req.Messages)) != "null"
 	switch {
 	case strings.TrimSpace(req.Goal) == "" && !hasMsgs:
-		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `one of "goal" or "messages" is required`))
+		fail(c, newError(core.ErrInvalid, `one of "goal" or "messages" is required`))
 		return
 	case strings.TrimSpace(req.Goal) != "" && hasMsgs:
-		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `send "goal" or "messages", not both`))
+		fail(c, newError(core.ErrInvalid, `send "goal" or "messages", not both`))
 		return
 	case hasMsgs && bytes.TrimSpace(req.Messages)[0] != '[':
-		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"messages" must be an array of chat messages`))
+		fail(c, newError(core.ErrInvalid, `"messages" must be an array of chat messages`))
 		return
 	case req.MaxSteps < 0:
-		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"max_steps" must not be negative`))
+		fail(c, newError(core.ErrInvalid, `"max_steps" must not be negative`))
 		return
 	}
 	who := owner(c)
 	if req.SessionID != "" {
 		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
-			fail(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+			fail(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}
 	}
@@ -152,7 +142,7 @@ func (s *Server) approveRun(c *gin.Context) {
 		return
 	}
 	if req.Approve == nil {
-		fail(c, newError(http.StatusBadRequest, CodeBadRequest, `"approve" (true or false) is required`))
+		fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
 		return
 	}
 	who, id := owner(c), c.Param("id")

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // openSessionRequest is the optional body of POST /v1/sessions.
@@ -17,7 +16,7 @@ type openSessionRequest struct {
 // needSessions answers 503 when no session backend is wired.
 func (s *Server) needSessions(c *gin.Context) bool {
 	if s.deps.Sessions == nil {
-		e := newError(http.StatusServiceUnavailable, CodeUnavailable, "sessions are not available on this server")
+		e := newError(core.ErrUnavailable, "sessions are not available on this server")
 		abortError(c, e)
 		return false
 	}
@@ -28,7 +27,7 @@ func (s *Server) needSessions(c *gin.Context) bool {
 func (s *Server) ownedSession(c *gin.Context, touch bool) (sessionRecord, bool) {
 	rec, ok := s.sessions.get(owner(c), c.Param("id"), touch)
 	if !ok {
-		abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+		abortError(c, newError(core.ErrNotFound, "session not found"))
 	}
 	return rec, ok
 }
@@ -75,7 +74,7 @@ func (s *Server) closeSession(c *gin.Context) {
 		return
 	}
 	err := s.deps.Sessions.Close(c.Request.Context(), rec.Owner, rec.ID)
-	if err == nil || errors.Is(err, sandbox.ErrSessionNotFound) {
+	if err == nil || errors.Is(err, core.ErrNotFound) {
 		s.sessions.remove(rec.ID)
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) toolCall(c *gin.Context) {
 func (s *Server) sessionToolCall(c *gin.Context) {
 	id := c.Param("id")
 	if _, ok := s.sessions.get(owner(c), id, false); !ok {
-		abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}
 	var req toolCallRequest
@@ -43,7 +44,7 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 		return
 	}
 	if req.SessionID != "" && req.SessionID != id {
-		abortError(c, newError(http.StatusBadRequest, CodeBadRequest, `"session_id" differs from the session in the path`))
+		abortError(c, newError(core.ErrInvalid, `"session_id" differs from the session in the path`))
 		return
 	}
 	req.SessionID = id
@@ -60,7 +61,7 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	who := owner(c)
 	if req.SessionID != "" {
 		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
-			abortError(c, newError(http.StatusNotFound, CodeNotFound, "session not found"))
+			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}
 	}

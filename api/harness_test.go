@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -88,7 +89,6 @@ func newHarness(t *testing.T, mut func(*Config, *Deps)) *harness {
 	}
 	deps := Deps{
 		Dispatcher: h.disp, Sessions: h.sess, Runs: h.runs,
-		RunErrors:  RunErrors{NotFound: errFakeRunNotFound, NoModel: errFakeNoModel, Conflict: errFakeConflict},
 		Registerer: h.reg, Gatherer: h.reg,
 		Checks: []ReadinessCheck{
 			{Name: "docker", Check: func(context.Context) error { return h.checks["docker"] }},
@@ -124,13 +124,13 @@ func (r response) JSON(t *testing.T) map[string]any {
 }
 
 // errCode returns the error code of an error body.
-func (r response) errCode(t *testing.T) string {
+func (r response) errCode(t *testing.T) core.Code {
 	t.Helper()
 	e, _ := r.JSON(t)["error"].(map[string]any)
 	if e == nil {
 		t.Fatalf("no error object in %s", r.Body)
 	}
-	return e["code"].(string)
+	return core.Code(e["code"].(string))
 }
 
 // do sends a request as key ("" for none) and checks the answer against

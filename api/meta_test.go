@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,7 +27,7 @@ func TestReadyz(t *testing.T) {
 	}
 	h.checks["redis"] = errors.New("dial tcp: connection refused")
 	r = h.do("", "GET", "/readyz", nil).must(t, http.StatusServiceUnavailable)
-	if r.errCode(t) != CodeNotReady || r.Header.Get("Retry-After") == "" {
+	if r.errCode(t) != core.ErrNotReady || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("answer %s %v", r.Body, r.Header)
 	}
 	if strings.Contains(string(r.Body), "connection refused") {
@@ -109,7 +110,7 @@ func TestUI(t *testing.T) {
 func TestUnknownRouteIsJSON404(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.do(keyAlice, "GET", "/v2/nothing", nil).must(t, http.StatusNotFound)
-	if r.errCode(t) != CodeNotFound {
+	if r.errCode(t) != core.ErrNotFound {
 		t.Fatal(string(r.Body))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) recovery() gin.HandlerFunc {
 				}
 				s.log.Error("api: handler panic", "method", c.Request.Method, "path", c.Request.URL.Path, "panic", r)
 				if !c.Writer.Written() {
-					abortError(c, newError(http.StatusInternalServerError, CodeInternal, "internal error"))
+					abortError(c, newError(core.ErrInternal, "internal error"))
 				}
 			}
 		}()
@@ -105,7 +106,7 @@ func (s *Server) authenticate() gin.HandlerFunc {
 		}
 		if !ok {
 			c.Header("WWW-Authenticate", `Bearer realm="airlock"`)
-			abortError(c, newError(http.StatusUnauthorized, CodeUnauthorized, "missing or unknown API key: send Authorization: Bearer KEY"))
+			abortError(c, newError(core.ErrUnauthorized, "missing or unknown API key: send Authorization: Bearer KEY"))
 			return
 		}
 		c.Set(ctxOwner, owner)
@@ -119,7 +120,7 @@ func (s *Server) authenticate() gin.HandlerFunc {
 // an allowlisted origin (no cross-site request forgery).
 func (s *Server) localGuard(r *http.Request) *Error {
 	if !isLoopback(hostOnly(r.Host)) {
-		return newError(http.StatusBadRequest, CodeBadRequest, "insecure-local mode only answers requests addressed to a loopback host")
+		return newError(core.ErrInvalid, "insecure-local mode only answers requests addressed to a loopback host")
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" || s.originAllowed(origin) {
@@ -128,7 +129,7 @@ func (s *Server) localGuard(r *http.Request) *Error {
 	if u, err := url.Parse(origin); err == nil && u.Host == r.Host {
 		return nil
 	}
-	return newError(http.StatusBadRequest, CodeBadRequest, "cross-origin request from an origin that is not allowed")
+	return newError(core.ErrInvalid, "cross-origin request from an origin that is not allowed")
 }
 
 // originAllowed reports whether origin is in the CORS allowlist.
@@ -163,7 +164,7 @@ func bearer(h string) (string, bool) {
 func (s *Server) rateLimit() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if ok, wait := s.limiter.allow(owner(c)); !ok {
-			e := newError(http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded for this API key")
+			e := newError(core.ErrRateLimited, "rate limit exceeded for this API key")
 			e.RetryAfter = wait
 			abortError(c, e)
 			return
@@ -178,7 +179,7 @@ func (s *Server) limitConcurrency(g *gate) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		o := owner(c)
 		if !g.acquire(o) {
-			e := newError(http.StatusTooManyRequests, CodeBusy, "too many concurrent requests for this API key")
+			e := newError(core.ErrBusy, "too many concurrent requests for this API key")
 			e.RetryAfter = retryAfterBusy
 			abortError(c, e)
 			return
@@ -208,7 +209,7 @@ func (s *Server) timeout(d time.Duration) gin.HandlerFunc {
 func limitBody(n int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > n {
-			abortError(c, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, maxBytesErrorMsg).
+			abortError(c, newError(core.ErrTooLarge, maxBytesErrorMsg).
 				withDetails(map[string]any{"limit_bytes": n}))
 			return
 		}

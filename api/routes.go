@@ -1,8 +1,7 @@
 package api
 
 import (
-	"net/http"
-
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 )
 
@@ -14,7 +13,7 @@ func (s *Server) routes() *gin.Engine {
 	r.ContextWithFallback = true
 	r.Use(s.recovery(), s.observe(), s.cors())
 	r.NoRoute(func(c *gin.Context) {
-		abortError(c, newError(http.StatusNotFound, CodeNotFound, "no such route"))
+		abortError(c, newError(core.ErrNotFound, "no such route"))
 	})
 
 	quick := s.timeout(s.cfg.RequestTimeout)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // startRun starts a run as key and returns its id.
@@ -62,23 +62,23 @@ func TestRunNoModel(t *testing.T) {
 	h := newHarness(t, nil)
 	h.runs.configured = false
 	r := h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "x"}).must(t, http.StatusServiceUnavailable)
-	if r.errCode(t) != CodeNoModel || !strings.Contains(string(r.Body), "OPENAI_BASE_URL") {
+	if r.errCode(t) != core.ErrNoModel || !strings.Contains(string(r.Body), "OPENAI_BASE_URL") {
 		t.Fatal(string(r.Body))
 	}
 	// The manager says so itself (configured reported late).
 	h.runs.configured = true
 	h.runs.startErr = errFakeNoModel
-	if r := h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "x"}); r.Code != http.StatusServiceUnavailable || r.errCode(t) != CodeNoModel {
+	if r := h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "x"}); r.Code != http.StatusServiceUnavailable || r.errCode(t) != core.ErrNoModel {
 		t.Fatal(string(r.Body))
 	}
-	h.runs.startErr = sandbox.ErrBusy
+	h.runs.startErr = core.ErrBusy
 	h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "x"}).must(t, http.StatusTooManyRequests)
 	h.runs.startErr = errors.New("boom")
 	h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "x"}).must(t, http.StatusInternalServerError)
 
 	hn := newHarness(t, func(c *Config, d *Deps) { d.Runs = nil })
 	for _, p := range []string{"/v1/runs/x", "/v1/runs/x/events"} {
-		if r := hn.do(keyAlice, "GET", p, nil); r.Code != http.StatusServiceUnavailable || r.errCode(t) != CodeNoModel {
+		if r := hn.do(keyAlice, "GET", p, nil); r.Code != http.StatusServiceUnavailable || r.errCode(t) != core.ErrNoModel {
 			t.Errorf("%s: %d", p, r.Code)
 		}
 	}

@@ -4,17 +4,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // sessionRecord is the API's record of a session: who owns it and when it
 // was used. The sandbox holds the session itself.
 type sessionRecord struct {
-	ID       string         `json:"id"`
-	Owner    string         `json:"-"`
-	Created  time.Time      `json:"created"`
-	LastUsed time.Time      `json:"last_used"`
-	Limits   sandbox.Limits `json:"-"`
+	ID       string      `json:"id"`
+	Owner    string      `json:"-"`
+	Created  time.Time   `json:"created"`
+	LastUsed time.Time   `json:"last_used"`
+	Limits   core.Limits `json:"-"`
 }
 
 // sessionStore holds session records for ownership checks and GET.
@@ -31,7 +31,7 @@ func newSessionStore(idle time.Duration, now func() time.Time) *sessionStore {
 }
 
 // add records a new session of owner and returns a copy of the record.
-func (s *sessionStore) add(owner, id string, limits sandbox.Limits) sessionRecord {
+func (s *sessionStore) add(owner, id string, limits core.Limits) sessionRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -61,7 +62,7 @@ func TestSessionOpenWithLimitsAndBadBodies(t *testing.T) {
 	h := newHarness(t, nil)
 	h.do(keyAlice, "POST", "/v1/sessions", nil).must(t, http.StatusCreated)
 	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"memory_bytes": 1 << 27}}).must(t, http.StatusCreated)
-	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"pids": 7}}).must(t, http.StatusBadRequest) // sandbox.ErrRejected
+	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"pids": 7}}).must(t, http.StatusBadRequest) // core.ErrInvalid
 	h.do(keyAlice, "POST", "/v1/sessions", `{"limits":`).must(t, http.StatusBadRequest)
 	h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"limits": map[string]any{"cpus": -1}}).must(t, http.StatusBadRequest)
 }
@@ -70,12 +71,12 @@ func TestSessionBackendErrors(t *testing.T) {
 	cases := []struct {
 		err    error
 		status int
-		code   string
+		code   core.Code
 	}{
-		{sandbox.ErrBusy, http.StatusTooManyRequests, CodeBusy},
-		{sandbox.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
-		{sandbox.ErrImageMissing, http.StatusServiceUnavailable, CodeUnavailable},
-		{errors.New("disk on fire"), http.StatusInternalServerError, CodeInternal},
+		{core.ErrBusy, http.StatusTooManyRequests, core.ErrBusy},
+		{core.ErrUnavailable, http.StatusServiceUnavailable, core.ErrUnavailable},
+		{sandbox.ErrImageMissing, http.StatusServiceUnavailable, core.ErrUnavailable},
+		{errors.New("disk on fire"), http.StatusInternalServerError, core.ErrInternal},
 	}
 	for _, c := range cases {
 		h := newHarness(t, nil)
@@ -99,7 +100,7 @@ func TestSessionLostOrEndedDropsRecord(t *testing.T) {
 	h := newHarness(t, nil)
 	id := h.openSession(keyAlice)
 	r := h.do(keyAlice, "POST", "/v1/sessions/"+id+"/tool-calls", py("lost")).must(t, http.StatusConflict)
-	if r.errCode(t) != CodeSessionLost {
+	if r.errCode(t) != core.ErrSessionLost {
 		t.Fatal(string(r.Body))
 	}
 	h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, http.StatusNotFound)
@@ -147,10 +148,10 @@ func TestSessionFiles(t *testing.T) {
 			t.Errorf("%s: %d", p, r.Code)
 		}
 	}
-	h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/bad-link", []byte("x")).must(t, http.StatusBadRequest) // sandbox.ErrFile
+	h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/bad-link", []byte("x")).must(t, http.StatusBadRequest) // core.ErrInvalid
 	h.do(keyAlice, "GET", "/v1/sessions/"+id+"/files/missing.csv", nil).must(t, http.StatusBadRequest)
-	r = h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/big.bin", bytes.Repeat([]byte("x"), 1<<16+1)).must(t, http.StatusRequestEntityTooLarge) // sandbox.ErrTooLarge
-	if r.errCode(t) != CodeTooLarge {
+	r = h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/big.bin", bytes.Repeat([]byte("x"), 1<<16+1)).must(t, http.StatusRequestEntityTooLarge) // core.ErrTooLarge
+	if r.errCode(t) != core.ErrTooLarge {
 		t.Fatal(string(r.Body))
 	}
 	h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/huge.bin", bytes.Repeat([]byte("x"), 1<<17+1)).must(t, http.StatusRequestEntityTooLarge) // MaxUploadBytes
@@ -167,7 +168,7 @@ func TestSessionFiles(t *testing.T) {
 func TestSessionCloseBackendFailure(t *testing.T) {
 	h := newHarness(t, nil)
 	id := h.openSession(keyAlice)
-	h.sess.err = sandbox.ErrUnavailable
+	h.sess.err = core.ErrUnavailable
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+id, nil).must(t, http.StatusServiceUnavailable)
 	h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/a.csv", []byte("x")).must(t, http.StatusServiceUnavailable)
 	h.sess.err = nil

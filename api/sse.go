@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // runEvents answers GET /v1/runs/{id}/events as Server-Sent Events. Each
@@ -86,7 +87,7 @@ func resumePoint(c *gin.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, newError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be a non-negative event sequence number")
+		return 0, newError(core.ErrInvalid, "Last-Event-ID must be a non-negative event sequence number")
 	}
 	return n, nil
 }

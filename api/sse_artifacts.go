@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/airlock-dev/airlock/agent"
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // eventArtifacts rewrites a tool_result event whose data carries
@@ -20,7 +20,7 @@ func (s *Server) eventArtifacts(owner string, ev agent.Event) agent.Event {
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return ev
 	}
-	var arts []sandbox.Artifact
+	var arts []core.Artifact
 	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
 		return ev
 	}

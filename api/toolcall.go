@@ -2,9 +2,9 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 )
 
@@ -70,10 +70,10 @@ type toolCallResponse struct {
 // dispatcher's business.
 func (r *toolCallRequest) validate() error {
 	if r.Type != "" && r.Type != "function" {
-		return newError(http.StatusBadRequest, CodeBadRequest, `"type" must be "function"`)
+		return newError(core.ErrInvalid, `"type" must be "function"`)
 	}
 	if strings.TrimSpace(r.Function.Name) == "" {
-		return newError(http.StatusBadRequest, CodeBadRequest, `"function.name" is required`)
+		return newError(core.ErrInvalid, `"function.name" is required`)
 	}
 	return nil
 }
@@ -127,17 +127,15 @@ func statusError(res dispatcher.Result, msg toolMessage) *Error {
 	var e *Error
 	switch res.Status {
 	case dispatcher.StatusBusy:
-		e = newError(http.StatusTooManyRequests, CodeBusy, "the sandbox is busy; retry later")
-		e.RetryAfter = retryAfterBusy
+		e = newError(core.ErrBusy, "the sandbox is busy; retry later")
 	case dispatcher.StatusSessionNotFound:
-		e = newError(http.StatusNotFound, CodeNotFound, "session not found")
+		e = newError(core.ErrNotFound, "session not found")
 	case dispatcher.StatusSessionLost:
-		e = newError(http.StatusConflict, CodeSessionLost, "the worker holding the session is gone; open a new session")
+		e = newError(core.ErrSessionLost, "the worker holding the session is gone; open a new session")
 	case dispatcher.StatusUnavailable:
-		e = newError(http.StatusServiceUnavailable, CodeUnavailable, "the execution backend is unavailable")
-		e.RetryAfter = 5
+		e = newError(core.ErrUnavailable, "the execution backend is unavailable")
 	case dispatcher.StatusInternal:
-		e = newError(http.StatusInternalServerError, CodeInternal, "internal error")
+		e = newError(core.ErrInternal, "internal error")
 	default:
 		return nil
 	}

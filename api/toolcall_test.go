@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 )
 
@@ -132,7 +133,7 @@ func TestToolCallArtifactURL(t *testing.T) {
 	if r.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") {
 		t.Fatalf("artifact served without protection headers: %v", r.Header)
 	}
-	if r := h.do(keyBob, "GET", url, nil).must(t, http.StatusNotFound); r.errCode(t) != CodeNotFound {
+	if r := h.do(keyBob, "GET", url, nil).must(t, http.StatusNotFound); r.errCode(t) != core.ErrNotFound {
 		t.Fatal(string(r.Body))
 	}
 	h.do(keyAlice, "GET", "/v1/artifacts/art_nope", nil).must(t, http.StatusNotFound)
@@ -160,7 +161,7 @@ func TestToolCallBadRequests(t *testing.T) {
 	}
 	for name, body := range cases {
 		r := h.do(keyAlice, "POST", "/v1/tool-calls", body)
-		if r.Code != http.StatusBadRequest || r.errCode(t) != CodeBadRequest {
+		if r.Code != http.StatusBadRequest || r.errCode(t) != core.ErrInvalid {
 			t.Errorf("%s: %d %s", name, r.Code, r.Body)
 		}
 	}
@@ -172,7 +173,7 @@ func TestToolCallBadRequests(t *testing.T) {
 func TestToolCallTooLarge(t *testing.T) {
 	h := newHarness(t, func(c *Config, d *Deps) { c.MaxBodyBytes = 512 })
 	r := h.do(keyAlice, "POST", "/v1/tool-calls", py(strings.Repeat("x", 1024))).must(t, http.StatusRequestEntityTooLarge)
-	if r.errCode(t) != CodeTooLarge {
+	if r.errCode(t) != core.ErrTooLarge {
 		t.Fatal(string(r.Body))
 	}
 	// Without a Content-Length the limit applies while reading.
@@ -189,13 +190,13 @@ func TestToolCallPlatformErrors(t *testing.T) {
 	cases := []struct {
 		code   string
 		status int
-		ecode  string
+		ecode  core.Code
 	}{
-		{"busy", http.StatusTooManyRequests, CodeBusy},
-		{"unavailable", http.StatusServiceUnavailable, CodeUnavailable},
-		{"internal", http.StatusInternalServerError, CodeInternal},
-		{"sleep", http.StatusGatewayTimeout, CodeDeadline},
-		{"panic", http.StatusInternalServerError, CodeInternal},
+		{"busy", http.StatusTooManyRequests, core.ErrBusy},
+		{"unavailable", http.StatusServiceUnavailable, core.ErrUnavailable},
+		{"internal", http.StatusInternalServerError, core.ErrInternal},
+		{"sleep", http.StatusGatewayTimeout, core.ErrDeadline},
+		{"panic", http.StatusInternalServerError, core.ErrInternal},
 	}
 	for _, c := range cases {
 		r := h.do(keyAlice, "POST", "/v1/tool-calls", py(c.code))
@@ -232,7 +233,7 @@ func TestConcurrencyLimitPerKey(t *testing.T) {
 	go func() { done <- h.do(keyAlice, "POST", "/v1/tool-calls", py("block")) }()
 	<-started
 	r := h.do(keyAlice, "POST", "/v1/tool-calls", py("print(1)")).must(t, http.StatusTooManyRequests)
-	if r.errCode(t) != CodeBusy || r.Header.Get("Retry-After") == "" {
+	if r.errCode(t) != core.ErrBusy || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("%s %v", r.Body, r.Header)
 	}
 	h.do(keyBob, "POST", "/v1/tool-calls", py("print(1)")).must(t, http.StatusOK) // other keys are not held up

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) sendUIFile(c *gin.Context, name string) {
 	clean := path.Clean("/" + name)[1:]
 	data, err := fs.ReadFile(webFS, "web/"+clean)
 	if err != nil || clean == "" {
-		abortError(c, newError(http.StatusNotFound, CodeNotFound, "no such file"))
+		abortError(c, newError(core.ErrNotFound, "no such file"))
 		return
 	}
 	ct := mime.TypeByExtension(path.Ext(clean))

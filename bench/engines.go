@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -28,7 +29,7 @@ func startEngine(ctx context.Context, o options, poolSize int) (*sandbox.Engine,
 	cfg := sandbox.DefaultConfig()
 	cfg.PoolSize = poolSize
 	cfg.Instance = benchInstance
-	cfg.Images = map[sandbox.Language]string{sandbox.Python: o.pythonImg, sandbox.Shell: "airlock/shell:latest"}
+	cfg.Images = map[core.Language]string{core.Python: o.pythonImg, core.Shell: "airlock/shell:latest"}
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {
 		return nil, 0, err
@@ -57,16 +58,16 @@ func closeEngine(e *sandbox.Engine) {
 }
 
 // python is a one-shot run_python request.
-func python(code string) sandbox.Request {
-	return sandbox.Request{Language: sandbox.Python, Code: code, Owner: "bench"}
+func python(code string) core.Request {
+	return core.Request{Language: core.Python, Code: code, Owner: "bench"}
 }
 
 // checkResult turns an unexpected outcome into an error.
-func checkResult(res sandbox.Result, err error, wantStdout string) error {
+func checkResult(res core.Result, err error, wantStdout string) error {
 	if err != nil {
 		return err
 	}
-	if res.Status != sandbox.StatusOK {
+	if res.Status != core.StatusOK {
 		return fmt.Errorf("status %s: %s %s", res.Status, res.Message, strings.TrimSpace(res.Stderr))
 	}
 	if wantStdout != "" && res.Stdout != wantStdout {

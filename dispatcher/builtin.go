@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Built-in tool names.
@@ -80,7 +80,7 @@ func BuiltinTools(cfg Config) []Tool {
 			},
 			Risk:    RiskHigh,
 			Checks:  []Check{{Arg: "code", Kind: CheckPython}},
-			Handler: HandlerFunc(execHandler(sandbox.Python, "code")),
+			Handler: HandlerFunc(execHandler(core.Python, "code")),
 		},
 		{
 			Name: ToolExecuteShell,
@@ -98,7 +98,7 @@ func BuiltinTools(cfg Config) []Tool {
 			},
 			Risk:    RiskHigh,
 			Checks:  []Check{{Arg: "command", Kind: CheckShell}},
-			Handler: HandlerFunc(execHandler(sandbox.Shell, "command")),
+			Handler: HandlerFunc(execHandler(core.Shell, "command")),
 		},
 		{
 			Name:        ToolReadFile,
@@ -196,9 +196,9 @@ func BuiltinTools(cfg Config) []Tool {
 }
 
 // execHandler returns the handler of run_python / execute_shell.
-func execHandler(lang sandbox.Language, arg string) func(context.Context, Invocation) (Action, error) {
+func execHandler(lang core.Language, arg string) func(context.Context, Invocation) (Action, error) {
 	return func(_ context.Context, inv Invocation) (Action, error) {
-		req := &sandbox.Request{Op: sandbox.OpExec, Language: lang, Code: inv.Args.String(arg)}
+		req := &core.Request{Op: core.OpExec, Language: lang, Code: inv.Args.String(arg)}
 		if s := inv.Args.Int("timeout_seconds"); s > 0 {
 			req.Limits.Timeout = time.Duration(s) * time.Second
 		}
@@ -217,7 +217,7 @@ func (c Config) pyAction(inv Invocation, body string, params pyParams) (Action, 
 		return Action{}, err
 	}
 	return Action{
-		Request:       &sandbox.Request{Op: sandbox.OpExec, Language: sandbox.Python, Code: code, Limits: sandbox.Limits{Timeout: c.DefaultTimeout}},
+		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code, Limits: core.Limits{Timeout: c.DefaultTimeout}},
 		SandboxPolicy: true,
 	}, nil
 }

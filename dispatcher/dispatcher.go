@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Dispatcher is the one gate every tool call goes through. It is safe for
@@ -233,7 +233,7 @@ func (d *Dispatcher) hold(ctx context.Context, call Call, normalized []byte, rul
 func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Action) (Result, string) {
 	req := *act.Request
 	if req.Op == "" {
-		req.Op = sandbox.OpExec
+		req.Op = core.OpExec
 	}
 	if req.Owner == "" {
 		req.Owner = call.Owner
@@ -273,7 +273,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 }
 
 // safeExec calls the Executor, turning a panic into an error.
-func (d *Dispatcher) safeExec(ctx context.Context, req sandbox.Request) (res sandbox.Result, err error) {
+func (d *Dispatcher) safeExec(ctx context.Context, req core.Request) (res core.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w in executor: %v", ErrPanic, r)
@@ -307,16 +307,16 @@ func platformResult(err error, tool string) Result {
 }
 
 // mapSandboxStatus maps a sandbox status to a dispatcher Status.
-func mapSandboxStatus(s sandbox.Status) Status {
+func mapSandboxStatus(s core.Status) Status {
 	switch s {
-	case sandbox.StatusOK, sandbox.StatusError, sandbox.StatusTimeout, sandbox.StatusOOM, sandbox.StatusOutputLimit, sandbox.StatusRejected:
+	case core.StatusOK, core.StatusError, core.StatusTimeout, core.StatusOOM, core.StatusOutputLimit, core.StatusRejected:
 		return Status(s)
 	}
 	return StatusInternal
 }
 
 // lowerLimits returns a with each field lowered to b's where b is set and smaller.
-func lowerLimits(a, b sandbox.Limits) sandbox.Limits {
+func lowerLimits(a, b core.Limits) core.Limits {
 	low64 := func(x, y int64) int64 {
 		if y > 0 && (x == 0 || y < x) {
 			return y

@@ -49,15 +49,10 @@
 // An Executor error is a platform failure. Run maps it to a Status, sets
 // Result.Err (wrapping the original) and never returns a Go error:
 //
-//   - an error in the chain implementing StatusCarrier
-//     (DispatcherStatus() string) chooses the status directly; this is the
-//     easiest way for the queue package to map its own errors;
-//   - otherwise errors.Is against ErrSessionLost → session_lost;
-//     ErrSessionNotFound or sandbox.ErrSessionNotFound → session_not_found;
-//     ErrBusy or sandbox.ErrBusy → busy; ErrUnavailable,
-//     sandbox.ErrUnavailable, sandbox.ErrImageMissing, ErrNoExecutor →
-//     unavailable; context cancellation/deadline → unavailable with
-//     Reason "canceled";
+//   - the core.Code in the error's chain chooses it (core.CodeOf):
+//     session_lost → session_lost; not_found → session_not_found; busy,
+//     quota, rate_limited → busy; unavailable, deadline, canceled →
+//     unavailable;
 //   - anything else → internal.
 //
 // # Policy

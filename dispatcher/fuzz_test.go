@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // FuzzRun feeds arbitrary tool names and argument bytes to Run, which must
@@ -42,8 +42,8 @@ func FuzzRun(f *testing.F) {
 	cfg.MaxContentChars = 300
 	cfg.MaxContentBytes = 600
 	cfg.Policy.RequireApproval = []string{RuleShellPrivilege}
-	ex := &fakeExecutor{fn: func(req sandbox.Request) (sandbox.Result, error) {
-		return sandbox.Result{Status: sandbox.StatusOK, Stdout: req.Code}, nil
+	ex := &fakeExecutor{fn: func(req core.Request) (core.Result, error) {
+		return core.Result{Status: core.StatusOK, Stdout: req.Code}, nil
 	}}
 	d := New(cfg, ex, nil)
 	valid := map[Status]bool{StatusOK: true, StatusError: true, StatusTimeout: true, StatusOOM: true, StatusOutputLimit: true,

@@ -8,21 +8,21 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // fakeExecutor records requests and answers with a fixed result or error,
 // or with fn when set.
 type fakeExecutor struct {
 	mu   sync.Mutex
-	reqs []sandbox.Request
-	res  sandbox.Result
+	reqs []core.Request
+	res  core.Result
 	err  error
-	fn   func(sandbox.Request) (sandbox.Result, error)
+	fn   func(core.Request) (core.Result, error)
 }
 
 // Exec implements Executor.
-func (f *fakeExecutor) Exec(_ context.Context, req sandbox.Request) (sandbox.Result, error) {
+func (f *fakeExecutor) Exec(_ context.Context, req core.Request) (core.Result, error) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
@@ -40,7 +40,7 @@ func (f *fakeExecutor) calls() int {
 }
 
 // last returns the last request.
-func (f *fakeExecutor) last(t *testing.T) sandbox.Request {
+func (f *fakeExecutor) last(t *testing.T) core.Request {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -52,7 +52,7 @@ func (f *fakeExecutor) last(t *testing.T) sandbox.Request {
 
 // okExecutor answers status ok with stdout "done".
 func okExecutor() *fakeExecutor {
-	return &fakeExecutor{res: sandbox.Result{Status: sandbox.StatusOK, Stdout: "done\n"}}
+	return &fakeExecutor{res: core.Result{Status: core.StatusOK, Stdout: "done\n"}}
 }
 
 // testConfig is DefaultConfig without reading the host environment.

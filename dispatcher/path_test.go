@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 func TestPathRulesGo(t *testing.T) {
@@ -115,21 +115,21 @@ func pythonExecutor(t *testing.T) *fakeExecutor {
 		}
 		t.Skip("python3 not installed; generated-program tests skipped")
 	}
-	return &fakeExecutor{fn: func(req sandbox.Request) (sandbox.Result, error) {
-		if req.Language != sandbox.Python {
-			return sandbox.Result{}, errors.New("not python")
+	return &fakeExecutor{fn: func(req core.Request) (core.Result, error) {
+		if req.Language != core.Python {
+			return core.Result{}, errors.New("not python")
 		}
 		cmd := exec.Command(py, "-I", "-")
 		cmd.Stdin = strings.NewReader(req.Code)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
-		res := sandbox.Result{Status: sandbox.StatusOK, Stdout: out.String(), Stderr: errb.String()}
+		res := core.Result{Status: core.StatusOK, Stdout: out.String(), Stderr: errb.String()}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			res.Status, res.ExitCode = sandbox.StatusError, ee.ExitCode()
+			res.Status, res.ExitCode = core.StatusError, ee.ExitCode()
 		} else if err != nil {
-			return sandbox.Result{}, err
+			return core.Result{}, err
 		}
 		return res, nil
 	}}

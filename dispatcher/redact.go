@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // secretPattern is one known key or token format.
@@ -136,7 +136,7 @@ func replaceGroup(re *regexp.Regexp, s string, g int, repl string) string {
 // Result returns a copy of res with secrets removed from Stdout, Stderr,
 // Message, Warnings, Data and text-like artifacts (whose Size and SHA256
 // are then recomputed). Binary data is left as is.
-func (r *Redactor) Result(res sandbox.Result) sandbox.Result {
+func (r *Redactor) Result(res core.Result) core.Result {
 	res.Stdout = r.String(res.Stdout)
 	res.Stderr = r.String(res.Stderr)
 	res.Message = r.String(res.Message)
@@ -151,7 +151,7 @@ func (r *Redactor) Result(res sandbox.Result) sandbox.Result {
 		res.Data = []byte(r.String(string(res.Data)))
 	}
 	if len(res.Artifacts) > 0 {
-		arts := make([]sandbox.Artifact, len(res.Artifacts))
+		arts := make([]core.Artifact, len(res.Artifacts))
 		for i, a := range res.Artifacts {
 			a.Name = r.String(a.Name)
 			if len(a.Data) > 0 && isText(a.MIME, a.Data) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // planted secrets, one per known format (built by concatenation so that
@@ -73,10 +73,10 @@ func TestRunRedactsEverywhere(t *testing.T) {
 	}(), "\n")
 	text := []byte("config:\n" + all + "\n")
 	sum := sha256.Sum256(text)
-	ex := &fakeExecutor{res: sandbox.Result{
-		Status: sandbox.StatusOK, Stdout: "out " + all, Stderr: "err " + all, Message: "msg " + planted["env"],
+	ex := &fakeExecutor{res: core.Result{
+		Status: core.StatusOK, Stdout: "out " + all, Stderr: "err " + all, Message: "msg " + planted["env"],
 		Warnings: []string{"warn " + planted["configured"]},
-		Artifacts: []sandbox.Artifact{
+		Artifacts: []core.Artifact{
 			{Name: "config.txt", MIME: "text/plain", Size: int64(len(text)), SHA256: hex.EncodeToString(sum[:]), Data: text},
 			{Name: "blob.bin", MIME: "application/octet-stream", Data: append([]byte{0, 1, 2}, []byte(planted["env"])...)},
 		},
@@ -164,7 +164,7 @@ func TestRunTruncatesContent(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxContentChars = 500
 	out := strings.Repeat("日本語", 1000) + "THE-END"
-	ex := &fakeExecutor{res: sandbox.Result{Status: sandbox.StatusOK, Stdout: out}}
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusOK, Stdout: out}}
 	d, _ := newTestDispatcher(t, cfg, ex)
 	r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "x"}))
 	if n := utf8.RuneCountInString(r.Content); n > 500 || !utf8.ValidString(r.Content) {

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Risk is how much harm a tool can do, shown to operators and the model.
@@ -86,7 +85,7 @@ type Invocation struct {
 // Action is a Handler's answer: either a sandbox Request to execute, or
 // Content to return directly without running anything.
 type Action struct {
-	Request *sandbox.Request
+	Request *core.Request
 	Content string
 	// SandboxPolicy marks a generated program that reports in-sandbox
 	// policy refusals as a stderr line "AIRLOCK_POLICY <rule>: <message>"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Truncate shortens s to at most maxChars characters and maxBytes bytes
@@ -79,10 +79,10 @@ func cutSuffix(s string, chars, bytes int) string {
 // renderSandbox renders a sandbox result as the tool message text: a
 // status line, then stdout, stderr, artifact names (never their bytes)
 // and warnings.
-func renderSandbox(res sandbox.Result) string {
+func renderSandbox(res core.Result) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "status: %s", res.Status)
-	if res.Status != sandbox.StatusRejected {
+	if res.Status != core.StatusRejected {
 		fmt.Fprintf(&sb, " (exit code %d, %d ms)", res.ExitCode, res.DurationMS)
 	}
 	sb.WriteByte('\n')
@@ -105,7 +105,7 @@ func renderSandbox(res sandbox.Result) string {
 		sb.WriteString(strings.TrimRight(res.Stderr, "\n"))
 		sb.WriteByte('\n')
 	}
-	if res.Stdout == "" && res.Stderr == "" && res.Status == sandbox.StatusOK {
+	if res.Stdout == "" && res.Stderr == "" && res.Status == core.StatusOK {
 		sb.WriteString("(no output)\n")
 	}
 	if len(res.Artifacts) > 0 {

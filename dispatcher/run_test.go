@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -92,13 +93,13 @@ func TestRunBuildsRequest(t *testing.T) {
 	d, _ := newTestDispatcher(t, testConfig(), ex)
 	c := sessionCall(ToolExecuteShell, map[string]any{"command": "ls", "timeout_seconds": 50})
 	c.Mount = "/srv/in"
-	c.Limits = sandbox.Limits{Timeout: 10 * time.Second, Memory: 1 << 20}
+	c.Limits = core.Limits{Timeout: 10 * time.Second, Memory: 1 << 20}
 	r := d.Run(context.Background(), c)
 	if r.Status != StatusOK || r.CallID != "call_1" || r.Name != ToolExecuteShell {
 		t.Fatalf("got %+v", r)
 	}
 	req := ex.last(t)
-	if req.Op != sandbox.OpExec || req.Language != sandbox.Shell || req.Code != "ls" {
+	if req.Op != core.OpExec || req.Language != core.Shell || req.Code != "ls" {
 		t.Errorf("request %+v", req)
 	}
 	if req.Owner != "alice" || req.SessionID != "sess-1" || req.Mount != "/srv/in" {
@@ -115,8 +116,8 @@ func TestRunBuildsRequest(t *testing.T) {
 }
 
 func TestRunRendersSandboxResult(t *testing.T) {
-	ex := &fakeExecutor{res: sandbox.Result{Status: sandbox.StatusError, ExitCode: 2, Stdout: "partial\n", Stderr: "Traceback: boom\n",
-		DurationMS: 12, Artifacts: []sandbox.Artifact{{Name: "plot.png", MIME: "image/png", Size: 2048, Data: []byte("\x89PNG....")}}}}
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusError, ExitCode: 2, Stdout: "partial\n", Stderr: "Traceback: boom\n",
+		DurationMS: 12, Artifacts: []core.Artifact{{Name: "plot.png", MIME: "image/png", Size: 2048, Data: []byte("\x89PNG....")}}}}
 	d, _ := newTestDispatcher(t, testConfig(), ex)
 	r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "1/0"}))
 	if r.Status != StatusError || r.Sandbox == nil || r.Sandbox.ExitCode != 2 {
@@ -130,41 +131,32 @@ func TestRunRendersSandboxResult(t *testing.T) {
 	if strings.Contains(r.Content, "PNG....") {
 		t.Errorf("artifact bytes leaked into content")
 	}
-	for _, s := range []sandbox.Status{sandbox.StatusTimeout, sandbox.StatusOOM, sandbox.StatusOutputLimit, sandbox.StatusRejected} {
-		ex.res = sandbox.Result{Status: s, Message: "why"}
+	for _, s := range []core.Status{core.StatusTimeout, core.StatusOOM, core.StatusOutputLimit, core.StatusRejected} {
+		ex.res = core.Result{Status: s, Message: "why"}
 		if r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "1"})); string(r.Status) != string(s) || !strings.Contains(r.Content, "message: why") {
 			t.Errorf("%s: got %s %q", s, r.Status, r.Content)
 		}
 	}
-	ex.res = sandbox.Result{Status: "weird"}
+	ex.res = core.Result{Status: "weird"}
 	if r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "1"})); r.Status != StatusInternal || r.Err == nil {
 		t.Errorf("unknown sandbox status: got %s err %v", r.Status, r.Err)
 	}
 }
-
-// carrierErr is a queue-style error that names its status.
-type carrierErr struct{ s string }
-
-func (e carrierErr) Error() string            { return "queue: " + e.s }
-func (e carrierErr) DispatcherStatus() string { return e.s }
 
 func TestRunPlatformErrors(t *testing.T) {
 	cases := []struct {
 		err  error
 		want Status
 	}{
-		{sandbox.ErrUnavailable, StatusUnavailable},
-		{fmt.Errorf("docker: %w", sandbox.ErrUnavailable), StatusUnavailable},
+		{core.ErrUnavailable, StatusUnavailable},
+		{fmt.Errorf("docker: %w", core.ErrUnavailable), StatusUnavailable},
 		{sandbox.ErrImageMissing, StatusUnavailable},
-		{sandbox.ErrBusy, StatusBusy},
-		{sandbox.ErrSessionNotFound, StatusSessionNotFound},
-		{ErrBusy, StatusBusy},
-		{ErrUnavailable, StatusUnavailable},
-		{ErrSessionNotFound, StatusSessionNotFound},
-		{fmt.Errorf("worker gone: %w", ErrSessionLost), StatusSessionLost},
-		{carrierErr{"session_lost"}, StatusSessionLost},
-		{fmt.Errorf("wrapped: %w", carrierErr{"busy"}), StatusBusy},
-		{carrierErr{"nonsense"}, StatusInternal},
+		{core.ErrBusy, StatusBusy},
+		{core.ErrSessionNotFound, StatusSessionNotFound},
+		{fmt.Errorf("worker gone: %w", core.ErrSessionLost), StatusSessionLost},
+		{core.E("worker", core.ErrSessionLost, errors.New("gone")), StatusSessionLost},
+		{fmt.Errorf("wrapped: %w", core.E("queue", core.ErrBusy, nil)), StatusBusy},
+		{core.Code("nonsense"), StatusInternal},
 		{context.DeadlineExceeded, StatusUnavailable},
 		{errors.New("boom"), StatusInternal},
 	}
@@ -206,9 +198,9 @@ func TestRunHandlerErrorsAndPanics(t *testing.T) {
 		return Action{Content: "42"}, nil
 	})})
 	reg.Register(Tool{Name: "runs", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
-		return Action{Request: &sandbox.Request{Language: sandbox.Shell, Code: "x"}}, nil
+		return Action{Request: &core.Request{Language: core.Shell, Code: "x"}}, nil
 	})})
-	ex := &fakeExecutor{fn: func(sandbox.Request) (sandbox.Result, error) { panic("executor exploded") }}
+	ex := &fakeExecutor{fn: func(core.Request) (core.Result, error) { panic("executor exploded") }}
 	d := NewWithRegistry(testConfig(), reg, ex, nil)
 	ctx := context.Background()
 	if r := d.Run(ctx, Call{Name: "fails"}); r.Status != StatusError || r.Reason != "handler_error" || !strings.Contains(r.Content, "disk on fire") {
@@ -229,7 +221,7 @@ func TestRunHandlerErrorsAndPanics(t *testing.T) {
 }
 
 func TestRunInSandboxPolicyMarker(t *testing.T) {
-	ex := &fakeExecutor{res: sandbox.Result{Status: sandbox.StatusError, ExitCode: 3,
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusError, ExitCode: 3,
 		Stderr: "AIRLOCK_POLICY path.read_outside_roots: path 'link' resolves (through symlinks) to '/etc/passwd'\n"}}
 	d, _ := newTestDispatcher(t, testConfig(), ex)
 	r := d.Run(context.Background(), call(ToolReadFile, map[string]any{"path": "link"}))

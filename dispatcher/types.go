@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Call is one tool call as a model (or any other caller) wrote it.
@@ -15,11 +15,11 @@ type Call struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Caller context, set by the transport, never by the model.
-	Owner     string         `json:"owner,omitempty"`
-	SessionID string         `json:"session_id,omitempty"`
-	Mount     string         `json:"mount,omitempty"`  // host folder, already authorised by the caller
-	Limits    sandbox.Limits `json:"limits,omitempty"` // lowers the server defaults
-	Caller    string         `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	Owner     string      `json:"owner,omitempty"`
+	SessionID string      `json:"session_id,omitempty"`
+	Mount     string      `json:"mount,omitempty"`  // host folder, already authorised by the caller
+	Limits    core.Limits `json:"limits,omitempty"` // lowers the server defaults
+	Caller    string      `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the
@@ -55,7 +55,7 @@ type Result struct {
 	// Fields lists argument errors by JSON pointer, for invalid_arguments.
 	Fields map[string]string `json:"fields,omitempty"`
 	// Sandbox is the redacted execution result, when something ran.
-	Sandbox *sandbox.Result `json:"result,omitempty"`
+	Sandbox *core.Result `json:"result,omitempty"`
 	// ApprovalToken is set with StatusPendingApproval.
 	ApprovalToken string `json:"approval_token,omitempty"`
 	DurationMS    int64  `json:"duration_ms"`
@@ -68,5 +68,5 @@ type Result struct {
 // Executor runs a sandbox request somewhere: directly on a sandbox engine,
 // or through the queue on a worker. Returned errors are platform failures.
 type Executor interface {
-	Exec(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+	Exec(ctx context.Context, req core.Request) (core.Result, error)
 }

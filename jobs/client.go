@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/queue"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Client sends sandbox requests through a queue and waits for their result.
@@ -42,15 +41,13 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 	return &Client{q: q, cfg: cfg}
 }
 
-var _ dispatcher.Executor = (*Client)(nil)
-
 // Exec runs one request on some worker (or, for a session, on the worker
 // holding it). Refusals by the worker come back as errors wrapping the
 // sandbox sentinels; queue failures wrap the dispatcher's.
-func (c *Client) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error) {
 	payload, err := json.Marshal(req)
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("jobs: encode request: %w", err)
+		return core.Result{}, fmt.Errorf("jobs: encode request: %w", err)
 	}
 	timeout := req.Limits.Timeout
 	if timeout <= 0 {
@@ -63,47 +60,33 @@ func (c *Client) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result,
 	out, err := c.q.Do(ctx, queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Payload: payload,
 		Deadline: time.Now().Add(timeout + c.cfg.Margin)})
 	if err != nil {
-		return sandbox.Result{}, mapQueueErr(err)
+		return core.Result{}, fmt.Errorf("jobs: %w", err)
 	}
 	var env envelope
 	if err := json.Unmarshal(out, &env); err != nil {
-		return sandbox.Result{}, fmt.Errorf("jobs: decode reply: %w", err)
+		return core.Result{}, fmt.Errorf("jobs: decode reply: %w", err)
 	}
 	if env.Error != nil {
-		return sandbox.Result{}, fromWire(env.Error)
+		return core.Result{}, fromWire(env.Error)
 	}
 	if env.Result == nil {
-		return sandbox.Result{}, errors.New("jobs: empty reply")
+		return core.Result{}, errors.New("jobs: empty reply")
 	}
 	return *env.Result, nil
 }
 
-// mapQueueErr wraps queue errors with the dispatcher sentinel that tells
-// callers what happened.
-func mapQueueErr(err error) error {
-	switch {
-	case errors.Is(err, queue.ErrBusy):
-		return fmt.Errorf("%w: %w", dispatcher.ErrBusy, err)
-	case errors.Is(err, queue.ErrUnavailable), errors.Is(err, queue.ErrClosed):
-		return fmt.Errorf("%w: %w", dispatcher.ErrUnavailable, err)
-	case errors.Is(err, queue.ErrSessionLost):
-		return fmt.Errorf("%w: %w", dispatcher.ErrSessionLost, err)
-	}
-	return fmt.Errorf("jobs: %w", err)
-}
-
 // rejected turns a rejected Result into an error for session operations,
 // which have no result to carry it.
-func rejected(res sandbox.Result) error {
-	if res.Status == sandbox.StatusRejected {
-		return fmt.Errorf("%w: %s", sandbox.ErrRejected, res.Message)
+func rejected(res core.Result) error {
+	if res.Status == core.StatusRejected {
+		return fmt.Errorf("%w: %s", core.ErrInvalid, res.Message)
 	}
 	return nil
 }
 
 // OpenSession opens a session on some worker and returns its id.
-func (c *Client) OpenSession(ctx context.Context, owner string, limits sandbox.Limits) (string, error) {
-	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionOpen, Owner: owner, Limits: limits})
+func (c *Client) OpenSession(ctx context.Context, owner string, limits core.Limits) (string, error) {
+	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits})
 	if err != nil {
 		return "", err
 	}
@@ -115,13 +98,13 @@ func (c *Client) OpenSession(ctx context.Context, owner string, limits sandbox.L
 
 // CloseSession destroys a session.
 func (c *Client) CloseSession(ctx context.Context, owner, id string) error {
-	_, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionClose, Owner: owner, SessionID: id})
+	_, err := c.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: owner, SessionID: id})
 	return err
 }
 
 // PutFile writes a file into a session's work folder.
 func (c *Client) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
-	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpFilePut, Owner: owner, SessionID: id, Path: path, Data: data})
+	res, err := c.Exec(ctx, core.Request{Op: core.OpFilePut, Owner: owner, SessionID: id, Path: path, Data: data})
 	if err != nil {
 		return err
 	}
@@ -130,7 +113,7 @@ func (c *Client) PutFile(ctx context.Context, owner, id, path string, data []byt
 
 // GetFile reads a file from a session's work folder.
 func (c *Client) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
-	res, err := c.Exec(ctx, sandbox.Request{Op: sandbox.OpFileGet, Owner: owner, SessionID: id, Path: path})
+	res, err := c.Exec(ctx, core.Request{Op: core.OpFileGet, Owner: owner, SessionID: id, Path: path})
 	if err != nil {
 		return nil, err
 	}

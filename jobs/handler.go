@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/queue"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Engine is what a worker needs from the sandbox: the one entry for every
 // operation. *sandbox.Engine satisfies it.
 type Engine interface {
-	Handle(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+	Handle(ctx context.Context, req core.Request) (core.Result, error)
 }
 
 // Handler runs queue jobs on a sandbox engine. It binds a session to this
@@ -29,7 +29,7 @@ func NewHandler(engine Engine) *Handler { return &Handler{engine: engine} }
 // engine errors travel in the reply; only a broken payload or a cancelled
 // job is returned as an error.
 func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) {
-	var req sandbox.Request
+	var req core.Request
 	if err := json.Unmarshal(j.Payload, &req); err != nil {
 		return queue.Reply{}, fmt.Errorf("jobs: decode job %s: %w", j.ID, err)
 	}
@@ -38,10 +38,10 @@ func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) 
 	}
 	res, err := h.engine.Handle(ctx, req)
 	if ctx.Err() != nil {
-		if err == nil && req.Op == sandbox.OpSessionOpen && res.SessionID != "" {
+		if err == nil && req.Op == core.OpSessionOpen && res.SessionID != "" {
 			// Nobody will learn this session's id: close it rather than
 			// let it hold a quota slot until its idle timeout.
-			_, _ = h.engine.Handle(context.WithoutCancel(ctx), sandbox.Request{Op: sandbox.OpSessionClose, SessionID: res.SessionID, Owner: req.Owner})
+			_, _ = h.engine.Handle(context.WithoutCancel(ctx), core.Request{Op: core.OpSessionClose, SessionID: res.SessionID, Owner: req.Owner})
 		}
 		return queue.Reply{}, fmt.Errorf("jobs: job %s: %w", j.ID, context.Cause(ctx))
 	}
@@ -49,15 +49,15 @@ func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) 
 	env := envelope{}
 	if err != nil {
 		env.Error = toWire(err)
-		if errors.Is(err, sandbox.ErrSessionNotFound) && req.SessionID != "" {
+		if errors.Is(err, core.ErrNotFound) && req.SessionID != "" {
 			rep.UnbindSession = req.SessionID
 		}
 	} else {
 		env.Result = &res
 		switch {
-		case req.Op == sandbox.OpSessionOpen && res.SessionID != "":
+		case req.Op == core.OpSessionOpen && res.SessionID != "":
 			rep.BindSession = res.SessionID
-		case req.Op == sandbox.OpSessionClose, res.SessionEnded:
+		case req.Op == core.OpSessionClose, res.SessionEnded:
 			rep.UnbindSession = req.SessionID
 		}
 	}

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/queue"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // fakeEngine answers requests from a script and records them.
 type fakeEngine struct {
 	mu   sync.Mutex
-	seen []sandbox.Request
-	fn   func(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+	seen []core.Request
+	fn   func(ctx context.Context, req core.Request) (core.Result, error)
 }
 
-func (f *fakeEngine) Handle(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+func (f *fakeEngine) Handle(ctx context.Context, req core.Request) (core.Result, error) {
 	f.mu.Lock()
 	f.seen = append(f.seen, req)
 	f.mu.Unlock()
@@ -47,36 +47,36 @@ func stack(t *testing.T, eng Engine) *Client {
 }
 
 func TestRoundTripAndErrors(t *testing.T) {
-	eng := &fakeEngine{fn: func(_ context.Context, req sandbox.Request) (sandbox.Result, error) {
+	eng := &fakeEngine{fn: func(_ context.Context, req core.Request) (core.Result, error) {
 		switch req.Code {
 		case "gone":
-			return sandbox.Result{}, fmt.Errorf("sandbox: session x: %w", sandbox.ErrSessionNotFound)
+			return core.Result{}, fmt.Errorf("sandbox: session x: %w", core.ErrSessionNotFound)
 		case "busy":
-			return sandbox.Result{}, fmt.Errorf("too many: %w", sandbox.ErrBusy)
+			return core.Result{}, fmt.Errorf("too many: %w", core.ErrBusy)
 		case "docker":
-			return sandbox.Result{}, fmt.Errorf("sandbox: create: %w: boom", sandbox.ErrUnavailable)
+			return core.Result{}, fmt.Errorf("sandbox: create: %w: boom", core.ErrUnavailable)
 		case "bug":
-			return sandbox.Result{}, errors.New("something broke")
+			return core.Result{}, errors.New("something broke")
 		}
-		return sandbox.Result{Status: sandbox.StatusOK, Stdout: "ran " + req.Code, Artifacts: []sandbox.Artifact{{Name: "a.png", Data: []byte{1, 2}}}}, nil
+		return core.Result{Status: core.StatusOK, Stdout: "ran " + req.Code, Artifacts: []core.Artifact{{Name: "a.png", Data: []byte{1, 2}}}}, nil
 	}}
 	c := stack(t, eng)
 	ctx := context.Background()
-	res, err := c.Exec(ctx, sandbox.Request{Language: sandbox.Python, Code: "x", Owner: "o"})
+	res, err := c.Exec(ctx, core.Request{Language: core.Python, Code: "x", Owner: "o"})
 	if err != nil || res.Stdout != "ran x" || len(res.Artifacts) != 1 || string(res.Artifacts[0].Data) != "\x01\x02" {
 		t.Fatalf("round trip: %+v %v", res, err)
 	}
 	if eng.seen[0].JobID == "" || eng.seen[0].Owner != "o" {
 		t.Fatalf("request not carried whole: %+v", eng.seen[0])
 	}
-	for code, want := range map[string]error{"gone": sandbox.ErrSessionNotFound, "busy": sandbox.ErrBusy, "docker": sandbox.ErrUnavailable} {
-		_, err := c.Exec(ctx, sandbox.Request{Code: code})
+	for code, want := range map[string]error{"gone": core.ErrNotFound, "busy": core.ErrBusy, "docker": core.ErrUnavailable} {
+		_, err := c.Exec(ctx, core.Request{Code: code})
 		if !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", code, err, want)
 		}
 	}
-	_, err = c.Exec(ctx, sandbox.Request{Code: "bug"})
-	if err == nil || errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "something broke") {
+	_, err = c.Exec(ctx, core.Request{Code: "bug"})
+	if err == nil || errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "something broke") {
 		t.Errorf("internal error: %v", err)
 	}
 }
@@ -84,39 +84,39 @@ func TestRoundTripAndErrors(t *testing.T) {
 func TestSessionOpsAndBinding(t *testing.T) {
 	open := map[string]bool{}
 	var mu sync.Mutex
-	eng := &fakeEngine{fn: func(_ context.Context, req sandbox.Request) (sandbox.Result, error) {
+	eng := &fakeEngine{fn: func(_ context.Context, req core.Request) (core.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch req.Op {
-		case sandbox.OpSessionOpen:
+		case core.OpSessionOpen:
 			if req.Limits.Pids == 7 {
-				return sandbox.Result{Status: sandbox.StatusRejected, Message: "limits: pids 7 refused"}, nil
+				return core.Result{Status: core.StatusRejected, Message: "limits: pids 7 refused"}, nil
 			}
 			open["s1"] = true
-			return sandbox.Result{Status: sandbox.StatusOK, SessionID: "s1"}, nil
-		case sandbox.OpSessionClose:
+			return core.Result{Status: core.StatusOK, SessionID: "s1"}, nil
+		case core.OpSessionClose:
 			delete(open, req.SessionID)
-			return sandbox.Result{Status: sandbox.StatusOK}, nil
-		case sandbox.OpFileGet:
-			return sandbox.Result{Status: sandbox.StatusOK, Data: []byte("content of " + req.Path)}, nil
-		case sandbox.OpFilePut:
-			return sandbox.Result{Status: sandbox.StatusRejected, Message: "symlink"}, nil
+			return core.Result{Status: core.StatusOK}, nil
+		case core.OpFileGet:
+			return core.Result{Status: core.StatusOK, Data: []byte("content of " + req.Path)}, nil
+		case core.OpFilePut:
+			return core.Result{Status: core.StatusRejected, Message: "symlink"}, nil
 		}
 		if !open[req.SessionID] {
-			return sandbox.Result{}, sandbox.ErrSessionNotFound
+			return core.Result{}, core.ErrSessionNotFound
 		}
-		return sandbox.Result{Status: sandbox.StatusOK, Stdout: "in " + req.SessionID}, nil
+		return core.Result{Status: core.StatusOK, Stdout: "in " + req.SessionID}, nil
 	}}
 	c := stack(t, eng)
 	ctx := context.Background()
-	if _, err := c.OpenSession(ctx, "o", sandbox.Limits{Pids: 7}); !errors.Is(err, sandbox.ErrRejected) {
+	if _, err := c.OpenSession(ctx, "o", core.Limits{Pids: 7}); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("refused open: %v", err)
 	}
-	id, err := c.OpenSession(ctx, "o", sandbox.Limits{})
+	id, err := c.OpenSession(ctx, "o", core.Limits{})
 	if err != nil || id != "s1" {
 		t.Fatalf("open: %q %v", id, err)
 	}
-	res, err := c.Exec(ctx, sandbox.Request{SessionID: id, Code: "1"})
+	res, err := c.Exec(ctx, core.Request{SessionID: id, Code: "1"})
 	if err != nil || res.Stdout != "in s1" {
 		t.Fatalf("session call not routed to the holder: %+v %v", res, err)
 	}
@@ -124,15 +124,15 @@ func TestSessionOpsAndBinding(t *testing.T) {
 	if err != nil || string(data) != "content of a.txt" {
 		t.Fatalf("get: %q %v", data, err)
 	}
-	if err := c.PutFile(ctx, "o", id, "x", nil); !errors.Is(err, sandbox.ErrRejected) {
+	if err := c.PutFile(ctx, "o", id, "x", nil); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("refused put: %v", err)
 	}
 	if err := c.CloseSession(ctx, "o", id); err != nil {
 		t.Fatal(err)
 	}
 	// The close unbound the session: the queue now answers session_lost.
-	_, err = c.Exec(ctx, sandbox.Request{SessionID: id, Code: "1"})
-	if !errors.Is(err, dispatcher.ErrSessionLost) {
+	_, err = c.Exec(ctx, core.Request{SessionID: id, Code: "1"})
+	if !errors.Is(err, core.ErrSessionLost) {
 		t.Fatalf("call after close: %v", err)
 	}
 }
@@ -140,16 +140,16 @@ func TestSessionOpsAndBinding(t *testing.T) {
 func TestCancellationReachesEngine(t *testing.T) {
 	started := make(chan struct{})
 	saw := make(chan error, 1)
-	eng := &fakeEngine{fn: func(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+	eng := &fakeEngine{fn: func(ctx context.Context, req core.Request) (core.Result, error) {
 		close(started)
 		<-ctx.Done()
 		saw <- ctx.Err()
-		return sandbox.Result{}, ctx.Err()
+		return core.Result{}, ctx.Err()
 	}}
 	c := stack(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := c.Exec(ctx, sandbox.Request{Code: "sleep"}); errc <- err }()
+	go func() { _, err := c.Exec(ctx, core.Request{Code: "sleep"}); errc <- err }()
 	<-started
 	cancel()
 	if err := <-errc; err == nil {
@@ -165,14 +165,16 @@ func TestCancellationReachesEngine(t *testing.T) {
 	}
 }
 
-func TestQueueErrorsMapToDispatcher(t *testing.T) {
+// TestQueueErrorsCarryCodes: queue errors reach the dispatcher with their
+// core.Code, without a translation table in between.
+func TestQueueErrorsCarryCodes(t *testing.T) {
 	for _, c := range []struct{ in, want error }{
-		{queue.ErrBusy, dispatcher.ErrBusy},
-		{queue.ErrUnavailable, dispatcher.ErrUnavailable},
-		{queue.ErrSessionLost, dispatcher.ErrSessionLost},
-		{queue.ErrClosed, dispatcher.ErrUnavailable},
+		{queue.ErrBusy, core.ErrBusy},
+		{queue.ErrUnavailable, core.ErrUnavailable},
+		{queue.ErrSessionLost, core.ErrSessionLost},
+		{queue.ErrClosed, core.ErrUnavailable},
 	} {
-		if err := mapQueueErr(fmt.Errorf("x: %w", c.in)); !errors.Is(err, c.want) || !errors.Is(err, c.in) {
+		if err := fmt.Errorf("jobs: %w", c.in); !errors.Is(err, c.want) || core.CodeOf(err) != c.want {
 			t.Errorf("%v mapped to %v", c.in, err)
 		}
 	}
@@ -183,21 +185,21 @@ func TestQueueErrorsMapToDispatcher(t *testing.T) {
 func TestAbandonedOpenIsClosed(t *testing.T) {
 	release := make(chan struct{})
 	closed := make(chan string, 1)
-	eng := &fakeEngine{fn: func(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+	eng := &fakeEngine{fn: func(ctx context.Context, req core.Request) (core.Result, error) {
 		switch req.Op {
-		case sandbox.OpSessionOpen:
+		case core.OpSessionOpen:
 			<-ctx.Done() // the caller gives up while the container starts
 			<-release
-			return sandbox.Result{Status: sandbox.StatusOK, SessionID: "s-late"}, nil
-		case sandbox.OpSessionClose:
+			return core.Result{Status: core.StatusOK, SessionID: "s-late"}, nil
+		case core.OpSessionClose:
 			closed <- req.SessionID
 		}
-		return sandbox.Result{Status: sandbox.StatusOK}, nil
+		return core.Result{Status: core.StatusOK}, nil
 	}}
 	c := stack(t, eng)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := c.OpenSession(ctx, "o", sandbox.Limits{}); errc <- err }()
+	go func() { _, err := c.OpenSession(ctx, "o", core.Limits{}); errc <- err }()
 	for {
 		eng.mu.Lock()
 		n := len(eng.seen)
@@ -221,3 +223,6 @@ func TestAbandonedOpenIsClosed(t *testing.T) {
 		t.Fatal("the abandoned session was never closed")
 	}
 }
+
+// The client is the dispatcher's executor.
+var _ dispatcher.Executor = (*Client)(nil)

@@ -4,35 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
-// Sentinel errors returned (wrapped) by Queue.Do. Test with errors.Is.
+// Sentinel errors returned (wrapped) by Queue.Do. Test with errors.Is; each
+// carries a core.Code, which is what other layers look at.
 var (
 	// ErrBusy means admission refused the job (queue depth or the owner's
 	// in-flight limit); nothing was enqueued. Retry later (HTTP 429).
-	ErrBusy = errors.New("queue: busy")
+	ErrBusy = core.E("queue", core.ErrBusy, errors.New("queue full or the owner's in-flight limit reached"))
 	// ErrUnavailable means the backend could not be reached to submit the
 	// job; it may or may not have been accepted, so a retry should reuse
 	// the job ID (Do attaches instead of running it twice).
-	ErrUnavailable = errors.New("queue: unavailable")
+	ErrUnavailable = core.E("queue", core.ErrUnavailable, errors.New("backend unreachable"))
 	// ErrDeadLetter means the job was delivered MaxDeliveries times without
 	// producing a result (each worker running it died) and was moved to
 	// the dead-letter stream.
-	ErrDeadLetter = errors.New("queue: job dead-lettered")
+	ErrDeadLetter = core.E("queue", core.ErrInternal, errors.New("job dead-lettered"))
 	// ErrSessionLost means no live worker holds the job's session: it was
 	// never bound, was unbound, or its worker died or shut down.
-	ErrSessionLost = errors.New("queue: session lost")
+	ErrSessionLost = core.E("queue", core.ErrSessionLost, errors.New("no live worker holds the session"))
 	// ErrDeadline means the job's deadline passed before a result arrived.
 	// It also matches context.DeadlineExceeded.
-	ErrDeadline = errors.New("queue: job deadline exceeded")
+	ErrDeadline = core.E("queue", core.ErrDeadline, errors.New("job deadline exceeded"))
 	// ErrCanceled means the caller cancelled the job. It also matches the
 	// context's error.
-	ErrCanceled = errors.New("queue: job canceled")
+	ErrCanceled = core.E("queue", core.ErrCanceled, errors.New("job canceled"))
 	// ErrJobFailed means the handler returned a Go error or panicked: a
 	// platform failure, reported with the handler's message.
-	ErrJobFailed = errors.New("queue: job failed")
+	ErrJobFailed = core.E("queue", core.ErrInternal, errors.New("job failed"))
 	// ErrClosed means the queue was closed.
-	ErrClosed = errors.New("queue: closed")
+	ErrClosed = core.E("queue", core.ErrUnavailable, errors.New("closed"))
 )
 
 // Job states as stored (Redis) and reported in metrics.

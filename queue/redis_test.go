@@ -2,8 +2,9 @@ package queue
 
 import (
 	"context"
-	"github.com/airlock-dev/airlock/internal/redistest"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
 
 	"fmt"
 	"log/slog"

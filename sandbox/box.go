@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
@@ -42,7 +43,7 @@ const RunnerPath = "/opt/airlock/runner.py"
 type box struct {
 	id      string
 	image   string
-	limits  Limits
+	limits  core.Limits
 	created time.Time
 	hj      types.HijackedResponse
 	dm      demux
@@ -67,14 +68,14 @@ type runnerRequest struct {
 
 // runnerReply is the JSON after a marker.
 type runnerReply struct {
-	ID        string     `json:"id"`
-	Error     string     `json:"error"`
-	Status    string     `json:"status"`
-	ExitCode  int        `json:"exit_code"`
-	Artifacts []Artifact `json:"artifacts"`
-	Warnings  []string   `json:"warnings"`
-	Size      int64      `json:"size"`
-	Data      []byte     `json:"data"`
+	ID        string          `json:"id"`
+	Error     string          `json:"error"`
+	Status    string          `json:"status"`
+	ExitCode  int             `json:"exit_code"`
+	Artifacts []core.Artifact `json:"artifacts"`
+	Warnings  []string        `json:"warnings"`
+	Size      int64           `json:"size"`
+	Data      []byte          `json:"data"`
 }
 
 // callOutcome is what one runner call produced.
@@ -94,7 +95,7 @@ type callOutcome struct {
 
 // startBox creates, attaches and starts a runner container and waits until
 // the runner says it is ready.
-func (e *Engine) startBox(ctx context.Context, image string, lim Limits, mnt string, env map[string]string, kind, job, owner string, preload bool) (*box, error) {
+func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt string, env map[string]string, kind, job, owner string, preload bool) (*box, error) {
 	extra := map[string]string{}
 	for k, v := range env {
 		extra[k] = v
@@ -142,7 +143,7 @@ func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline t
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dead.Load() {
-		return callOutcome{}, ErrSessionNotFound
+		return callOutcome{}, core.ErrSessionNotFound
 	}
 	if outputCap > 0 {
 		b.limits.OutputBytes = outputCap

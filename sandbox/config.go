@@ -4,17 +4,19 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Config is the server-side policy for every execution.
 type Config struct {
 	// Images maps a language to its image; defaults to airlock/python:latest
 	// and airlock/shell:latest.
-	Images map[Language]string
+	Images map[core.Language]string
 	// Defaults apply where a request leaves a limit at zero.
-	Defaults Limits
+	Defaults core.Limits
 	// Max is the ceiling no request can exceed.
-	Max Limits
+	Max core.Limits
 	// Runtime is the OCI runtime ("" means the daemon's default, runc;
 	// "runsc" for gVisor where installed).
 	Runtime string
@@ -54,12 +56,12 @@ type Config struct {
 // DefaultConfig returns conservative defaults.
 func DefaultConfig() Config {
 	return Config{
-		Images: map[Language]string{Python: "airlock/python:latest", Shell: "airlock/shell:latest"},
-		Defaults: Limits{
+		Images: map[core.Language]string{core.Python: "airlock/python:latest", core.Shell: "airlock/shell:latest"},
+		Defaults: core.Limits{
 			Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
 			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20,
 		},
-		Max: Limits{
+		Max: core.Limits{
 			Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
 			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30,
 		},
@@ -80,7 +82,7 @@ func DefaultConfig() Config {
 
 // resolve fills zero fields of l from d and refuses anything over max,
 // naming the limit. The result is what the container gets.
-func resolve(l, d, max Limits) (Limits, error) {
+func resolve(l, d, max core.Limits) (core.Limits, error) {
 	var errs []string
 	pick64 := func(name string, v, def, hi int64) int64 {
 		if v < 0 {
@@ -95,7 +97,7 @@ func resolve(l, d, max Limits) (Limits, error) {
 		}
 		return v
 	}
-	out := Limits{
+	out := core.Limits{
 		Memory:      pick64("memory_bytes", l.Memory, d.Memory, max.Memory),
 		Pids:        pick64("pids", l.Pids, d.Pids, max.Pids),
 		Timeout:     time.Duration(pick64("timeout", int64(l.Timeout), int64(d.Timeout), int64(max.Timeout))),

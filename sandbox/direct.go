@@ -7,14 +7,16 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // execDirect runs code as the container's own command, for images without
 // a runner: `bash -c CODE` or `python3 -c CODE`. Output is read as it comes
 // and capped; the container is killed at the deadline or on a flood.
-func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
+func (e *Engine) execDirect(ctx context.Context, c checked) (core.Result, error) {
 	cmd := []string{"/bin/bash", "-c", c.Code}
-	if c.Language == Python {
+	if c.Language == core.Python {
 		cmd = []string{"python3", "-c", c.Code}
 	}
 	spec := containerSpec{
@@ -28,7 +30,7 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	}
 	id, hj, err := e.createAttached(ctx, spec)
 	if err != nil {
-		return Result{}, err
+		return core.Result{}, err
 	}
 	defer e.destroy(id, &hj)
 	stdout := &capped{limit: c.limits.OutputBytes}
@@ -37,22 +39,22 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	_ = hj.Conn.SetReadDeadline(time.Now().Add(c.limits.Timeout))
 	defer watchCtx(ctx, hj.Conn)()
 	kill := func() { e.signal(id, "SIGKILL") }
-	res := Result{Container: short(id)}
+	res := core.Result{Container: short(id)}
 	for {
 		stream, payload, err := dm.next()
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 				kill()
-				return Result{}, fmt.Errorf("sandbox: run abandoned: %w", context.Cause(ctx))
+				return core.Result{}, fmt.Errorf("sandbox: run abandoned: %w", context.Cause(ctx))
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				kill()
-				res.Status, res.ExitCode = StatusTimeout, -1
+				res.Status, res.ExitCode = core.StatusTimeout, -1
 				res.Message = fmt.Sprintf("the code ran past its %s deadline and was killed", c.limits.Timeout)
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			default:
 				kill()
-				return Result{}, fmt.Errorf("sandbox: read from %s: %w", short(id), err)
+				return core.Result{}, fmt.Errorf("sandbox: read from %s: %w", short(id), err)
 			}
 			break
 		}
@@ -63,7 +65,7 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 		}
 		if stdout.over() || stderr.over() {
 			kill()
-			res.Status, res.ExitCode = StatusOutputLimit, -1
+			res.Status, res.ExitCode = core.StatusOutputLimit, -1
 			res.Message = fmt.Sprintf("output went past the %d-byte cap per stream; the code was killed", c.limits.OutputBytes)
 			break
 		}
@@ -77,12 +79,12 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (Result, error) {
 	res.ExitCode = code
 	switch {
 	case oom:
-		res.Status = StatusOOM
+		res.Status = core.StatusOOM
 		res.Message = fmt.Sprintf("the code went past its %d MiB memory limit and was killed", c.limits.Memory>>20)
 	case code == 0:
-		res.Status = StatusOK
+		res.Status = core.StatusOK
 	default:
-		res.Status = StatusError
+		res.Status = core.StatusError
 	}
 	return res, nil
 }

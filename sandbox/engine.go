@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/errdefs"
@@ -44,10 +45,10 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	if cfg.Images == nil {
 		cfg.Images = def.Images
 	}
-	if cfg.Defaults == (Limits{}) {
+	if cfg.Defaults == (core.Limits{}) {
 		cfg.Defaults = def.Defaults
 	}
-	if cfg.Max == (Limits{}) {
+	if cfg.Max == (core.Limits{}) {
 		cfg.Max = def.Max
 	}
 	if cfg.MaxCodeBytes == 0 {
@@ -87,7 +88,7 @@ func (e *Engine) Config() Config { return e.cfg }
 // Ping checks that the Docker daemon answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	if _, err := e.docker.Ping(ctx); err != nil {
-		return fmt.Errorf("sandbox: docker daemon: %w: %w", ErrUnavailable, err)
+		return fmt.Errorf("sandbox: docker daemon: %w: %w", core.ErrUnavailable, err)
 	}
 	return nil
 }
@@ -99,7 +100,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	if e.cfg.PoolSize > 0 {
-		for _, lang := range []Language{Python} {
+		for _, lang := range []core.Language{core.Python} {
 			img := e.cfg.Images[lang]
 			ok, err := e.hasRunner(ctx, img)
 			if err != nil {
@@ -173,7 +174,7 @@ func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]
 
 // imageFor picks the request's image: the language's, or another of the
 // configured images (never an arbitrary one from a request).
-func (e *Engine) imageFor(req Request) (string, error) {
+func (e *Engine) imageFor(req core.Request) (string, error) {
 	if req.Image != "" {
 		for _, img := range e.cfg.Images {
 			if img == req.Image {
@@ -205,7 +206,7 @@ func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
 		if errdefs.IsNotFound(err) {
 			return false, fmt.Errorf("sandbox: image %s: %w: build it with `make images`", image, ErrImageMissing)
 		}
-		return false, fmt.Errorf("sandbox: inspect image %s: %w: %w", image, ErrUnavailable, err)
+		return false, fmt.Errorf("sandbox: inspect image %s: %w: %w", image, core.ErrUnavailable, err)
 	}
 	ok = info.Config != nil && info.Config.Labels["airlock.runner"] != ""
 	e.mu.Lock()
@@ -223,16 +224,16 @@ func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, t
 		if errdefs.IsNotFound(err) {
 			return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
 		}
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, ErrUnavailable, err)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, core.ErrUnavailable, err)
 	}
 	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: s.Stdin, Stdout: true, Stderr: true})
 	if err != nil {
 		e.destroy(created.ID, nil)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), ErrUnavailable, err)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		e.destroy(created.ID, &hj)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), ErrUnavailable, err)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	return created.ID, hj, nil
 }
@@ -279,5 +280,5 @@ func short(id string) string {
 // isRefusal reports whether err refuses bad input rather than reporting a
 // platform failure.
 func isRefusal(err error) bool {
-	return errors.Is(err, ErrFile) || errors.Is(err, ErrTooLarge)
+	return errors.Is(err, core.ErrInvalid) || errors.Is(err, core.ErrTooLarge)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 )
@@ -73,7 +74,7 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	return e
 }
 
-func run(t *testing.T, e *Engine, req Request) Result {
+func run(t *testing.T, e *Engine, req core.Request) core.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -85,7 +86,7 @@ func run(t *testing.T, e *Engine, req Request) Result {
 }
 
 // brief describes a result without artifact bytes.
-func brief(r Result) string {
+func brief(r core.Result) string {
 	names := make([]string, len(r.Artifacts))
 	for i, a := range r.Artifacts {
 		names[i] = a.Name

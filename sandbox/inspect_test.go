@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // TestInspectedHostConfig reads back from the daemon the container a
@@ -13,7 +15,7 @@ func TestInspectedHostConfig(t *testing.T) {
 	e := newTestEngine(t, nil)
 	mnt := t.TempDir()
 	ctx := context.Background()
-	info, rej, err := e.OpenSession(ctx, Request{Owner: "o", Mount: mnt, Limits: Limits{Memory: 96 << 20, CPUs: 0.5, Pids: 40}})
+	info, rej, err := e.OpenSession(ctx, core.Request{Owner: "o", Mount: mnt, Limits: core.Limits{Memory: 96 << 20, CPUs: 0.5, Pids: 40}})
 	if err != nil || rej != nil {
 		t.Fatalf("open: %v %+v", err, rej)
 	}

@@ -12,13 +12,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // mode is one way a request reaches a container: every isolation test
 // runs in each of them.
 type mode struct {
 	name string
-	run  func(t *testing.T, req Request) Result
+	run  func(t *testing.T, req core.Request) core.Result
 }
 
 // modes builds a direct (shell image, no runner), cold runner, pooled and
@@ -43,22 +45,22 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 		t.Fatalf("start pool: %v", err)
 	}
 	return []mode{
-		{"direct", func(t *testing.T, req Request) Result {
+		{"direct", func(t *testing.T, req core.Request) core.Result {
 			return run(t, direct, req)
 		}},
-		{"cold", func(t *testing.T, req Request) Result {
-			req.Image = cold.cfg.Images[Python]
+		{"cold", func(t *testing.T, req core.Request) core.Result {
+			req.Image = cold.cfg.Images[core.Python]
 			return run(t, cold, req)
 		}},
-		{"pooled", func(t *testing.T, req Request) Result {
+		{"pooled", func(t *testing.T, req core.Request) core.Result {
 			waitPool(t, pooled)
-			req.Image = pooled.cfg.Images[Python]
+			req.Image = pooled.cfg.Images[core.Python]
 			return run(t, pooled, req)
 		}},
-		{"session", func(t *testing.T, req Request) Result {
+		{"session", func(t *testing.T, req core.Request) core.Result {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			info, rej, err := cold.OpenSession(ctx, Request{Owner: "t", Limits: req.Limits, Mount: req.Mount, Env: req.Env})
+			info, rej, err := cold.OpenSession(ctx, core.Request{Owner: "t", Limits: req.Limits, Mount: req.Mount, Env: req.Env})
 			if err != nil || rej != nil {
 				t.Fatalf("open session: %v %+v", err, rej)
 			}
@@ -78,7 +80,7 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 func waitPool(t *testing.T, e *Engine) {
 	t.Helper()
 	e.mu.Lock()
-	p := e.pools[e.cfg.Images[Python]]
+	p := e.pools[e.cfg.Images[core.Python]]
 	e.mu.Unlock()
 	if p == nil {
 		t.Fatal("no pool")
@@ -120,7 +122,7 @@ func TestIsolation(t *testing.T) {
 
 	forModes(t, nil, func(t *testing.T, m mode) {
 		t.Run("fork bomb stopped by pids limit", func(t *testing.T) {
-			r := m.run(t, Request{Language: Python, Limits: Limits{Pids: 32, Timeout: 30 * time.Second}, Code: `
+			r := m.run(t, core.Request{Language: core.Python, Limits: core.Limits{Pids: 32, Timeout: 30 * time.Second}, Code: `
 import os, time
 n = 0
 try:
@@ -141,13 +143,13 @@ except OSError as e:
 			}
 		})
 		t.Run("shell fork bomb ends", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Limits: Limits{Pids: 32, Timeout: 3 * time.Second}, Code: `bomb() { bomb | bomb & }; bomb; sleep 10; echo survived`})
-			if r.Status == StatusOK || strings.Contains(r.Stdout, "survived") {
+			r := m.run(t, core.Request{Language: core.Shell, Limits: core.Limits{Pids: 32, Timeout: 3 * time.Second}, Code: `bomb() { bomb | bomb & }; bomb; sleep 10; echo survived`})
+			if r.Status == core.StatusOK || strings.Contains(r.Stdout, "survived") {
 				t.Fatalf("fork bomb ran to completion: %s", brief(r))
 			}
 		})
 		t.Run("thread bomb stopped by pids limit", func(t *testing.T) {
-			r := m.run(t, Request{Language: Python, Limits: Limits{Pids: 32, Timeout: 30 * time.Second}, Code: `
+			r := m.run(t, core.Request{Language: core.Python, Limits: core.Limits{Pids: 32, Timeout: 30 * time.Second}, Code: `
 import threading, time
 ev = threading.Event()
 n = 0
@@ -168,14 +170,14 @@ ev.set()
 			}
 		})
 		t.Run("memory bomb is oom", func(t *testing.T) {
-			r := m.run(t, Request{Language: Python, Limits: Limits{Memory: 64 << 20, Timeout: 60 * time.Second},
+			r := m.run(t, core.Request{Language: core.Python, Limits: core.Limits{Memory: 64 << 20, Timeout: 60 * time.Second},
 				Code: "x = []\nwhile True:\n    x.append(bytearray(8 << 20))\n"})
-			if r.Status != StatusOOM {
+			if r.Status != core.StatusOOM {
 				t.Fatalf("status %s, want oom: %s", r.Status, brief(r))
 			}
 		})
 		t.Run("tmp is size capped", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Limits: Limits{TmpfsBytes: 16 << 20, Timeout: 30 * time.Second},
+			r := m.run(t, core.Request{Language: core.Shell, Limits: core.Limits{TmpfsBytes: 16 << 20, Timeout: 30 * time.Second},
 				Code: `dd if=/dev/zero of=/tmp/big bs=1M count=100 2>&1; stat -c 'size=%s' /tmp/big`})
 			if !strings.Contains(r.Stdout, "No space left on device") {
 				t.Fatalf("filling /tmp did not hit the tmpfs cap: %s", brief(r))
@@ -189,7 +191,7 @@ ev.set()
 			}
 		})
 		t.Run("root usr and mount are read-only", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Mount: host, Code: `
+			r := m.run(t, core.Request{Language: core.Shell, Mount: host, Code: `
 for f in /x /usr/x /workspace/x /etc/passwd; do
   if echo hi >> $f 2>/dev/null; then echo "WROTE $f"; else echo "refused $f"; fi
 done
@@ -199,13 +201,13 @@ cat /workspace/data.txt`})
 			}
 		})
 		t.Run("symlinks in mount do not reach the host", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Mount: host, Code: `cat /workspace/abs-link /workspace/rel-link ` + outside + ` 2>&1; true`})
+			r := m.run(t, core.Request{Language: core.Shell, Mount: host, Code: `cat /workspace/abs-link /workspace/rel-link ` + outside + ` 2>&1; true`})
 			if strings.Contains(r.Stdout+r.Stderr, secret) {
 				t.Fatalf("a symlink in the mount exposed a host file: %s", brief(r))
 			}
 		})
 		t.Run("no network but loopback", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo routes; tail -n +2 /proc/net/route`})
+			r := m.run(t, core.Request{Language: core.Shell, Code: `tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo routes; tail -n +2 /proc/net/route`})
 			ifaces, routes, _ := strings.Cut(r.Stdout, "routes\n")
 			if strings.TrimSpace(ifaces) != "lo" || strings.TrimSpace(routes) != "" {
 				t.Fatalf("container has interfaces %q and routes %q", ifaces, routes)
@@ -229,7 +231,7 @@ cat /workspace/data.txt`})
 				}
 			}()
 			port := ln.Addr().(*net.TCPAddr).Port
-			r := m.run(t, Request{Language: Python, Code: fmt.Sprintf(`
+			r := m.run(t, core.Request{Language: core.Python, Code: fmt.Sprintf(`
 import socket
 s = socket.socket()
 s.settimeout(3)
@@ -244,7 +246,7 @@ except OSError as e:
 			}
 		})
 		t.Run("host environment not inherited", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `env; tr '\0' '\n' < /proc/1/environ; tr '\0' '\n' < /proc/self/environ; echo $AIRLOCK_TEST_SECRET_TOKEN`})
+			r := m.run(t, core.Request{Language: core.Shell, Code: `env; tr '\0' '\n' < /proc/1/environ; tr '\0' '\n' < /proc/self/environ; echo $AIRLOCK_TEST_SECRET_TOKEN`})
 			if strings.Contains(r.Stdout+r.Stderr, canary) {
 				t.Fatalf("canary secret visible in the sandbox: %s", brief(r))
 			}
@@ -253,7 +255,7 @@ except OSError as e:
 			}
 		})
 		t.Run("no capabilities and not root", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; echo uid=$(id -u); grep NoNewPrivs /proc/self/status`})
+			r := m.run(t, core.Request{Language: core.Shell, Code: `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; echo uid=$(id -u); grep NoNewPrivs /proc/self/status`})
 			caps := regexp.MustCompile(`(?m)^Cap\w+:\s*([0-9a-f]+)$`).FindAllStringSubmatch(r.Stdout, -1)
 			if len(caps) != 5 {
 				t.Fatalf("capability lines missing: %q", r.Stdout)
@@ -271,7 +273,7 @@ except OSError as e:
 			}
 		})
 		t.Run("mount unshare raw sockets and proc sys fail", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `
+			r := m.run(t, core.Request{Language: core.Shell, Code: `
 mount -t tmpfs none /tmp 2>/dev/null && echo "MOUNTED" || echo "mount refused"
 unshare -U -r true 2>/dev/null && echo "UNSHARED" || echo "unshare refused"
 echo 1 > /proc/sys/kernel/sysrq 2>/dev/null && echo "SYSCTL" || echo "sysctl refused"
@@ -287,20 +289,20 @@ ls /dev`})
 			}
 		})
 		t.Run("trapped TERM still times out", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Limits: Limits{Timeout: 2 * time.Second}, Code: `trap '' TERM INT; sleep 1000`})
-			if r.Status != StatusTimeout {
+			r := m.run(t, core.Request{Language: core.Shell, Limits: core.Limits{Timeout: 2 * time.Second}, Code: `trap '' TERM INT; sleep 1000`})
+			if r.Status != core.StatusTimeout {
 				t.Fatalf("status %s, want timeout: %s", r.Status, brief(r))
 			}
 		})
 		t.Run("invalid utf8 made safe", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `printf 'a\xff\xfeb\000c'`})
+			r := m.run(t, core.Request{Language: core.Shell, Code: `printf 'a\xff\xfeb\000c'`})
 			if r.Stdout != "a\uFFFDb\uFFFDc" {
 				t.Fatalf("stdout %q", r.Stdout)
 			}
 		})
 		t.Run("exit code is a result", func(t *testing.T) {
-			r := m.run(t, Request{Language: Shell, Code: `echo out; echo err >&2; exit 3`})
-			if r.Status != StatusError || r.ExitCode != 3 || r.Stdout != "out\n" || r.Stderr != "err\n" {
+			r := m.run(t, core.Request{Language: core.Shell, Code: `echo out; echo err >&2; exit 3`})
+			if r.Status != core.StatusError || r.ExitCode != 3 || r.Stdout != "out\n" || r.Stderr != "err\n" {
 				t.Fatalf("got %s", brief(r))
 			}
 		})
@@ -311,11 +313,11 @@ ls /dev`})
 // while Airlock's own memory stays flat.
 func TestOutputFlood(t *testing.T) {
 	forModes(t, nil, func(t *testing.T, m mode) {
-		var r Result
+		var r core.Result
 		base, peak := heapDuring(func() {
-			r = m.run(t, Request{Language: Shell, Limits: Limits{Timeout: 60 * time.Second}, Code: `head -c 5000000000 /dev/zero | tr '\0' 'x'`})
+			r = m.run(t, core.Request{Language: core.Shell, Limits: core.Limits{Timeout: 60 * time.Second}, Code: `head -c 5000000000 /dev/zero | tr '\0' 'x'`})
 		})
-		if r.Status != StatusOutputLimit || !r.Truncated {
+		if r.Status != core.StatusOutputLimit || !r.Truncated {
 			t.Fatalf("status %s truncated %v, want output_limit: %s", r.Status, r.Truncated, r.Message)
 		}
 		if len(r.Stdout) > 64<<10 {
@@ -332,10 +334,10 @@ func TestOutputFlood(t *testing.T) {
 func TestBackgroundProcessDies(t *testing.T) {
 	e := newTestEngine(t, nil)
 	mark := strconv.Itoa(1000 + int(time.Now().UnixNano()%8999))
-	for _, lang := range []Language{Shell, Python} {
-		req := Request{Language: Shell, Code: `(setsid sleep ` + mark + ` >/dev/null 2>&1 &) ; sleep 0.2; pgrep -f "sleep ` + mark + `" >/dev/null && echo started`}
-		if lang == Python {
-			req.Image = e.cfg.Images[Python]
+	for _, lang := range []core.Language{core.Shell, core.Python} {
+		req := core.Request{Language: core.Shell, Code: `(setsid sleep ` + mark + ` >/dev/null 2>&1 &) ; sleep 0.2; pgrep -f "sleep ` + mark + `" >/dev/null && echo started`}
+		if lang == core.Python {
+			req.Image = e.cfg.Images[core.Python]
 		}
 		r := run(t, e, req)
 		if !strings.Contains(r.Stdout, "started") {

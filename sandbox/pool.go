@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // pool keeps started runner containers with numpy, pandas and matplotlib
@@ -13,7 +15,7 @@ type pool struct {
 	e       *Engine
 	image   string
 	imageID string
-	limits  Limits
+	limits  core.Limits
 	ready   chan *box
 	wake    chan struct{}
 	stop    chan struct{}
@@ -60,7 +62,7 @@ func (e *Engine) takeWarm(c checked) *box {
 
 // sameContainerLimits compares the limits fixed at container creation.
 // Timeout and output caps are enforced by Airlock per call, so they may differ.
-func sameContainerLimits(a, b Limits) bool {
+func sameContainerLimits(a, b core.Limits) bool {
 	return a.Memory == b.Memory && a.CPUs == b.CPUs && a.Pids == b.Pids &&
 		a.TmpfsBytes == b.TmpfsBytes && a.NoFile == b.NoFile && a.FileSize == b.FileSize
 }

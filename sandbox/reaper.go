@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/errdefs"
@@ -21,7 +22,7 @@ func (e *Engine) Reap(ctx context.Context) (int, error) {
 	list, err := e.docker.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))})
 	if err != nil {
-		return 0, fmt.Errorf("sandbox: reap: list containers: %w: %w", ErrUnavailable, err)
+		return 0, fmt.Errorf("sandbox: reap: list containers: %w: %w", core.ErrUnavailable, err)
 	}
 	n := 0
 	for _, c := range list {

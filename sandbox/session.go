@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // SessionInfo describes a live session.
@@ -44,15 +46,15 @@ func newSessions(e *Engine) *sessions { return &sessions{e: e, live: map[string]
 
 // OpenSession creates a session bound to one fresh container. The request
 // supplies the owner, limits, mount and env; Code and Language are ignored.
-func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Result, error) {
-	req.Language = Python
+func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo, *core.Result, error) {
+	req.Language = core.Python
 	req.Code = ""
 	c, rej, err := e.check(ctx, req)
 	if err != nil || rej != nil {
 		return SessionInfo{}, rej, err
 	}
 	if !c.runner {
-		r := Result{Status: StatusRejected, ExitCode: -1, Message: fmt.Sprintf("image %s has no runner; sessions need the python image", c.image)}
+		r := core.Result{Status: core.StatusRejected, ExitCode: -1, Message: fmt.Sprintf("image %s has no runner; sessions need the python image", c.image)}
 		return SessionInfo{}, &r, nil
 	}
 	s := e.sessions
@@ -77,7 +79,7 @@ func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Re
 		s.mu.Unlock()
 		b.kill(e)
 		e.destroy(b.id, &b.hj)
-		return SessionInfo{}, nil, fmt.Errorf("sandbox: engine closing: %w", ErrUnavailable)
+		return SessionInfo{}, nil, fmt.Errorf("sandbox: engine closing: %w", core.ErrUnavailable)
 	}
 	s.live[ss.info.ID] = ss
 	s.mu.Unlock()
@@ -85,12 +87,12 @@ func (e *Engine) OpenSession(ctx context.Context, req Request) (SessionInfo, *Re
 }
 
 // admit reserves room for one more session of owner and returns the
-// reservation's key, or fails with ErrBusy.
+// reservation's key, or fails with core.ErrBusy.
 func (s *sessions) admit(owner string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return "", fmt.Errorf("sandbox: engine closing: %w", ErrUnavailable)
+		return "", fmt.Errorf("sandbox: engine closing: %w", core.ErrUnavailable)
 	}
 	total, mine := 0, 0
 	for _, ss := range s.live {
@@ -100,10 +102,10 @@ func (s *sessions) admit(owner string) (string, error) {
 		}
 	}
 	if max := s.e.cfg.MaxSessions; max > 0 && total >= max {
-		return "", fmt.Errorf("sandbox: %d sessions are open, the server maximum: %w", total, ErrBusy)
+		return "", fmt.Errorf("sandbox: %d sessions are open, the server maximum: %w", total, core.ErrBusy)
 	}
 	if max := s.e.cfg.MaxSessionsPerOwner; max > 0 && mine >= max {
-		return "", fmt.Errorf("sandbox: owner %q has %d sessions open, the maximum: %w", owner, mine, ErrBusy)
+		return "", fmt.Errorf("sandbox: owner %q has %d sessions open, the maximum: %w", owner, mine, core.ErrBusy)
 	}
 	slot := "\x00reserved:" + newID()
 	s.live[slot] = &session{info: SessionInfo{Owner: owner}}
@@ -123,7 +125,7 @@ func (s *sessions) get(id, owner string) (*session, error) {
 	defer s.mu.Unlock()
 	ss, ok := s.live[id]
 	if !ok || ss.box == nil || (owner != "" && ss.info.Owner != owner) {
-		return nil, fmt.Errorf("sandbox: session %q: %w", id, ErrSessionNotFound)
+		return nil, fmt.Errorf("sandbox: session %q: %w", id, core.ErrSessionNotFound)
 	}
 	return ss, nil
 }
@@ -187,11 +189,11 @@ func (s *sessions) touch(ss *session) {
 // SessionExec runs code in a session: Python state and the work folder
 // persist between calls. A timeout interrupts the code; if the interpreter
 // does not recover the session is destroyed and Result.SessionEnded says so.
-func (e *Engine) SessionExec(ctx context.Context, req Request) (Result, error) {
+func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result, error) {
 	start := time.Now()
 	ss, err := e.sessions.get(req.SessionID, req.Owner)
 	if err != nil {
-		return Result{}, err
+		return core.Result{}, err
 	}
 	// The container's limits were fixed when the session opened; per call
 	// only the timeout and output cap may change.
@@ -217,7 +219,7 @@ func (e *Engine) SessionExec(ctx context.Context, req Request) (Result, error) {
 // PutFile writes data to path (relative to /work) in a session.
 func (e *Engine) PutFile(ctx context.Context, id, owner, path string, data []byte) error {
 	if len(data) > e.cfg.MaxFileBytes {
-		return fmt.Errorf("sandbox: file is %d bytes, over the %d-byte limit: %w", len(data), e.cfg.MaxFileBytes, ErrTooLarge)
+		return fmt.Errorf("sandbox: file is %d bytes, over the %d-byte limit: %w", len(data), e.cfg.MaxFileBytes, core.ErrTooLarge)
 	}
 	if err := checkWorkPath(path); err != nil {
 		return err
@@ -248,13 +250,13 @@ func (e *Engine) fileOp(ctx context.Context, id, owner string, req runnerRequest
 	}
 	if out.ended || ss.box.dead.Load() {
 		e.sessions.end(ss)
-		return runnerReply{}, fmt.Errorf("sandbox: session %s ended during a file operation: %w", id, ErrSessionNotFound)
+		return runnerReply{}, fmt.Errorf("sandbox: session %s ended during a file operation: %w", id, core.ErrSessionNotFound)
 	}
 	if out.timedOut || out.flooded || out.reply.Status == "interrupted" {
-		return runnerReply{}, fmt.Errorf("sandbox: %s %s did not finish (is it a pipe or device?): %w", req.Op, req.Path, ErrFile)
+		return runnerReply{}, fmt.Errorf("sandbox: %s %s did not finish (is it a pipe or device?): %w", req.Op, req.Path, core.ErrInvalid)
 	}
 	if out.reply.Error != "" {
-		return runnerReply{}, fmt.Errorf("sandbox: %s %s: %w: %s", req.Op, req.Path, ErrFile, out.reply.Error)
+		return runnerReply{}, fmt.Errorf("sandbox: %s %s: %w: %s", req.Op, req.Path, core.ErrInvalid, out.reply.Error)
 	}
 	return out.reply, nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 )
@@ -23,18 +24,18 @@ func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	info, rej, err := e.OpenSession(ctx, Request{Owner: owner})
+	info, rej, err := e.OpenSession(ctx, core.Request{Owner: owner})
 	if err != nil || rej != nil {
 		t.Fatalf("open session: %v %+v", err, rej)
 	}
 	return info
 }
 
-func sexec(t *testing.T, e *Engine, id, owner string, lang Language, code string, lim Limits) Result {
+func sexec(t *testing.T, e *Engine, id, owner string, lang core.Language, code string, lim core.Limits) core.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := e.SessionExec(ctx, Request{SessionID: id, Owner: owner, Language: lang, Code: code, Limits: lim})
+	r, err := e.SessionExec(ctx, core.Request{SessionID: id, Owner: owner, Language: lang, Code: code, Limits: lim})
 	if err != nil {
 		t.Fatalf("session exec: %v", err)
 	}
@@ -56,38 +57,38 @@ func TestSessionState(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := sexec(t, e, s.info.ID, s.info.Owner, Python, fmt.Sprintf("import pandas as pd\nsecret = %q\ndf = pd.DataFrame({'a': range(10)})\nopen('/work/mine.txt','w').write(secret)", s.val), Limits{})
-			if r.Status != StatusOK {
+			r := sexec(t, e, s.info.ID, s.info.Owner, core.Python, fmt.Sprintf("import pandas as pd\nsecret = %q\ndf = pd.DataFrame({'a': range(10)})\nopen('/work/mine.txt','w').write(secret)", s.val), core.Limits{})
+			if r.Status != core.StatusOK {
 				t.Errorf("set state: %s", brief(r))
 			}
 		}()
 	}
 	wg.Wait()
-	r := sexec(t, e, a.ID, "alice", Python, "print(secret, df['a'].sum())", Limits{})
+	r := sexec(t, e, a.ID, "alice", core.Python, "print(secret, df['a'].sum())", core.Limits{})
 	if r.Stdout != "A 45\n" {
 		t.Fatalf("python state lost in session: %s", brief(r))
 	}
-	r = sexec(t, e, a.ID, "alice", Shell, "cat /work/mine.txt; ls /work", Limits{})
+	r = sexec(t, e, a.ID, "alice", core.Shell, "cat /work/mine.txt; ls /work", core.Limits{})
 	if !strings.HasPrefix(r.Stdout, "A") {
 		t.Fatalf("work folder not shared between calls: %s", brief(r))
 	}
-	r = sexec(t, e, b.ID, "bob", Python, "print(secret)", Limits{})
+	r = sexec(t, e, b.ID, "bob", core.Python, "print(secret)", core.Limits{})
 	if r.Stdout != "B\n" {
 		t.Fatalf("sessions share state: %s", brief(r))
 	}
 	// Another owner cannot use alice's session.
-	if _, err := e.SessionExec(context.Background(), Request{SessionID: a.ID, Owner: "bob", Code: "print(secret)"}); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: a.ID, Owner: "bob", Code: "print(secret)"}); !errors.Is(err, core.ErrSessionNotFound) {
 		t.Fatalf("bob used alice's session: %v", err)
 	}
 	// A one-shot run sees none of it.
-	r = run(t, e, Request{Language: Python, Code: "print('secret' in globals()); import os; print(os.path.exists('/work/mine.txt'))"})
+	r = run(t, e, core.Request{Language: core.Python, Code: "print('secret' in globals()); import os; print(os.path.exists('/work/mine.txt'))"})
 	if r.Stdout != "False\nFalse\n" {
 		t.Fatalf("state leaked into a one-shot run: %s", brief(r))
 	}
 	if err := e.CloseSession(a.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.SessionExec(context.Background(), Request{SessionID: a.ID, Owner: "alice", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: a.ID, Owner: "alice", Code: "1"}); !errors.Is(err, core.ErrSessionNotFound) {
 		t.Fatalf("closed session still answers: %v", err)
 	}
 }
@@ -95,24 +96,24 @@ func TestSessionState(t *testing.T) {
 func TestSessionTimeout(t *testing.T) {
 	e := newTestEngine(t, func(c *Config) { c.InterruptGrace = 2 * time.Second })
 	s := openSession(t, e, "o")
-	sexec(t, e, s.ID, "o", Python, "x = 41", Limits{})
-	r := sexec(t, e, s.ID, "o", Python, "import time\ntime.sleep(1000)", Limits{Timeout: time.Second})
-	if r.Status != StatusTimeout || r.SessionEnded {
+	sexec(t, e, s.ID, "o", core.Python, "x = 41", core.Limits{})
+	r := sexec(t, e, s.ID, "o", core.Python, "import time\ntime.sleep(1000)", core.Limits{Timeout: time.Second})
+	if r.Status != core.StatusTimeout || r.SessionEnded {
 		t.Fatalf("interruptible code: %s", brief(r))
 	}
-	r = sexec(t, e, s.ID, "o", Python, "print(x + 1)", Limits{})
+	r = sexec(t, e, s.ID, "o", core.Python, "print(x + 1)", core.Limits{})
 	if r.Stdout != "42\n" {
 		t.Fatalf("session not usable after a recovered timeout: %s", brief(r))
 	}
-	r = sexec(t, e, s.ID, "o", Shell, "sleep 1000", Limits{Timeout: time.Second})
-	if r.Status != StatusTimeout || r.SessionEnded {
+	r = sexec(t, e, s.ID, "o", core.Shell, "sleep 1000", core.Limits{Timeout: time.Second})
+	if r.Status != core.StatusTimeout || r.SessionEnded {
 		t.Fatalf("shell timeout: %s", brief(r))
 	}
-	r = sexec(t, e, s.ID, "o", Python, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(1000)", Limits{Timeout: time.Second})
-	if r.Status != StatusTimeout || !r.SessionEnded {
+	r = sexec(t, e, s.ID, "o", core.Python, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(1000)", core.Limits{Timeout: time.Second})
+	if r.Status != core.StatusTimeout || !r.SessionEnded {
 		t.Fatalf("uninterruptible code must end the session: %s", brief(r))
 	}
-	if _, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "o", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "o", Code: "1"}); !errors.Is(err, core.ErrSessionNotFound) {
 		t.Fatalf("half-alive session: %v", err)
 	}
 }
@@ -120,20 +121,20 @@ func TestSessionTimeout(t *testing.T) {
 func TestSessionFloodAndOOM(t *testing.T) {
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
-	sexec(t, e, s.ID, "o", Python, "keep = 7", Limits{})
-	r := sexec(t, e, s.ID, "o", Python, "while True:\n    print('x' * 1000)", Limits{Timeout: 30 * time.Second})
-	if r.Status != StatusOutputLimit || !r.Truncated {
+	sexec(t, e, s.ID, "o", core.Python, "keep = 7", core.Limits{})
+	r := sexec(t, e, s.ID, "o", core.Python, "while True:\n    print('x' * 1000)", core.Limits{Timeout: 30 * time.Second})
+	if r.Status != core.StatusOutputLimit || !r.Truncated {
 		t.Fatalf("flood in a session: %+v", r.Status)
 	}
 	if r.SessionEnded {
 		t.Logf("session ended after flood: %s", r.Message)
 		return
 	}
-	r = sexec(t, e, s.ID, "o", Shell, `python3 -c "x = b'a' * 2000000000"`, Limits{Timeout: 30 * time.Second})
-	if r.Status != StatusOOM {
+	r = sexec(t, e, s.ID, "o", core.Shell, `python3 -c "x = b'a' * 2000000000"`, core.Limits{Timeout: 30 * time.Second})
+	if r.Status != core.StatusOOM {
 		t.Fatalf("oom of a shell process in a session: %s", brief(r))
 	}
-	r = sexec(t, e, s.ID, "o", Python, "print(keep)", Limits{})
+	r = sexec(t, e, s.ID, "o", core.Python, "print(keep)", core.Limits{})
 	if r.Stdout != "7\n" {
 		t.Fatalf("session lost after flood and oom: %s", brief(r))
 	}
@@ -145,16 +146,16 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openSession(t, e, "a")
-	if _, _, err := e.OpenSession(context.Background(), Request{Owner: "a"}); !errors.Is(err, ErrBusy) {
+	if _, _, err := e.OpenSession(context.Background(), core.Request{Owner: "a"}); !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("per-owner limit not enforced: %v", err)
 	}
 	openSession(t, e, "b")
-	if _, _, err := e.OpenSession(context.Background(), Request{Owner: "c"}); !errors.Is(err, ErrBusy) {
+	if _, _, err := e.OpenSession(context.Background(), core.Request{Owner: "c"}); !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("global limit not enforced: %v", err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := e.Session(s.ID, "a"); errors.Is(err, ErrSessionNotFound) {
+		if _, err := e.Session(s.ID, "a"); errors.Is(err, core.ErrSessionNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -162,14 +163,14 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "a", Code: "1"}); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "a", Code: "1"}); !errors.Is(err, core.ErrSessionNotFound) {
 		t.Fatalf("expired session: %v", err)
 	}
 }
 
 func TestArtifacts(t *testing.T) {
 	e := newTestEngine(t, nil)
-	r := run(t, e, Request{Language: Python, Code: `
+	r := run(t, e, core.Request{Language: core.Python, Code: `
 import matplotlib.pyplot as plt
 import os
 plt.plot([1, 2, 3], [4, 1, 9])
@@ -178,7 +179,7 @@ plt.figure(); plt.bar(['a', 'b'], [3, 5])
 os.makedirs('/work/outputs/sub', exist_ok=True)
 open('/work/outputs/sub/table.csv', 'w').write('a,b\n1,2\n')
 print('done')`})
-	if r.Status != StatusOK || r.Stdout != "done\n" {
+	if r.Status != core.StatusOK || r.Stdout != "done\n" {
 		t.Fatalf("plot run: %s", brief(r))
 	}
 	if len(r.Artifacts) != 3 {
@@ -205,7 +206,7 @@ print('done')`})
 	}
 	// Count and size caps.
 	e2 := newTestEngine(t, func(c *Config) { c.MaxArtifacts = 2; c.MaxArtifactBytes = 1000 })
-	r = run(t, e2, Request{Language: Python, Code: `
+	r = run(t, e2, core.Request{Language: core.Python, Code: `
 import os
 for i in range(4):
     open('/work/outputs/f%d.txt' % i, 'w').write('x' * 300)
@@ -222,7 +223,7 @@ func TestFilesAndSymlinks(t *testing.T) {
 	if err := e.PutFile(ctx, s.ID, "o", "data/in.csv", []byte("x,y\n1,2\n")); err != nil {
 		t.Fatal(err)
 	}
-	r := sexec(t, e, s.ID, "o", Python, "import pandas as pd\nprint(pd.read_csv('data/in.csv')['y'].sum())", Limits{})
+	r := sexec(t, e, s.ID, "o", core.Python, "import pandas as pd\nprint(pd.read_csv('data/in.csv')['y'].sum())", core.Limits{})
 	if r.Stdout != "2\n" {
 		t.Fatalf("uploaded file not readable: %s", brief(r))
 	}
@@ -231,41 +232,41 @@ func TestFilesAndSymlinks(t *testing.T) {
 		t.Fatalf("download: %q %v", got, err)
 	}
 	for _, bad := range []string{"../etc/passwd", "/etc/passwd", "a/../../etc/passwd", "", "/work/", "x\x00y"} {
-		if _, err := e.GetFile(ctx, s.ID, "o", bad); !errors.Is(err, ErrFile) {
-			t.Fatalf("GetFile(%q): %v, want ErrFile", bad, err)
+		if _, err := e.GetFile(ctx, s.ID, "o", bad); !errors.Is(err, core.ErrInvalid) {
+			t.Fatalf("GetFile(%q): %v, want core.ErrInvalid", bad, err)
 		}
-		if err := e.PutFile(ctx, s.ID, "o", bad, []byte("x")); !errors.Is(err, ErrFile) {
-			t.Fatalf("PutFile(%q): %v, want ErrFile", bad, err)
+		if err := e.PutFile(ctx, s.ID, "o", bad, []byte("x")); !errors.Is(err, core.ErrInvalid) {
+			t.Fatalf("PutFile(%q): %v, want core.ErrInvalid", bad, err)
 		}
 	}
-	if err := e.PutFile(ctx, s.ID, "o", "big", make([]byte, 2<<20)); !errors.Is(err, ErrTooLarge) {
+	if err := e.PutFile(ctx, s.ID, "o", "big", make([]byte, 2<<20)); !errors.Is(err, core.ErrTooLarge) {
 		t.Fatalf("oversized upload: %v", err)
 	}
 	// Planted symlinks: never followed, for download, upload or artifacts.
-	r = sexec(t, e, s.ID, "o", Shell, "ln -s /etc/passwd /work/outputs/out.txt; ln -s /etc /work/etcdir; ln -s /etc/passwd /work/link.txt", Limits{})
+	r = sexec(t, e, s.ID, "o", core.Shell, "ln -s /etc/passwd /work/outputs/out.txt; ln -s /etc /work/etcdir; ln -s /etc/passwd /work/link.txt", core.Limits{})
 	if len(r.Artifacts) != 0 || len(r.Warnings) == 0 {
 		t.Fatalf("symlink in outputs returned as artifact: %s", brief(r))
 	}
 	for _, p := range []string{"outputs/out.txt", "etcdir/passwd", "link.txt"} {
-		if data, err := e.GetFile(ctx, s.ID, "o", p); !errors.Is(err, ErrFile) || bytes.Contains(data, []byte("root:")) {
+		if data, err := e.GetFile(ctx, s.ID, "o", p); !errors.Is(err, core.ErrInvalid) || bytes.Contains(data, []byte("root:")) {
 			t.Fatalf("GetFile(%s) followed a symlink: %q %v", p, data, err)
 		}
 	}
-	if err := e.PutFile(ctx, s.ID, "o", "etcdir/evil", []byte("x")); !errors.Is(err, ErrFile) {
+	if err := e.PutFile(ctx, s.ID, "o", "etcdir/evil", []byte("x")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("PutFile through a symlinked folder: %v", err)
 	}
 	// A symlink-swapping race while files are collected and downloaded.
-	sexec(t, e, s.ID, "o", Shell, `cd /work && (while true; do echo safe > race.tmp; mv -f race.tmp race.txt; ln -sf /etc/passwd race.lnk; mv -f race.lnk race.txt; done) >/dev/null 2>&1 &`, Limits{})
+	sexec(t, e, s.ID, "o", core.Shell, `cd /work && (while true; do echo safe > race.tmp; mv -f race.tmp race.txt; ln -sf /etc/passwd race.lnk; mv -f race.lnk race.txt; done) >/dev/null 2>&1 &`, core.Limits{})
 	for i := 0; i < 200; i++ {
 		data, err := e.GetFile(ctx, s.ID, "o", "race.txt")
 		if bytes.Contains(data, []byte("root:")) {
 			t.Fatalf("race: read /etc/passwd through a swapped symlink")
 		}
-		if err != nil && !errors.Is(err, ErrFile) {
+		if err != nil && !errors.Is(err, core.ErrInvalid) {
 			t.Fatalf("race: %v", err)
 		}
 	}
-	r = sexec(t, e, s.ID, "o", Shell, `cd /work/outputs && for i in $(seq 300); do echo safe > r.tmp; mv -f r.tmp r.txt; ln -sf /etc/passwd r.lnk; mv -f r.lnk r.txt; done & python3 -c 'print(1)'; wait`, Limits{})
+	r = sexec(t, e, s.ID, "o", core.Shell, `cd /work/outputs && for i in $(seq 300); do echo safe > r.tmp; mv -f r.tmp r.txt; ln -sf /etc/passwd r.lnk; mv -f r.lnk r.txt; done & python3 -c 'print(1)'; wait`, core.Limits{})
 	for _, a := range r.Artifacts {
 		if bytes.Contains(a.Data, []byte("root:")) {
 			t.Fatalf("race: artifact %s carried /etc/passwd", a.Name)
@@ -281,7 +282,7 @@ func TestPoolNeverReuses(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 8; i++ {
 		waitPool(t, e)
-		r := run(t, e, Request{Language: Python, Code: "import socket, sys; print(socket.gethostname()); print('pandas' in sys.modules)"})
+		r := run(t, e, core.Request{Language: core.Python, Code: "import socket, sys; print(socket.gethostname()); print('pandas' in sys.modules)"})
 		host, preloaded, _ := strings.Cut(strings.TrimSpace(r.Stdout), "\n")
 		if seen[host] {
 			t.Fatalf("container %s handed out twice", host)
@@ -357,20 +358,20 @@ func TestHelperPoolOwner(t *testing.T) {
 // one-shot run and in a session, and the session keeps working.
 func TestStdinCannotSwallowRequests(t *testing.T) {
 	e := newTestEngine(t, nil)
-	r := run(t, e, Request{Language: Python, Code: "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('eof')", Limits: Limits{Timeout: 30 * time.Second}})
-	if r.Status != StatusOK || r.Stdout != "''\neof\n" {
+	r := run(t, e, core.Request{Language: core.Python, Code: "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('eof')", Limits: core.Limits{Timeout: 30 * time.Second}})
+	if r.Status != core.StatusOK || r.Stdout != "''\neof\n" {
 		t.Fatalf("one-shot stdin: %s", brief(r))
 	}
 	s := openSession(t, e, "o")
-	r = sexec(t, e, s.ID, "o", Python, "import os\nprint(len(os.read(0, 100)))", Limits{Timeout: 30 * time.Second})
+	r = sexec(t, e, s.ID, "o", core.Python, "import os\nprint(len(os.read(0, 100)))", core.Limits{Timeout: 30 * time.Second})
 	if r.Stdout != "0\n" {
 		t.Fatalf("session stdin: %s", brief(r))
 	}
-	r = sexec(t, e, s.ID, "o", Shell, "cat; echo done", Limits{Timeout: 30 * time.Second})
+	r = sexec(t, e, s.ID, "o", core.Shell, "cat; echo done", core.Limits{Timeout: 30 * time.Second})
 	if r.Stdout != "done\n" {
 		t.Fatalf("shell stdin: %s", brief(r))
 	}
-	if r = sexec(t, e, s.ID, "o", Python, "print('alive')", Limits{}); r.Stdout != "alive\n" {
+	if r = sexec(t, e, s.ID, "o", core.Python, "print('alive')", core.Limits{}); r.Stdout != "alive\n" {
 		t.Fatalf("session after stdin reads: %s", brief(r))
 	}
 }
@@ -381,12 +382,12 @@ func TestCloseDuringCall(t *testing.T) {
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	type out struct {
-		r   Result
+		r   core.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		r, err := e.SessionExec(context.Background(), Request{SessionID: s.ID, Owner: "o", Code: "print('started', flush=True)\nimport time\ntime.sleep(600)", Limits: Limits{Timeout: 5 * time.Minute}})
+		r, err := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "o", Code: "print('started', flush=True)\nimport time\ntime.sleep(600)", Limits: core.Limits{Timeout: 5 * time.Minute}})
 		done <- out{r, err}
 	}()
 	time.Sleep(500 * time.Millisecond) // let the call reach the runner; the assertion does not depend on it
@@ -408,40 +409,40 @@ func TestCloseDuringCall(t *testing.T) {
 // never a platform error, and Airlock's memory stays bounded.
 func TestProtocolAbuse(t *testing.T) {
 	e := newTestEngine(t, nil)
-	r := run(t, e, Request{Language: Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})
-	if r.Status != StatusError || !strings.Contains(r.Message, "protocol") {
+	r := run(t, e, core.Request{Language: core.Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})
+	if r.Status != core.StatusError || !strings.Contains(r.Message, "protocol") {
 		t.Fatalf("forged marker: %s", brief(r))
 	}
 	var base, peak uint64
 	base, peak = heapDuring(func() {
-		r = run(t, e, Request{Language: Python, Limits: Limits{Timeout: time.Minute}, Code: `import sys
+		r = run(t, e, core.Request{Language: core.Python, Limits: core.Limits{Timeout: time.Minute}, Code: `import sys
 sys.stdout.write("\x1e\x1eAIRLOCK ")
 for _ in range(90):
     sys.stdout.write("x" * (1 << 20))
 sys.stdout.flush()`})
 	})
-	if r.Status != StatusError || !strings.Contains(r.Message, "budget") {
+	if r.Status != core.StatusError || !strings.Contains(r.Message, "budget") {
 		t.Fatalf("oversized reply: %s", brief(r))
 	}
 	if peak > base+48<<20 {
 		t.Fatalf("a 90 MiB fake reply grew the heap from %d to %d MiB", base>>20, peak>>20)
 	}
 	s := openSession(t, e, "o")
-	r = sexec(t, e, s.ID, "o", Shell, `cd /work/outputs && for i in $(seq 200); do ln -s /etc/passwd l$i; done`, Limits{})
+	r = sexec(t, e, s.ID, "o", core.Shell, `cd /work/outputs && for i in $(seq 200); do ln -s /etc/passwd l$i; done`, core.Limits{})
 	if len(r.Warnings) > 21 || !strings.Contains(strings.Join(r.Warnings, "\n"), "more warnings") {
 		t.Fatalf("%d warnings returned", len(r.Warnings))
 	}
-	sexec(t, e, s.ID, "o", Python, "import os; os.mkfifo('/work/pipe.csv')", Limits{})
-	if err := e.PutFile(context.Background(), s.ID, "o", "pipe.csv", []byte("x")); !errors.Is(err, ErrFile) {
+	sexec(t, e, s.ID, "o", core.Python, "import os; os.mkfifo('/work/pipe.csv')", core.Limits{})
+	if err := e.PutFile(context.Background(), s.ID, "o", "pipe.csv", []byte("x")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("upload onto a FIFO: %v", err)
 	}
-	if _, err := e.GetFile(context.Background(), s.ID, "o", "pipe.csv"); !errors.Is(err, ErrFile) {
+	if _, err := e.GetFile(context.Background(), s.ID, "o", "pipe.csv"); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("download of a FIFO: %v", err)
 	}
-	if r := sexec(t, e, s.ID, "o", Python, "print('alive')", Limits{}); r.Stdout != "alive\n" {
+	if r := sexec(t, e, s.ID, "o", core.Python, "print('alive')", core.Limits{}); r.Stdout != "alive\n" {
 		t.Fatalf("session after abuse: %s", brief(r))
 	}
-	if res, err := e.Exec(context.Background(), Request{Language: Python, Image: "busybox:latest", Code: "1"}); err != nil || res.Status != StatusRejected {
+	if res, err := e.Exec(context.Background(), core.Request{Language: core.Python, Image: "busybox:latest", Code: "1"}); err != nil || res.Status != core.StatusRejected {
 		t.Fatalf("unconfigured image: %s %v", brief(res), err)
 	}
 }

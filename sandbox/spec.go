@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
@@ -29,7 +30,7 @@ type containerSpec struct {
 	Image   string
 	Cmd     []string
 	Env     []string
-	Limits  Limits
+	Limits  core.Limits
 	Mount   string // resolved host folder, or ""
 	Labels  map[string]string
 	Runtime string

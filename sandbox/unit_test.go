@@ -11,35 +11,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
 
 func TestResolveLimits(t *testing.T) {
 	d, max := DefaultConfig().Defaults, DefaultConfig().Max
-	got, err := resolve(Limits{}, d, max)
+	got, err := resolve(core.Limits{}, d, max)
 	if err != nil || got != d {
 		t.Fatalf("zero request must take the defaults: %+v %v", got, err)
 	}
-	got, err = resolve(Limits{Memory: 64 << 20, CPUs: 0.5, Timeout: time.Second}, d, max)
+	got, err = resolve(core.Limits{Memory: 64 << 20, CPUs: 0.5, Timeout: time.Second}, d, max)
 	if err != nil || got.Memory != 64<<20 || got.CPUs != 0.5 || got.Timeout != time.Second || got.Pids != d.Pids {
 		t.Fatalf("lowered limits: %+v %v", got, err)
 	}
 	for _, c := range []struct {
-		l    Limits
+		l    core.Limits
 		want string
 	}{
-		{Limits{Memory: max.Memory + 1}, "memory_bytes"},
-		{Limits{CPUs: max.CPUs * 2}, "cpus"},
-		{Limits{Pids: max.Pids + 1}, "pids"},
-		{Limits{Timeout: max.Timeout + time.Second}, "timeout"},
-		{Limits{OutputBytes: max.OutputBytes + 1}, "output_bytes"},
-		{Limits{Pids: -1}, "must not be negative"},
-		{Limits{Memory: 1 << 20}, "16 MiB minimum"},
-		{Limits{CPUs: 0.001}, "0.01 minimum"},
-		{Limits{NoFile: 2}, "nofile 2 is below"},
-		{Limits{Pids: 1}, "pids 1 is below"},
-		{Limits{Timeout: time.Millisecond}, "100ms minimum"},
+		{core.Limits{Memory: max.Memory + 1}, "memory_bytes"},
+		{core.Limits{CPUs: max.CPUs * 2}, "cpus"},
+		{core.Limits{Pids: max.Pids + 1}, "pids"},
+		{core.Limits{Timeout: max.Timeout + time.Second}, "timeout"},
+		{core.Limits{OutputBytes: max.OutputBytes + 1}, "output_bytes"},
+		{core.Limits{Pids: -1}, "must not be negative"},
+		{core.Limits{Memory: 1 << 20}, "16 MiB minimum"},
+		{core.Limits{CPUs: 0.001}, "0.01 minimum"},
+		{core.Limits{NoFile: 2}, "nofile 2 is below"},
+		{core.Limits{Pids: 1}, "pids 1 is below"},
+		{core.Limits{Timeout: time.Millisecond}, "100ms minimum"},
 	} {
 		if _, err := resolve(c.l, d, max); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("resolve(%+v) = %v, want an error naming %q", c.l, err, c.want)
@@ -103,7 +104,7 @@ func TestCheckWorkPath(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "/etc/passwd", "../x", "a/../../b", "/work/", ".", "a\x00b", strings.Repeat("a", 2000)} {
-		if err := checkWorkPath(bad); !errors.Is(err, ErrFile) {
+		if err := checkWorkPath(bad); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -254,10 +255,10 @@ func TestDirectExecWithFakeDocker(t *testing.T) {
 	ecfg.Runtime = "runsc"
 	e := New(ecfg, f, nil)
 	mnt := t.TempDir()
-	res, err := e.Exec(context.Background(), Request{Language: Shell, Code: "x", Mount: mnt, Env: map[string]string{"TZ": "UTC"},
-		Limits: Limits{Memory: 64 << 20, CPUs: 0.5, Pids: 10}})
+	res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "x", Mount: mnt, Env: map[string]string{"TZ": "UTC"},
+		Limits: core.Limits{Memory: 64 << 20, CPUs: 0.5, Pids: 10}})
 	e.Settle()
-	if err != nil || res.Status != StatusError || res.ExitCode != 3 || res.Stdout != "hi\n" || res.Stderr != "oops\n" {
+	if err != nil || res.Status != core.StatusError || res.ExitCode != 3 || res.Stdout != "hi\n" || res.Stderr != "oops\n" {
 		t.Fatalf("result %+v %v", res, err)
 	}
 	if f.called("remove") != 1 {
@@ -303,9 +304,9 @@ func TestDaemonErrorsLeaveNothing(t *testing.T) {
 		start:  func(string) error { return errors.New("daemon exploded") },
 	}
 	e := New(Config{}, f, nil)
-	_, err := e.Exec(context.Background(), Request{Language: Shell, Code: "true"})
+	_, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true"})
 	e.Settle()
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "daemon exploded") {
+	if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "daemon exploded") {
 		t.Fatalf("error %v", err)
 	}
 	if f.called("remove") != 1 {
@@ -314,8 +315,8 @@ func TestDaemonErrorsLeaveNothing(t *testing.T) {
 	// Rejections never reach the daemon.
 	f2 := &fakeDocker{}
 	e2 := New(Config{}, f2, nil)
-	res, err := e2.Exec(context.Background(), Request{Language: "ruby", Code: "1"})
-	if err != nil || res.Status != StatusRejected || f2.called("create") != 0 {
+	res, err := e2.Exec(context.Background(), core.Request{Language: "ruby", Code: "1"})
+	if err != nil || res.Status != core.StatusRejected || f2.called("create") != 0 {
 		t.Fatalf("bad language: %+v %v %v", res, err, f2.calls)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // echoDispatcher answers every call with ok and "1\n".
@@ -18,7 +18,7 @@ type echoDispatcher struct{}
 
 func (echoDispatcher) Run(_ context.Context, c dispatcher.Call) dispatcher.Result {
 	return dispatcher.Result{CallID: c.ID, Name: c.Name, Status: dispatcher.StatusOK, Content: "1\n",
-		Sandbox: &sandbox.Result{Status: sandbox.StatusOK, Stdout: "1\n"}}
+		Sandbox: &core.Result{Status: core.StatusOK, Stdout: "1\n"}}
 }
 
 func (echoDispatcher) ToolsJSON() []map[string]any { return nil }

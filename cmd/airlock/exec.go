@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // toolArg names the code argument of the tools `airlock exec` runs.
@@ -105,7 +105,7 @@ func printCall(res dispatcher.Result, asJSON bool, stdout, stderr io.Writer) int
 }
 
 // printResult prints a result and returns the exit code the CLI should end with.
-func printResult(res sandbox.Result, asJSON bool, stdout, stderr io.Writer) int {
+func printResult(res core.Result, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -116,7 +116,7 @@ func printResult(res sandbox.Result, asJSON bool, stdout, stderr io.Writer) int 
 		for _, a := range res.Artifacts {
 			fmt.Fprintf(stderr, "[artifact %s %s %d bytes sha256:%s]\n", a.Name, a.MIME, a.Size, a.SHA256)
 		}
-		if res.Status != sandbox.StatusOK && res.Status != sandbox.StatusError {
+		if res.Status != core.StatusOK && res.Status != core.StatusError {
 			fmt.Fprintf(stderr, "airlock: %s: %s\n", res.Status, res.Message)
 		}
 	}
@@ -125,20 +125,20 @@ func printResult(res sandbox.Result, asJSON bool, stdout, stderr io.Writer) int 
 
 // exitCode is the program's exit code, or a fixed non-zero code for
 // outcomes where the program did not exit on its own.
-func exitCode(res sandbox.Result) int {
+func exitCode(res core.Result) int {
 	switch res.Status {
-	case sandbox.StatusOK:
+	case core.StatusOK:
 		return 0
-	case sandbox.StatusError:
+	case core.StatusError:
 		if res.ExitCode > 0 && res.ExitCode < 256 {
 			return res.ExitCode
 		}
 		return 1
-	case sandbox.StatusTimeout:
+	case core.StatusTimeout:
 		return 124
-	case sandbox.StatusOOM:
+	case core.StatusOOM:
 		return 137
-	case sandbox.StatusOutputLimit:
+	case core.StatusOutputLimit:
 		return 125
 	default: // rejected
 		return 126

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -34,16 +34,16 @@ func TestUsageErrors(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	for _, c := range []struct {
-		res  sandbox.Result
+		res  core.Result
 		want int
 	}{
-		{sandbox.Result{Status: sandbox.StatusOK}, 0},
-		{sandbox.Result{Status: sandbox.StatusError, ExitCode: 3}, 3},
-		{sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, 1},
-		{sandbox.Result{Status: sandbox.StatusTimeout}, 124},
-		{sandbox.Result{Status: sandbox.StatusOOM}, 137},
-		{sandbox.Result{Status: sandbox.StatusOutputLimit}, 125},
-		{sandbox.Result{Status: sandbox.StatusRejected}, 126},
+		{core.Result{Status: core.StatusOK}, 0},
+		{core.Result{Status: core.StatusError, ExitCode: 3}, 3},
+		{core.Result{Status: core.StatusError, ExitCode: -1}, 1},
+		{core.Result{Status: core.StatusTimeout}, 124},
+		{core.Result{Status: core.StatusOOM}, 137},
+		{core.Result{Status: core.StatusOutputLimit}, 125},
+		{core.Result{Status: core.StatusRejected}, 126},
 	} {
 		if got := exitCode(c.res); got != c.want {
 			t.Errorf("%s/%d: exit %d, want %d", c.res.Status, c.res.ExitCode, got, c.want)

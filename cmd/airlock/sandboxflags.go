@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/go-units"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -35,7 +36,7 @@ func (f *sandboxFlags) engine(log *slog.Logger) (*sandbox.Engine, error) {
 	cfg := sandbox.DefaultConfig()
 	cfg.PoolSize = f.pool
 	cfg.Runtime = f.runtime
-	cfg.Images = map[sandbox.Language]string{sandbox.Python: f.python, sandbox.Shell: f.shell}
+	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {
 		return nil, err
@@ -58,8 +59,8 @@ func (f *limitFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.pids, "pids", 0, "process limit")
 }
 
-func (f *limitFlags) limits() (sandbox.Limits, error) {
-	l := sandbox.Limits{Timeout: f.timeout, CPUs: f.cpus, Pids: f.pids}
+func (f *limitFlags) limits() (core.Limits, error) {
+	l := core.Limits{Timeout: f.timeout, CPUs: f.cpus, Pids: f.pids}
 	if f.memory != "" {
 		n, err := units.RAMInBytes(f.memory)
 		if err != nil {

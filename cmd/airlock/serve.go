@@ -94,7 +94,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		Dispatcher: apiDispatcher{st.disp},
 		Sessions:   apiSessions{st.client},
 		Runs:       runs,
-		RunErrors:  api.RunErrors{NotFound: agent.ErrNotFound, NoModel: agent.ErrNoModel},
 		Checks:     checks,
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,

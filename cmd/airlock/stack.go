@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/jobs"
 	"github.com/airlock-dev/airlock/queue"
@@ -135,7 +136,7 @@ func (d apiDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAI
 type apiSessions struct{ *jobs.Client }
 
 // Open opens a session on some worker.
-func (s apiSessions) Open(ctx context.Context, owner string, limits sandbox.Limits) (string, error) {
+func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
 	return s.OpenSession(ctx, owner, limits)
 }
 
