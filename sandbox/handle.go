@@ -24,14 +24,14 @@ func (e *Engine) Handle(ctx context.Context, req core.Request) (core.Result, err
 		}
 		return core.Result{Status: core.StatusOK, SessionID: info.ID}, nil
 	case core.OpSessionClose:
-		return core.Result{Status: core.StatusOK}, e.CloseSession(req.SessionID, req.Owner)
+		return core.Result{Status: core.StatusOK}, e.CloseSession(req.Owner, req.SessionID)
 	case core.OpFilePut:
-		if err := e.PutFile(ctx, req.SessionID, req.Owner, req.Path, req.Data); err != nil {
+		if err := e.PutFile(ctx, req.Owner, req.SessionID, req.Path, req.Data); err != nil {
 			return fileResult(err)
 		}
 		return core.Result{Status: core.StatusOK}, nil
 	case core.OpFileGet:
-		data, err := e.GetFile(ctx, req.SessionID, req.Owner, req.Path)
+		data, err := e.GetFile(ctx, req.Owner, req.SessionID, req.Path)
 		if err != nil {
 			return fileResult(err)
 		}

@@ -19,7 +19,7 @@ func TestInspectedHostConfig(t *testing.T) {
 	if err != nil || rej != nil {
 		t.Fatalf("open: %v %+v", err, rej)
 	}
-	ss, _ := e.sessions.get(info.ID, "o")
+	ss, _ := e.sessions.get("o", info.ID)
 	c, err := e.docker.ContainerInspect(ctx, ss.box.id)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestInspectedHostConfig(t *testing.T) {
 	}
 	check(cfg.Labels[LabelManaged] == "true" && cfg.Labels[LabelOwner] == "o" && cfg.Labels["airlock.expires"] != "", "labels", cfg.Labels)
 	start := time.Now()
-	if err := e.CloseSession(info.ID, "o"); err != nil {
+	if err := e.CloseSession("o", info.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.Settle()

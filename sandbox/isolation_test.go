@@ -64,7 +64,7 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 			if err != nil || rej != nil {
 				t.Fatalf("open session: %v %+v", err, rej)
 			}
-			defer func() { _ = cold.CloseSession(info.ID, "t") }()
+			defer func() { _ = cold.CloseSession("t", info.ID) }()
 			req.SessionID, req.Owner, req.Mount, req.Env = info.ID, "t", "", nil
 			res, err := cold.SessionExec(ctx, req)
 			if err != nil {

@@ -120,7 +120,7 @@ func (s *sessions) release(slot string) {
 }
 
 // get finds a live session of owner (an empty owner matches any).
-func (s *sessions) get(id, owner string) (*session, error) {
+func (s *sessions) get(owner, id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.live[id]
@@ -131,8 +131,8 @@ func (s *sessions) get(id, owner string) (*session, error) {
 }
 
 // Session returns a live session's description.
-func (e *Engine) Session(id, owner string) (SessionInfo, error) {
-	ss, err := e.sessions.get(id, owner)
+func (e *Engine) Session(owner, id string) (SessionInfo, error) {
+	ss, err := e.sessions.get(owner, id)
 	if err != nil {
 		return SessionInfo{}, err
 	}
@@ -157,8 +157,8 @@ func (e *Engine) Sessions(owner string) []SessionInfo {
 }
 
 // CloseSession destroys a session's container.
-func (e *Engine) CloseSession(id, owner string) error {
-	ss, err := e.sessions.get(id, owner)
+func (e *Engine) CloseSession(owner, id string) error {
+	ss, err := e.sessions.get(owner, id)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (s *sessions) touch(ss *session) {
 // does not recover the session is destroyed and Result.SessionEnded says so.
 func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result, error) {
 	start := time.Now()
-	ss, err := e.sessions.get(req.SessionID, req.Owner)
+	ss, err := e.sessions.get(req.Owner, req.SessionID)
 	if err != nil {
 		return core.Result{}, err
 	}
@@ -217,29 +217,29 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 }
 
 // PutFile writes data to path (relative to /work) in a session.
-func (e *Engine) PutFile(ctx context.Context, id, owner, path string, data []byte) error {
+func (e *Engine) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
 	if len(data) > e.cfg.MaxFileBytes {
 		return fmt.Errorf("sandbox: file is %d bytes, over the %d-byte limit: %w", len(data), e.cfg.MaxFileBytes, core.ErrTooLarge)
 	}
 	if err := checkWorkPath(path); err != nil {
 		return err
 	}
-	_, err := e.fileOp(ctx, id, owner, runnerRequest{Op: "put", Path: path, Data: data})
+	_, err := e.fileOp(ctx, owner, id, runnerRequest{Op: "put", Path: path, Data: data})
 	return err
 }
 
 // GetFile reads path (relative to /work) from a session, never following a
 // symlink and never more than the file size limit.
-func (e *Engine) GetFile(ctx context.Context, id, owner, path string) ([]byte, error) {
+func (e *Engine) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
 	if err := checkWorkPath(path); err != nil {
 		return nil, err
 	}
-	r, err := e.fileOp(ctx, id, owner, runnerRequest{Op: "get", Path: path, MaxBytes: e.cfg.MaxFileBytes})
+	r, err := e.fileOp(ctx, owner, id, runnerRequest{Op: "get", Path: path, MaxBytes: e.cfg.MaxFileBytes})
 	return r.Data, err
 }
 
-func (e *Engine) fileOp(ctx context.Context, id, owner string, req runnerRequest) (runnerReply, error) {
-	ss, err := e.sessions.get(id, owner)
+func (e *Engine) fileOp(ctx context.Context, owner, id string, req runnerRequest) (runnerReply, error) {
+	ss, err := e.sessions.get(owner, id)
 	if err != nil {
 		return runnerReply{}, err
 	}

@@ -85,7 +85,7 @@ func TestSessionState(t *testing.T) {
 	if r.Stdout != "False\nFalse\n" {
 		t.Fatalf("state leaked into a one-shot run: %s", brief(r))
 	}
-	if err := e.CloseSession(a.ID, "alice"); err != nil {
+	if err := e.CloseSession("alice", a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: a.ID, Owner: "alice", Code: "1"}); !errors.Is(err, core.ErrSessionNotFound) {
@@ -155,7 +155,7 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := e.Session(s.ID, "a"); errors.Is(err, core.ErrSessionNotFound) {
+		if _, err := e.Session("a", s.ID); errors.Is(err, core.ErrSessionNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -220,26 +220,26 @@ func TestFilesAndSymlinks(t *testing.T) {
 	e := newTestEngine(t, func(c *Config) { c.MaxFileBytes = 1 << 20 })
 	s := openSession(t, e, "o")
 	ctx := context.Background()
-	if err := e.PutFile(ctx, s.ID, "o", "data/in.csv", []byte("x,y\n1,2\n")); err != nil {
+	if err := e.PutFile(ctx, "o", s.ID, "data/in.csv", []byte("x,y\n1,2\n")); err != nil {
 		t.Fatal(err)
 	}
 	r := sexec(t, e, s.ID, "o", core.Python, "import pandas as pd\nprint(pd.read_csv('data/in.csv')['y'].sum())", core.Limits{})
 	if r.Stdout != "2\n" {
 		t.Fatalf("uploaded file not readable: %s", brief(r))
 	}
-	got, err := e.GetFile(ctx, s.ID, "o", "data/in.csv")
+	got, err := e.GetFile(ctx, "o", s.ID, "data/in.csv")
 	if err != nil || string(got) != "x,y\n1,2\n" {
 		t.Fatalf("download: %q %v", got, err)
 	}
 	for _, bad := range []string{"../etc/passwd", "/etc/passwd", "a/../../etc/passwd", "", "/work/", "x\x00y"} {
-		if _, err := e.GetFile(ctx, s.ID, "o", bad); !errors.Is(err, core.ErrInvalid) {
+		if _, err := e.GetFile(ctx, "o", s.ID, bad); !errors.Is(err, core.ErrInvalid) {
 			t.Fatalf("GetFile(%q): %v, want core.ErrInvalid", bad, err)
 		}
-		if err := e.PutFile(ctx, s.ID, "o", bad, []byte("x")); !errors.Is(err, core.ErrInvalid) {
+		if err := e.PutFile(ctx, "o", s.ID, bad, []byte("x")); !errors.Is(err, core.ErrInvalid) {
 			t.Fatalf("PutFile(%q): %v, want core.ErrInvalid", bad, err)
 		}
 	}
-	if err := e.PutFile(ctx, s.ID, "o", "big", make([]byte, 2<<20)); !errors.Is(err, core.ErrTooLarge) {
+	if err := e.PutFile(ctx, "o", s.ID, "big", make([]byte, 2<<20)); !errors.Is(err, core.ErrTooLarge) {
 		t.Fatalf("oversized upload: %v", err)
 	}
 	// Planted symlinks: never followed, for download, upload or artifacts.
@@ -248,17 +248,17 @@ func TestFilesAndSymlinks(t *testing.T) {
 		t.Fatalf("symlink in outputs returned as artifact: %s", brief(r))
 	}
 	for _, p := range []string{"outputs/out.txt", "etcdir/passwd", "link.txt"} {
-		if data, err := e.GetFile(ctx, s.ID, "o", p); !errors.Is(err, core.ErrInvalid) || bytes.Contains(data, []byte("root:")) {
+		if data, err := e.GetFile(ctx, "o", s.ID, p); !errors.Is(err, core.ErrInvalid) || bytes.Contains(data, []byte("root:")) {
 			t.Fatalf("GetFile(%s) followed a symlink: %q %v", p, data, err)
 		}
 	}
-	if err := e.PutFile(ctx, s.ID, "o", "etcdir/evil", []byte("x")); !errors.Is(err, core.ErrInvalid) {
+	if err := e.PutFile(ctx, "o", s.ID, "etcdir/evil", []byte("x")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("PutFile through a symlinked folder: %v", err)
 	}
 	// A symlink-swapping race while files are collected and downloaded.
 	sexec(t, e, s.ID, "o", core.Shell, `cd /work && (while true; do echo safe > race.tmp; mv -f race.tmp race.txt; ln -sf /etc/passwd race.lnk; mv -f race.lnk race.txt; done) >/dev/null 2>&1 &`, core.Limits{})
 	for i := 0; i < 200; i++ {
-		data, err := e.GetFile(ctx, s.ID, "o", "race.txt")
+		data, err := e.GetFile(ctx, "o", s.ID, "race.txt")
 		if bytes.Contains(data, []byte("root:")) {
 			t.Fatalf("race: read /etc/passwd through a swapped symlink")
 		}
@@ -391,7 +391,7 @@ func TestCloseDuringCall(t *testing.T) {
 		done <- out{r, err}
 	}()
 	time.Sleep(500 * time.Millisecond) // let the call reach the runner; the assertion does not depend on it
-	if err := e.CloseSession(s.ID, "o"); err != nil {
+	if err := e.CloseSession("o", s.ID); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -433,10 +433,10 @@ sys.stdout.flush()`})
 		t.Fatalf("%d warnings returned", len(r.Warnings))
 	}
 	sexec(t, e, s.ID, "o", core.Python, "import os; os.mkfifo('/work/pipe.csv')", core.Limits{})
-	if err := e.PutFile(context.Background(), s.ID, "o", "pipe.csv", []byte("x")); !errors.Is(err, core.ErrInvalid) {
+	if err := e.PutFile(context.Background(), "o", s.ID, "pipe.csv", []byte("x")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("upload onto a FIFO: %v", err)
 	}
-	if _, err := e.GetFile(context.Background(), s.ID, "o", "pipe.csv"); !errors.Is(err, core.ErrInvalid) {
+	if _, err := e.GetFile(context.Background(), "o", s.ID, "pipe.csv"); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("download of a FIFO: %v", err)
 	}
 	if r := sexec(t, e, s.ID, "o", core.Python, "print('alive')", core.Limits{}); r.Stdout != "alive\n" {
