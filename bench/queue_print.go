@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlock-dev/airlock/jobs"
+	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 

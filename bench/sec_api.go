@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/api/loadtest"
+	"github.com/airlock-dev/airlock/bench/loadtest"
 )
 
 // apiLevels are the concurrent client counts of issue 7.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/airlock-dev/airlock/api/loadtest"
+	"github.com/airlock-dev/airlock/bench/loadtest"
 )
 
 // sectionExec is issue 2's bench: print(1) through `airlock exec` (one

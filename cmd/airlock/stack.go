@@ -15,7 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/jobs"
+	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 )
