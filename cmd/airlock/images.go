@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 )
 
 // runImages implements `airlock images build|list` by running images/build.sh.
@@ -53,29 +50,4 @@ func buildScript() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("images/build.sh not found (run from the repository or set AIRLOCK_IMAGES_DIR)")
-}
-
-// runReap implements `airlock reap`.
-func runReap(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var sf sandboxFlags
-	sf.register(fs, 0)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	eng, err := sf.engine(logger(stderr, false))
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, err := eng.Reap(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "removed %d leftover containers\n", n)
-	return 0
 }
