@@ -17,10 +17,10 @@ images:
 # scripts/deps.sh installs what is missing (debootstrap; for the tests
 # redis-server and chromium) or prints the one command to run.
 deps-run:
-	@bash scripts/deps.sh run
+	@GO=$(GO) bash scripts/deps.sh run
 
 deps-test:
-	@bash scripts/deps.sh test
+	@GO=$(GO) bash scripts/deps.sh test
 
 # The prerequisites are ordered: deps first, then the build steps.
 run: deps-run

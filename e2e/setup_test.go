@@ -77,14 +77,16 @@ type depsRun struct {
 	aptLog []string // apt-get / sudo calls, in order
 }
 
-// freshBase is a debootstrapped base image (no debootstrap, redis-server or
-// chromium in it); the test skips (fails in CI) without Docker or one.
+// freshBase is a debootstrapped Airlock image (no debootstrap, redis-server
+// or chromium in it); the test skips (fails in CI) without Docker or one.
 func freshBase(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
 		missing(t, "no docker command: %v", err)
 	}
-	for _, repo := range []string{"airlock/shell-base", "airlock/python-base"} {
+	// The final images work too (run as root they are the same Debian with
+	// the sandbox user); they remain when an old base was pruned.
+	for _, repo := range []string{"airlock/shell-base", "airlock/python-base", "airlock/shell", "airlock/python"} {
 		out, err := exec.Command("docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repo).Output()
 		if err != nil {
 			missing(t, "docker image ls: %v", err)
@@ -93,7 +95,7 @@ func freshBase(t *testing.T) string {
 			return fields[0]
 		}
 	}
-	missing(t, "no airlock/shell-base or airlock/python-base image (run `make images`)")
+	missing(t, "no airlock/shell-base, airlock/python-base, airlock/shell or airlock/python image (run `make images`)")
 	return ""
 }
 
