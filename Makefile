@@ -6,7 +6,7 @@ ADDR    ?= 127.0.0.1:8080
 # package count in flight low on small machines.
 TESTFLAGS ?= -race -count=1 -timeout 25m -p 2
 
-.PHONY: build images run test test-unit vet fmt bench compose-config clean
+.PHONY: build images run test test-unit vet tidy-check deps-run deps-test fmt bench compose-config clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/airlock
@@ -14,14 +14,28 @@ build:
 images:
 	bash images/build.sh python shell
 
-run: build images
+# scripts/deps.sh installs what is missing (debootstrap; for the tests
+# redis-server and chromium) or prints the one command to run.
+deps-run:
+	@GO=$(GO) bash scripts/deps.sh run
+
+deps-test:
+	@GO=$(GO) bash scripts/deps.sh test
+
+# The prerequisites are ordered: deps first, then the build steps.
+run: deps-run
+	@$(MAKE) --no-print-directory build images
 	$(BIN) serve --insecure-local --addr $(ADDR)
 
-vet:
+vet: tidy-check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-test: images vet
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+
+test: deps-test
+	@$(MAKE) --no-print-directory images vet
 	$(GO) test $(TESTFLAGS) ./...
 
 test-unit:

@@ -9,15 +9,56 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# debootstrap lives in /usr/sbin, which a user's PATH may lack.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 suite=${AIRLOCK_DEBIAN_SUITE:-bookworm}
 uid=${AIRLOCK_SANDBOX_UID:-10001}
 
+# mirror is the Debian mirror debootstrap downloads from:
+# $AIRLOCK_DEBIAN_MIRROR, else the machine's own apt sources (deb822
+# *.sources and one-line sources.list), preferring an entry for $suite.
+# It prints nothing when there is neither; resolve_mirror says so.
 mirror() {
   if [ -n "${AIRLOCK_DEBIAN_MIRROR:-}" ]; then echo "$AIRLOCK_DEBIAN_MIRROR"; return; fi
+  apt_sources | awk -v suite="$suite" '
+    $1 !~ /security/ && $2 == suite { print $1; found = 1; exit }
+    $1 !~ /security/ && $1 ~ /\/debian\/?$/ && !any { any = $1 }
+    END { if (!found && any) print any }'
+}
+
+# apt_sources prints "URI SUITE" for every deb source of the machine.
+apt_sources() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk '
+      function flush() { if (deb) for (i = 1; i <= nu; i++) for (j = 1; j <= ns; j++) print u[i], s[j]; deb = nu = ns = 0 }
+      /^[ \t]*$/ { flush(); next }
+      /^[ \t]*#/ { next }
+      tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+      tolower($1) == "uris:" { for (i = 2; i <= NF; i++) u[++nu] = $i }
+      tolower($1) == "suites:" { for (i = 2; i <= NF; i++) s[++ns] = $i }
+      tolower($1) == "enabled:" && tolower($2) == "no" { nu = 0 }
+      END { flush() }' "$f"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    # deb [options] URI SUITE COMPONENT...
+    sed -E -n 's/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+([^[:space:]]+).*/\2 \3/p' "$f"
+  done
+}
+
+# resolve_mirror fixes the mirror for this run (AIRLOCK_DEBIAN_MIRROR) or
+# stops with what to set.
+resolve_mirror() {
   local m
-  m=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n1 || true)
-  [ -n "$m" ] || m=$(grep -hsE '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | grep -v security | head -n1 || true)
-  echo "${m:-http://deb.debian.org/debian}"
+  m=$(mirror)
+  if [ -z "$m" ]; then
+    echo "images: no Debian mirror found in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources;" >&2
+    echo "images: set AIRLOCK_DEBIAN_MIRROR to a Debian mirror with $suite, e.g. AIRLOCK_DEBIAN_MIRROR=http://deb.debian.org/debian make images" >&2
+    exit 1
+  fi
+  export AIRLOCK_DEBIAN_MIRROR=$m
 }
 
 base_hash() {
@@ -56,17 +97,21 @@ build_base() {
 # final-recipe-start
 # The final image: base + the image's rootfs/ overlay + user, env and labels.
 build_final() {
-  local name=$1 base=$2 tag=$3 hash=$4 ctx
+  local name=$1 base=$2 tag=$3 hash=$4 ctx env
+  env="PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8"
+  # Python-only settings go to the python image only.
+  if [ "$name" = python ]; then env="$env MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1"; fi
   ctx=$(mktemp -d /tmp/airlock-ctx-XXXXXX)
   mkdir -p "$ctx/rootfs"
   if [ -d "$here/$name/rootfs" ]; then cp -a "$here/$name/rootfs/." "$ctx/rootfs/"; fi
   cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY rootfs/ /
-RUN chmod -R a+rX /opt/airlock && chown $uid:$uid /work && chmod 0755 /work
+RUN chmod -R a+rX /opt/airlock && chown $uid:$uid /work && chmod 0755 /work \\
+ && find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
 USER $uid:$uid
 WORKDIR /work
-ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1
+ENV $env
 LABEL airlock.image=$name airlock.image.hash=$hash
 CMD ["/bin/bash"]
 DOCKERFILE
@@ -79,6 +124,23 @@ DOCKERFILE
 }
 # final-recipe-end
 
+# prepare_base checks what building a base image needs: debootstrap, a
+# mirror, and root. Not root, it re-runs this script for $1 under sudo
+# (which then builds and tags everything) and returns 1.
+prepare_base() {
+  local name=$1 base=$2
+  command -v debootstrap >/dev/null || { echo "images: debootstrap is missing: run scripts/deps.sh run (or apt-get install debootstrap)" >&2; exit 1; }
+  resolve_mirror
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "images: building $base runs debootstrap, which needs root: run su -c 'bash images/build.sh $name'" >&2; exit 1; }
+    echo "images: debootstrap needs root; re-running images/build.sh $name with sudo"
+    sudo env PATH="$PATH" DOCKER_HOST="${DOCKER_HOST:-}" AIRLOCK_DEBIAN_MIRROR="$AIRLOCK_DEBIAN_MIRROR" \
+      AIRLOCK_DEBIAN_SUITE="$suite" AIRLOCK_SANDBOX_UID="$uid" bash "$here/build.sh" "$name" || exit 1
+    return 1
+  fi
+  echo "images: first build of $base: debootstrap downloads and unpacks Debian $suite with $(packages "$name" | tr , ' ' | wc -w) packages and their dependencies (a few minutes on first run; later runs reuse it)"
+}
+
 build() {
   local name=$1 hash bhash tag base
   bhash=$(base_hash "$name")
@@ -90,7 +152,10 @@ build() {
     echo "images: $tag is up to date"
     return
   fi
-  docker image inspect "$base" >/dev/null 2>&1 || build_base "$name" "$base"
+  if ! docker image inspect "$base" >/dev/null 2>&1; then
+    prepare_base "$name" "$base" || return 0
+    build_base "$name" "$base"
+  fi
   build_final "$name" "$base" "$tag" "$hash"
   docker tag "$tag" "airlock/$name:latest"
   echo "images: built $tag"
