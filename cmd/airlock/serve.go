@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/internal/mcpserver"
 	"github.com/airlock-dev/airlock/queue"
 )
 
@@ -90,10 +91,21 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return err
 		}})
 	}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: cfg.SessionIdleTTL}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 1
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = mcpSrv.Close(c)
+	}()
 	srv, err := api.New(cfg, api.Deps{
 		Dispatcher: apiDispatcher{st.disp},
 		Sessions:   apiSessions{st.client},
 		Runs:       runs,
+		MCP:        mcpSrv,
 		Checks:     checks,
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,
