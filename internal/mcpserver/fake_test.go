@@ -52,6 +52,12 @@ func (f *fakeExec) Exec(ctx context.Context, req sandbox.Request) (sandbox.Resul
 		}
 		return sandbox.Result{}, fmt.Errorf("no such file: %w", sandbox.ErrFile)
 	}
+	f.mu.Lock()
+	live := req.SessionID == "" || f.open[req.SessionID]
+	f.mu.Unlock()
+	if !live {
+		return sandbox.Result{}, fmt.Errorf("fake: %w", sandbox.ErrSessionNotFound)
+	}
 	code := req.Code
 	switch {
 	case strings.Contains(code, "os.walk"): // list_directory

@@ -425,3 +425,20 @@ func TestForgedApprovalStateIsRefused(t *testing.T) {
 		t.Fatalf("another session replaying the token: isError=%v %q", got.IsError, text(t, got))
 	}
 }
+
+func TestAnEndedSessionIsReplacedAndTheModelTold(t *testing.T) {
+	h := newHarness(t, nil)
+	cs := h.connect(t, "alice", nil)
+	call(t, cs, "run_python", map[string]any{"code": "print(1)"})
+	first := h.exec.sessionsUsed()[0]
+	h.exec.mu.Lock()
+	delete(h.exec.open, first)
+	h.exec.mu.Unlock()
+	res := call(t, cs, "run_python", map[string]any{"code": "print(1)"})
+	if res.IsError || !strings.Contains(text(t, res), "previous sandbox session had ended") {
+		t.Fatalf("after the session ended: isError=%v %q", res.IsError, text(t, res))
+	}
+	if used := h.exec.sessionsUsed(); len(used) != 2 {
+		t.Fatalf("sessions used %v, want a second one", used)
+	}
+}

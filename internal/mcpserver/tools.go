@@ -58,6 +58,16 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
 		stop := s.progress(ctx, req)
 		res := s.disp.Run(ctx, call)
+		if lost(res) && ctx.Err() == nil {
+			// Nothing ran: the sandbox session is gone (expired, or ended
+			// by the sandbox). Run once in a fresh one and say so.
+			st.forget(sid)
+			if sid, err = s.ensure(ctx, st); err == nil {
+				call.SessionID = sid
+				res = s.disp.Run(ctx, call)
+				res.Content = sessionRenewed + res.Content
+			}
+		}
 		stop()
 		if res.Status == dispatcher.StatusPendingApproval {
 			return s.askApproval(ctx, req, st, call, res), nil
@@ -67,6 +77,14 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		}
 		return s.render(res), nil
 	}
+}
+
+// sessionRenewed prefixes the result of a call moved to a new session.
+const sessionRenewed = "[airlock: the previous sandbox session had ended, so this call ran in a new one: variables and /work files of earlier calls are gone]\n"
+
+// lost reports whether res says the session was gone before anything ran.
+func lost(res dispatcher.Result) bool {
+	return res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost
 }
 
 // gone reports whether res says the call's session no longer exists.
