@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // MCP serves the Model Context Protocol's streamable HTTP transport for
@@ -29,7 +31,7 @@ func (s *Server) mountMCP(r *gin.Engine) {
 // serveMCP hands the request to the owner's MCP handler.
 func (s *Server) serveMCP(c *gin.Context) {
 	if s.deps.MCP == nil {
-		abortError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "MCP is not available on this server"))
+		abortError(c, newError(core.ErrUnavailable, "MCP is not available on this server"))
 		return
 	}
 	s.deps.MCP.Handler(owner(c)).ServeHTTP(c.Writer, c.Request)

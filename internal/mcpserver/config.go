@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Dispatcher is the one gate every tool call goes through.
@@ -30,7 +30,7 @@ type Config struct {
 	// read-only at /workspace in every session (stdio only).
 	Mount string
 	// Limits lower the sandbox defaults for sessions and calls.
-	Limits sandbox.Limits
+	Limits core.Limits
 	// ProgressInterval is the period of progress notifications while a
 	// call runs (only when the client sent a progress token).
 	ProgressInterval time.Duration
@@ -90,7 +90,7 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	// Dispatcher runs every tool call.
 	Dispatcher Dispatcher
-	// Executor opens and closes sessions (sandbox.OpSessionOpen and
+	// Executor opens and closes sessions (core.OpSessionOpen and
 	// OpSessionClose) and reads session files (OpFileGet), as the REST
 	// API's session routes do; it never runs tool calls.
 	Executor dispatcher.Executor

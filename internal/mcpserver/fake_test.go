@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // fakeExec is an Executor for unit tests: sessions are ids, code is
@@ -16,7 +16,7 @@ type fakeExec struct {
 	n       int
 	open    map[string]bool
 	closed  []string
-	reqs    []sandbox.Request
+	reqs    []core.Request
 	started chan struct{} // receives when a "sleep" call starts
 	stopped chan error    // receives the ctx error when a "sleep" call ends
 }
@@ -28,54 +28,54 @@ func newFakeExec() *fakeExec {
 // pngBytes is a PNG signature; the fake's figures need not be decodable.
 var pngBytes = []byte("\x89PNG\r\n\x1a\nfake")
 
-func (f *fakeExec) Exec(ctx context.Context, req sandbox.Request) (sandbox.Result, error) {
+func (f *fakeExec) Exec(ctx context.Context, req core.Request) (core.Result, error) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
 	switch req.Op {
-	case sandbox.OpSessionOpen:
+	case core.OpSessionOpen:
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.n++
 		id := fmt.Sprintf("s-%d", f.n)
 		f.open[id] = true
-		return sandbox.Result{Status: sandbox.StatusOK, SessionID: id}, nil
-	case sandbox.OpSessionClose:
+		return core.Result{Status: core.StatusOK, SessionID: id}, nil
+	case core.OpSessionClose:
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.open, req.SessionID)
 		f.closed = append(f.closed, req.SessionID)
-		return sandbox.Result{Status: sandbox.StatusOK}, nil
-	case sandbox.OpFileGet:
+		return core.Result{Status: core.StatusOK}, nil
+	case core.OpFileGet:
 		if req.Path == "outputs/a.csv" {
-			return sandbox.Result{Status: sandbox.StatusOK, Data: []byte("x,y\n1,2\n")}, nil
+			return core.Result{Status: core.StatusOK, Data: []byte("x,y\n1,2\n")}, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("no such file: %w", sandbox.ErrFile)
+		return core.Result{}, fmt.Errorf("no such file: %w", core.ErrInvalid)
 	}
 	f.mu.Lock()
 	live := req.SessionID == "" || f.open[req.SessionID]
 	f.mu.Unlock()
 	if !live {
-		return sandbox.Result{}, fmt.Errorf("fake: %w", sandbox.ErrSessionNotFound)
+		return core.Result{}, fmt.Errorf("fake: %w", core.ErrSessionNotFound)
 	}
 	code := req.Code
 	switch {
 	case strings.Contains(code, "os.walk"): // list_directory
-		return sandbox.Result{Status: sandbox.StatusOK, Stdout: "/work:\ndir   outputs/\nfile  outputs/a.csv (8 bytes)\n"}, nil
+		return core.Result{Status: core.StatusOK, Stdout: "/work:\ndir   outputs/\nfile  outputs/a.csv (8 bytes)\n"}, nil
 	case strings.Contains(code, "sleep"):
 		f.started <- struct{}{}
 		<-ctx.Done()
 		f.stopped <- ctx.Err()
-		return sandbox.Result{}, fmt.Errorf("fake: call abandoned: %w", ctx.Err())
+		return core.Result{}, fmt.Errorf("fake: call abandoned: %w", ctx.Err())
 	case strings.Contains(code, "plot"):
-		return sandbox.Result{Status: sandbox.StatusOK, Artifacts: []sandbox.Artifact{
+		return core.Result{Status: core.StatusOK, Artifacts: []core.Artifact{
 			{Name: "figure-1.png", MIME: "image/png", Size: int64(len(pngBytes)), Data: pngBytes},
 			{Name: "outputs/a.csv", MIME: "text/csv", Size: 8, Data: []byte("x,y\n1,2\n")},
 		}}, nil
 	case strings.Contains(code, "boom"):
-		return sandbox.Result{Status: sandbox.StatusError, ExitCode: 1, Stderr: "ZeroDivisionError\n"}, nil
+		return core.Result{Status: core.StatusError, ExitCode: 1, Stderr: "ZeroDivisionError\n"}, nil
 	}
-	return sandbox.Result{Status: sandbox.StatusOK, Stdout: "1\n"}, nil
+	return core.Result{Status: core.StatusOK, Stdout: "1\n"}, nil
 }
 
 // sessionsUsed returns the distinct session ids of exec requests.
@@ -85,7 +85,7 @@ func (f *fakeExec) sessionsUsed() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range f.reqs {
-		if r.Op == sandbox.OpExec && r.SessionID != "" && !seen[r.SessionID] {
+		if r.Op == core.OpExec && r.SessionID != "" && !seen[r.SessionID] {
 			seen[r.SessionID] = true
 			out = append(out, r.SessionID)
 		}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Session files are resources named airlock://work/PATH, PATH relative to
@@ -97,16 +97,16 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	sid := st.current()
-	res, err := s.exec.Exec(ctx, sandbox.Request{Op: sandbox.OpFileGet, Owner: st.owner, SessionID: sid, Path: rel})
+	res, err := s.exec.Exec(ctx, core.Request{Op: core.OpFileGet, Owner: st.owner, SessionID: sid, Path: rel})
 	switch {
-	case errors.Is(err, sandbox.ErrSessionNotFound):
+	case errors.Is(err, core.ErrNotFound):
 		st.forget(sid)
 		return nil, mcp.ResourceNotFoundError(uri)
-	case errors.Is(err, sandbox.ErrFile):
+	case errors.Is(err, core.ErrInvalid):
 		return nil, mcp.ResourceNotFoundError(uri)
 	case err != nil:
 		return nil, fmt.Errorf("mcpserver: read %s: %w", uri, err)
-	case res.Status == sandbox.StatusRejected:
+	case res.Status == core.StatusRejected:
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeOf(rel)}

@@ -9,8 +9,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // resultSchema is the output schema of every tool: dispatcher.Result's
@@ -55,7 +55,7 @@ func (s *Server) render(res dispatcher.Result) *mcp.CallToolResult {
 
 // artifactContent is an artifact as MCP content: a PNG as an image, a file
 // under /work/outputs as a link to its resource, anything else embedded.
-func artifactContent(a sandbox.Artifact) mcp.Content {
+func artifactContent(a core.Artifact) mcp.Content {
 	if a.MIME == "image/png" && len(a.Data) > 0 {
 		return &mcp.ImageContent{Data: a.Data, MIMEType: a.MIME}
 	}

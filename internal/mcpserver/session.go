@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // errClosing refuses new sessions while the Server closes.
@@ -92,12 +92,12 @@ func (s *Server) ensure(ctx context.Context, st *session) (string, error) {
 	if st.id != "" {
 		return st.id, nil
 	}
-	res, err := s.exec.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionOpen, Owner: st.owner, Limits: s.cfg.Limits, Mount: s.cfg.Mount})
+	res, err := s.exec.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: st.owner, Limits: s.cfg.Limits, Mount: s.cfg.Mount})
 	if err != nil {
 		return "", fmt.Errorf("mcpserver: open session: %w", err)
 	}
-	if res.Status == sandbox.StatusRejected {
-		return "", fmt.Errorf("mcpserver: open session: %w: %s", sandbox.ErrRejected, res.Message)
+	if res.Status == core.StatusRejected {
+		return "", fmt.Errorf("mcpserver: open session: %w: %s", core.ErrInvalid, res.Message)
 	}
 	if res.SessionID == "" {
 		return "", errors.New("mcpserver: open session: the sandbox returned no session id")
@@ -134,7 +134,7 @@ func (s *Server) closeSandbox(st *session) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
 	defer cancel()
-	if _, err := s.exec.Exec(ctx, sandbox.Request{Op: sandbox.OpSessionClose, Owner: st.owner, SessionID: id}); err != nil && !errors.Is(err, sandbox.ErrSessionNotFound) {
+	if _, err := s.exec.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: st.owner, SessionID: id}); err != nil && !errors.Is(err, core.ErrNotFound) {
 		s.log.Warn("mcp: close session", "owner", st.owner, "session", id, "err", err)
 		return
 	}
