@@ -151,6 +151,8 @@ type Session struct {
 	ID       string    `json:"id"`
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
+	// ExpiresAt is when the session ends unless it is used again.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // FileWritten is the answer of a file upload.
