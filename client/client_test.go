@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func TestMetaRoutes(t *testing.T) {
 		t.Fatalf("tools %v", names)
 	}
 	doc, err := c.GetOpenAPI(ctx)
-	if err != nil || !bytes.Equal(doc, api.OpenAPI()) {
+	if err != nil || !bytes.Equal(doc, bytes.TrimSpace(api.OpenAPI())) {
 		t.Fatalf("openapi: %v (%d bytes)", err, len(doc))
 	}
 }
@@ -362,10 +363,13 @@ func TestRunEventsResume(t *testing.T) {
 	// Another key does not see the run.
 	_, err = newClient(t, airlockURL, keyBob).StreamRunEvents(ctx, run.ID, 0)
 	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
-	// Cancelling a finished run is a conflict; an unknown approval not found.
-	_, err = c.CancelRun(ctx, run.ID)
-	apiError(t, err, http.StatusConflict, client.CodeConflict)
+	// Cancelling a finished run changes nothing; an unknown approval is not found.
+	if got, err := c.CancelRun(ctx, run.ID); err != nil || got.Status != client.RunDone {
+		t.Fatalf("cancel after the end: %+v %v", got, err)
+	}
 	_, err = c.DecideApproval(ctx, run.ID, "apv-nope", true, "fine")
+	apiError(t, err, http.StatusConflict, client.CodeConflict)
+	_, err = c.DecideApproval(ctx, "run_nope", "apv-nope", true, "")
 	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
 }
 
@@ -401,4 +405,59 @@ func types(evs []client.Event) []string {
 		out = append(out, e.Type)
 	}
 	return out
+}
+
+// countingTransport counts the requests whose path ends with suffix.
+type countingTransport struct {
+	suffix string
+	n      atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, c.suffix) {
+		c.n.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestFollowRunReconnects follows a run whose streams the server ends
+// early (a short stream timeout): FollowRun reconnects with Last-Event-ID
+// and hands every event over once, in order, through run_finished.
+func TestFollowRunReconnects(t *testing.T) {
+	ctx := testCtx(t)
+	url := serve(t, func(c *api.Config) { c.StreamTimeout = 400 * time.Millisecond })
+	ct := &countingTransport{suffix: "/events"}
+	c, err := client.New(url, client.WithAPIKey(keyAlice), client.WithHTTPClient(&http.Client{Transport: ct}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func(text string) agenttest.Turn {
+		return func(agenttest.Request) agenttest.Reply { time.Sleep(time.Second); return agenttest.Reply{Content: text} }
+	}
+	shared.model.Add(
+		func(r agenttest.Request) agenttest.Reply {
+			time.Sleep(time.Second)
+			return agenttest.Reply{Calls: []agenttest.Call{{ID: "call_x", Name: "run_python", Arguments: `{"code":"print(1)"}`}}}
+		},
+		slow("finally"),
+	)
+	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "slowly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []client.Event
+	if err := c.FollowRun(ctx, run.ID, 0, func(ev client.Event) error { evs = append(evs, ev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: %v", i, ev.Seq, types(evs))
+		}
+	}
+	if len(evs) < 4 || evs[len(evs)-1].Type != client.EventRunFinished {
+		t.Fatalf("events %v", types(evs))
+	}
+	if n := ct.n.Load(); n < 2 {
+		t.Fatalf("%d connections: the stream was never resumed", n)
+	}
 }
