@@ -379,9 +379,17 @@ func TestCancelRun(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	shared.model.Add(func(agenttest.Request) agenttest.Reply { <-release; return agenttest.Reply{Content: "late"} })
+	asked := len(shared.model.Requests())
 	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "wait"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Cancel once the model holds the request, so the scripted turn is used
+	// by this run and no other test's.
+	for deadline := time.Now().Add(time.Minute); len(shared.model.Requests()) == asked; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never asked the model")
+		}
 	}
 	got, err := c.CancelRun(ctx, run.ID)
 	if err != nil {
@@ -432,7 +440,10 @@ func TestFollowRunReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := func(text string) agenttest.Turn {
-		return func(agenttest.Request) agenttest.Reply { time.Sleep(time.Second); return agenttest.Reply{Content: text} }
+		return func(agenttest.Request) agenttest.Reply {
+			time.Sleep(time.Second)
+			return agenttest.Reply{Content: text}
+		}
 	}
 	shared.model.Add(
 		func(r agenttest.Request) agenttest.Reply {
