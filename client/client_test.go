@@ -368,7 +368,7 @@ func TestRunEventsResume(t *testing.T) {
 		t.Fatalf("cancel after the end: %+v %v", got, err)
 	}
 	_, err = c.DecideApproval(ctx, run.ID, "apv-nope", true, "fine")
-	apiError(t, err, http.StatusConflict, client.CodeConflict)
+	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
 	_, err = c.DecideApproval(ctx, "run_nope", "apv-nope", true, "")
 	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
 }
