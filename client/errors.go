@@ -24,6 +24,7 @@ const (
 	CodeTooLarge     Code = "too_large"    // 413 body, upload or file over its limit
 	CodeRateLimited  Code = "rate_limited" // 429 the key's request rate is over its limit
 	CodeBusy         Code = "busy"         // 429 concurrency or capacity limit
+	CodeQuota        Code = "quota"        // 429 the owner's budget (sessions, memory, bytes) is spent
 	CodeInternal     Code = "internal"     // 500 platform failure
 	CodeUnavailable  Code = "unavailable"  // 503 Docker, Redis or workers unreachable
 	CodeNotReady     Code = "not_ready"    // 503 a readiness check failed
@@ -64,10 +65,10 @@ func (e *APIError) Error() string {
 }
 
 // Temporary reports whether retrying later may succeed: rate limited,
-// busy, unavailable, not ready or past a deadline.
+// busy, over quota, unavailable, not ready or past a deadline.
 func (e *APIError) Temporary() bool {
 	switch e.Code {
-	case CodeRateLimited, CodeBusy, CodeUnavailable, CodeNotReady, CodeDeadline:
+	case CodeRateLimited, CodeBusy, CodeQuota, CodeUnavailable, CodeNotReady, CodeDeadline:
 		return true
 	}
 	return false
