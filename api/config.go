@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 	"time"
+
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Config holds every tunable of the HTTP API. Zero values are replaced by
@@ -55,9 +57,11 @@ type Config struct {
 	// the oldest artifacts are dropped first when the total is over the cap.
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
-	// SessionIdleTTL drops the API's record of a session unused this long
-	// (the sandbox expires the session itself on its own clock).
+	// SessionIdleTTL and SessionMaxLife expire the API's record of a
+	// session unused this long or open this long; the defaults are the
+	// sandbox's, so GET and tool calls answer 404 from the same moment.
 	SessionIdleTTL time.Duration
+	SessionMaxLife time.Duration
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -81,7 +85,8 @@ func DefaultConfig() Config {
 		ShutdownTimeout:     2 * time.Minute,
 		ArtifactTTL:         time.Hour,
 		ArtifactMaxBytes:    256 << 20,
-		SessionIdleTTL:      2 * time.Hour,
+		SessionIdleTTL:      sandbox.DefaultConfig().SessionIdle,
+		SessionMaxLife:      sandbox.DefaultConfig().SessionMaxLife,
 	}
 }
 
@@ -113,6 +118,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.ArtifactTTL, d.ArtifactTTL)
 	setInt64(&c.ArtifactMaxBytes, d.ArtifactMaxBytes)
 	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
+	setDur(&c.SessionMaxLife, d.SessionMaxLife)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

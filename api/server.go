@@ -83,7 +83,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		calls:     newGate(cfg.MaxConcurrentPerKey),
 		streams:   newGate(cfg.MaxStreamsPerKey),
 		artifacts: newArtifactStore(cfg.ArtifactTTL, cfg.ArtifactMaxBytes, cfg.Now),
-		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.Now),
+		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		openapi:   doc,
 		draining:  make(chan struct{}),
 	}
