@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // Dispatcher is the one gate every tool call goes through. It is safe for
@@ -21,7 +22,7 @@ type Dispatcher struct {
 	reg       *Registry
 	exec      Executor
 	log       *slog.Logger
-	policy    *policy
+	policy    *gate
 	redactor  *Redactor
 	approvals ApprovalStore
 }
@@ -53,7 +54,7 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 		reg:       reg,
 		exec:      exec,
 		log:       logger,
-		policy:    newPolicy(cfg),
+		policy:    newGate(cfg),
 		redactor:  NewRedactor(cfg.Secrets, env, cfg.SkipHostEnvRedaction),
 		approvals: store,
 	}
@@ -196,7 +197,7 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 }
 
 // policyContent explains the first refusing violation and lists the rest.
-func policyContent(first Violation, all []Violation) string {
+func policyContent(first violation, all []violation) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "refused by policy rule %s: %s", first.Rule, first.Message)
 	for _, v := range all {
@@ -257,8 +258,8 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
 	}
-	if act.SandboxPolicy && red.ExitCode == policyExitCode {
-		if rule, msg, ok := parsePolicyMarker(red.Stderr); ok {
+	if act.SandboxPolicy && red.ExitCode == policy.MarkerExitCode {
+		if rule, msg, ok := policy.ParseMarker(red.Stderr); ok {
 			res.Status, res.Reason = StatusRejected, "policy:"+rule
 			res.Content = "refused by policy rule " + rule + " (checked inside the sandbox after resolving symlinks): " + msg
 			return res, "refused"

@@ -58,7 +58,7 @@
 // # Policy
 //
 // Defence in depth on top of the container, on by default, each rule named
-// (see Rules) and reported as Reason "policy:<rule>". PolicyConfig
+// (see internal/policy.Rules) and reported as Reason "policy:<rule>". PolicyConfig
 // switches the shell, python and path-secret families off, single rules off
 // (Disabled), or turns single rules into approval requests
 // (RequireApproval).
