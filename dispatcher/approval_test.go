@@ -9,11 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redistest"
 )
 
 func TestApprovalExactlyOnce(t *testing.T) {
-	cfg := testConfig()
+	t.Run("memory", func(t *testing.T) { approvalExactlyOnce(t, testConfig()) })
+	t.Run("redis", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Approvals = approvals.NewRedis(redistest.Start(t, false).Client(t), "airlock:{test:approvals}", 0)
+		approvalExactlyOnce(t, cfg)
+	})
+}
+
+// approvalExactlyOnce holds a call and approves it concurrently: it runs
+// once, and the token is then spent.
+func approvalExactlyOnce(t *testing.T, cfg Config) {
 	cfg.ApprovalTools = []string{ToolExecuteShell}
 	ex := okExecutor()
 	d, _ := newTestDispatcher(t, cfg, ex)

@@ -2,6 +2,8 @@ package dispatcher
 
 import (
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
 // Config holds every tunable of a Dispatcher. Start from DefaultConfig and
@@ -35,8 +37,9 @@ type Config struct {
 	ApprovalTools []string
 	// ApprovalTTL is how long a pending approval stays valid.
 	ApprovalTTL time.Duration
-	// Approvals stores pending approvals; nil means a new in-memory store.
-	Approvals ApprovalStore
+	// Approvals stores pending approvals (internal/approvals: Memory or
+	// Redis); nil means a new in-memory store on the Now clock.
+	Approvals approvals.Store
 
 	// Secrets are extra literal values to redact from everything returned.
 	Secrets []string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
@@ -24,7 +25,7 @@ type Dispatcher struct {
 	log       *slog.Logger
 	policy    *gate
 	redactor  *Redactor
-	approvals ApprovalStore
+	approvals heldCalls
 }
 
 // New returns a Dispatcher with the built-in tools. exec runs sandbox
@@ -47,7 +48,7 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 	}
 	store := cfg.Approvals
 	if store == nil {
-		store = NewMemoryApprovals(cfg.Now)
+		store = approvals.NewMemory(cfg.Now)
 	}
 	return &Dispatcher{
 		cfg:       cfg,
@@ -56,7 +57,7 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 		log:       logger,
 		policy:    newGate(cfg),
 		redactor:  NewRedactor(cfg.Secrets, env, cfg.SkipHostEnvRedaction),
-		approvals: store,
+		approvals: heldCalls{store: store, now: cfg.Now},
 	}
 }
 

@@ -108,8 +108,9 @@
 // call exactly once (re-validated, policy re-checked except the approved
 // rules); Reject resolves it without running. A token resolves once: a
 // second use, an unknown or an expired token gives ErrApprovalNotFound.
-// Storage is the ApprovalStore interface (MemoryApprovals now; a Redis one
-// maps to SET PX / GETDEL).
+// Storage is Config.Approvals, an internal/approvals Store: in memory by
+// default, in Redis (a PX expiry and an atomic take script) under serve
+// --redis.
 //
 // # Audit
 //

@@ -14,7 +14,6 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
-	"github.com/airlock-dev/airlock/queue"
 )
 
 // runServe implements `airlock serve`: the HTTP API and web UI, the
@@ -59,17 +58,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return os.Getenv(k)
 	}
 	provider := agent.ResolveProvider(agent.Provider{BaseURL: *baseURL, Model: *model}, getenv)
-	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: *maxSteps}, Caller: "api"}
-	if sf.redis != "" {
-		// Pending approvals live in Redis next to the queue.
-		rdb, err := queue.NewRedisClient(sf.redis, 2*time.Second)
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-			return 2
-		}
-		defer rdb.Close()
-		mcfg.Pending = agent.NewRedisPending(rdb, "airlock:{"+sf.queueName+":agent}", 0)
-	}
+	// With --redis, pending approvals live in Redis next to the queue.
+	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: *maxSteps}, Caller: "api", Pending: st.agentApr}
 	runs := agent.NewManager(mcfg, agentTools{st.disp}, provider, log)
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
