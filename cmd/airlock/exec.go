@@ -35,8 +35,8 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "log to stderr")
 	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` to run the call on (env AIRLOCK_SERVER); empty: run here")
 	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fmt.Fprintln(stderr, "usage: airlock exec [flags] run_python|execute_shell [CODE]   (CODE from stdin when absent)")
