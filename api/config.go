@@ -3,8 +3,6 @@ package api
 import (
 	"fmt"
 	"time"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Config holds every tunable of the HTTP API. Zero values are replaced by
@@ -85,8 +83,8 @@ func DefaultConfig() Config {
 		ShutdownTimeout:     2 * time.Minute,
 		ArtifactTTL:         time.Hour,
 		ArtifactMaxBytes:    256 << 20,
-		SessionIdleTTL:      sandbox.DefaultConfig().SessionIdle,
-		SessionMaxLife:      sandbox.DefaultConfig().SessionMaxLife,
+		SessionIdleTTL:      15 * time.Minute, // the sandbox's default idle limit
+		SessionMaxLife:      2 * time.Hour,    // the sandbox's default maximum life
 	}
 }
 
