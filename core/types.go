@@ -35,7 +35,14 @@ const (
 	OpSessionOpen  Op = "session.open"  // create a session; Result.SessionID names it
 	OpSessionClose Op = "session.close" // destroy SessionID
 	OpFilePut      Op = "file.put"      // write Data to Path in SessionID's work folder
-	OpFileGet      Op = "file.get"      // read Path from SessionID's work folder
+	OpFileGet      Op = "file.get"      // read Path from SessionID's work folder (from Offset, at most Length bytes)
+	OpFileList     Op = "file.list"     // list the folder Path ("" for /work) of SessionID
+	// OpSessionInterrupt raises KeyboardInterrupt in SessionID's running call.
+	OpSessionInterrupt Op = "session.interrupt"
+	// OpSessionRestart replaces SessionID's Python process (files are kept).
+	OpSessionRestart Op = "session.restart"
+	// OpSessionInfo describes SessionID (Result.Session).
+	OpSessionInfo Op = "session.info"
 )
 
 // Limits bounds one execution. A zero field means "the server default"; a
@@ -66,6 +73,58 @@ type Request struct {
 	SessionID string            `json:"session_id,omitempty"`
 	Path      string            `json:"path,omitempty"` // for file operations, relative to /work
 	Data      []byte            `json:"data,omitempty"` // for OpFilePut
+	// Stdin is the call's standard input (empty: none).
+	Stdin string `json:"stdin,omitempty"`
+	// Background keeps processes a session call started running after it
+	// returns (by default they are stopped).
+	Background bool `json:"background,omitempty"`
+	// Offset is where OpFilePut writes (0 creates or truncates the file,
+	// more appends at exactly that offset) and where OpFileGet reads.
+	Offset int64 `json:"offset,omitempty"`
+	// Length bounds the bytes OpFileGet returns (0: the server maximum).
+	Length int64 `json:"length,omitempty"`
+}
+
+// ExecError is an exception the code raised, as structured data.
+type ExecError struct {
+	Name      string   `json:"name"`
+	Value     string   `json:"value"`
+	Traceback []string `json:"traceback"`
+}
+
+// Display is one rich output item: a MIME bundle (text/plain, text/html,
+// image/png as base64, ...) from the last expression or a display() call.
+type Display struct {
+	Data map[string]string `json:"data"`
+}
+
+// Dropped counts the output bytes left out of Stdout and Stderr (the
+// middle of a stream past its cap; the head and tail are kept).
+type Dropped struct {
+	Stdout int64 `json:"stdout"`
+	Stderr int64 `json:"stderr"`
+}
+
+// FileEntry is one item of a session folder listing.
+type FileEntry struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"` // file, dir, symlink or other
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"` // unix seconds
+}
+
+// SessionInfo describes a live session.
+type SessionInfo struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"owner"`
+	Created   time.Time `json:"created"`
+	LastUsed  time.Time `json:"last_used"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Container string    `json:"container"`
+	State     string    `json:"state"` // idle or busy
+	ExecCount int       `json:"exec_count"`
+	CPUMS     float64   `json:"cpu_ms"`    // CPU time of the session's container so far
+	MemBytes  int64     `json:"mem_bytes"` // its memory use now
 }
 
 // Artifact is a file the code produced: a matplotlib figure or a file
@@ -95,4 +154,23 @@ type Result struct {
 	// SessionEnded is true when the call's session was destroyed (for
 	// example an interpreter that could not be interrupted after a timeout).
 	SessionEnded bool `json:"session_ended,omitempty"`
+	// Error is the exception that ended the code, if any.
+	Error *ExecError `json:"error,omitempty"`
+	// ExecutionCount numbers a session's calls (1 for a one-shot call).
+	ExecutionCount int `json:"execution_count,omitempty"`
+	// Display holds rich outputs in the order they were produced.
+	Display []Display `json:"display,omitempty"`
+	// Dropped counts output bytes cut from the middle of each stream.
+	Dropped Dropped `json:"dropped"`
+	// KernelRestarted: the session's Python process died or was replaced
+	// during the call; files are kept, Python state is fresh.
+	KernelRestarted bool `json:"kernel_restarted,omitempty"`
+	// Size is the whole file's size, for OpFileGet and OpFilePut.
+	Size int64 `json:"size,omitempty"`
+	// Entries lists a folder, for OpFileList.
+	Entries []FileEntry `json:"entries,omitempty"`
+	// Session describes a session, for OpSessionInfo.
+	Session *SessionInfo `json:"session,omitempty"`
+	// Interrupted is true when OpSessionInterrupt found a call to interrupt.
+	Interrupted bool `json:"interrupted,omitempty"`
 }

@@ -42,7 +42,8 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 }
 
 // Exec runs one request on some worker (or, for a session, on the worker
-// holding it). Refusals by the worker come back as errors wrapping the
+// holding it). When ctx carries a core.Sink, the events the engine emits
+// while the call runs reach it, in order, before Exec returns. Refusals by the worker come back as errors wrapping the
 // sandbox sentinels; queue failures wrap the dispatcher's.
 func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error) {
 	payload, err := json.Marshal(req)
@@ -57,8 +58,12 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 	if id == "" {
 		id = newID()
 	}
-	out, err := c.q.Do(ctx, queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Payload: payload,
-		Deadline: time.Now().Add(timeout + c.cfg.Margin)})
+	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Payload: payload,
+		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
+	if sink := core.SinkFrom(ctx); sink != nil {
+		job.OnProgress = progressSink(sink)
+	}
+	out, err := c.q.Do(ctx, job)
 	if err != nil {
 		return core.Result{}, fmt.Errorf("jobs: %w", err)
 	}

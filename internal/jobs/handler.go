@@ -36,7 +36,7 @@ func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) 
 	if req.JobID == "" {
 		req.JobID = j.ID
 	}
-	res, err := h.engine.Handle(ctx, req)
+	res, err := h.engine.Handle(withQueueSink(ctx), req)
 	if ctx.Err() != nil {
 		if err == nil && req.Op == core.OpSessionOpen && res.SessionID != "" {
 			// Nobody will learn this session's id: close it rather than
