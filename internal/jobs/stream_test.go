@@ -13,11 +13,11 @@ import (
 // sessionEngine is a fake engine with one session whose exec emits events
 // and, for code "sleep", blocks until interrupted or cancelled.
 type sessionEngine struct {
-	mu          sync.Mutex
-	running     chan struct{} // closed when a "sleep" call starts
-	interrupt   chan struct{}
-	busy        bool
-	execs       int
+	mu        sync.Mutex
+	running   chan struct{} // closed when a "sleep" call starts
+	interrupt chan struct{}
+	busy      bool
+	execs     int
 }
 
 func newSessionEngine() *sessionEngine {
