@@ -250,11 +250,13 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if d.exec == nil {
 		return platformResult(ErrNoExecutor, tool), "failed"
 	}
-	sres, err := d.safeExec(ctx, req)
+	sctx, stopStream := d.streamContext(ctx)
+	sres, err := d.safeExec(sctx, req)
+	stopStream()
 	if err != nil {
 		return platformResult(err, tool), "failed"
 	}
-	red := d.redactor.Result(sres)
+	red := d.redactor.rich(d.redactor.Result(sres))
 	res := Result{Sandbox: &red, Status: mapSandboxStatus(red.Status)}
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
