@@ -34,6 +34,13 @@ type Sessions interface {
 	PutFile(ctx context.Context, owner, id, path string, data []byte) error
 	// GetFile reads path, relative to the session's work folder.
 	GetFile(ctx context.Context, owner, id, path string) ([]byte, error)
+	// InterruptSession raises KeyboardInterrupt in the session's running
+	// call and reports whether one was running.
+	InterruptSession(ctx context.Context, owner, id string) (bool, error)
+	// RestartSession replaces the session's Python process; files are kept.
+	RestartSession(ctx context.Context, owner, id string) error
+	// SessionInfo describes the live session: state, calls, resource use.
+	SessionInfo(ctx context.Context, owner, id string) (core.SessionInfo, error)
 }
 
 // Runs is the agent run manager, reduced to what the API calls.

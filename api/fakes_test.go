@@ -159,10 +159,14 @@ type fakeSessions struct {
 	open  map[string]string // id → owner
 	files map[string][]byte // id/path → data
 	err   error
+	// busy marks sessions running a call; interrupts and restarts count.
+	busy       map[string]bool
+	interrupts int
+	restarts   map[string]int
 }
 
 func newFakeSessions() *fakeSessions {
-	return &fakeSessions{open: map[string]string{}, files: map[string][]byte{}}
+	return &fakeSessions{open: map[string]string{}, files: map[string][]byte{}, busy: map[string]bool{}, restarts: map[string]int{}}
 }
 
 func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {

@@ -57,13 +57,6 @@ func (s *Server) openSession(c *gin.Context) {
 	c.JSON(http.StatusCreated, s.sessions.add(who, id, limits))
 }
 
-// getSession answers GET /v1/sessions/{id}.
-func (s *Server) getSession(c *gin.Context) {
-	if rec, ok := s.ownedSession(c, false); ok {
-		c.JSON(http.StatusOK, rec)
-	}
-}
-
 // closeSession answers DELETE /v1/sessions/{id} with 204.
 func (s *Server) closeSession(c *gin.Context) {
 	if !s.needSessions(c) {

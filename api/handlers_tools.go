@@ -52,34 +52,53 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 }
 
 // runToolCall checks the request, sends it through the dispatcher and
-// writes the tool message and structured result.
+// writes the tool message and structured result; with Accept:
+// text/event-stream or ?stream=true it streams the call (see streamCall).
 func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
+	call, ok := s.prepareCall(c, &req)
+	if !ok {
+		return
+	}
+	if wantsStream(c) {
+		s.streamCall(c, call)
+		return
+	}
+	out, e := s.finishCall(c.Request.Context(), call, s.deps.Dispatcher.Run(c.Request.Context(), call))
+	if e != nil {
+		abortError(c, e)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// prepareCall validates req and builds the dispatcher call; on a bad
+// request it writes the error and returns false.
+func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.Call, bool) {
 	if err := req.validate(); err != nil {
 		fail(c, err)
-		return
+		return dispatcher.Call{}, false
 	}
 	who := owner(c)
 	if req.SessionID != "" {
 		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
-			return
+			return dispatcher.Call{}, false
 		}
 	}
 	limits, err := req.Limits.toSandbox()
 	if err != nil {
 		fail(c, err)
-		return
+		return dispatcher.Call{}, false
 	}
 	mount, err := s.inputFolder(req.Input)
 	if err != nil {
 		fail(c, err)
-		return
+		return dispatcher.Call{}, false
 	}
 	if req.ID == "" {
 		req.ID = newID("call_")
 	}
-	ctx := c.Request.Context()
-	res := s.deps.Dispatcher.Run(ctx, dispatcher.Call{
+	return dispatcher.Call{
 		ID:        req.ID,
 		Name:      req.Function.Name,
 		Arguments: req.Function.Arguments,
@@ -88,29 +107,35 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		Mount:     mount,
 		Limits:    limits,
 		Caller:    "api",
-	})
+	}, true
+}
+
+// finishCall records what the call did to its session and builds the
+// answer: the 200 body, or the error a platform outcome maps to. A caller
+// who went away does not end the session: only the sandbox saying it is
+// gone does.
+func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispatcher.Result) (toolCallResponse, *Error) {
 	if res.CallID == "" {
-		res.CallID = req.ID
+		res.CallID = call.ID
 	}
 	if res.Name == "" {
-		res.Name = req.Function.Name
+		res.Name = call.Name
 	}
-	if req.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
+	if call.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
-		s.sessions.remove(req.SessionID)
-	} else if req.SessionID != "" {
-		s.sessions.touch(req.SessionID) // the sandbox counts idle time from the call's end
+		s.sessions.remove(call.SessionID)
+	} else if call.SessionID != "" {
+		s.sessions.touch(call.SessionID) // the sandbox counts idle time from the call's end
 	}
-	out := s.buildResponse(who, req.SessionID, res)
+	out := s.buildResponse(call.Owner, call.SessionID, res)
 	if e := statusError(res, out.Message); e != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			e = toError(ctx, ctx.Err()).withDetails(e.Details)
 		}
-		if e.Status >= 500 {
-			s.log.Warn("api: tool call failed", "owner", who, "tool", req.Function.Name, "status", res.Status, "err", res.Err)
+		if e.Status >= 500 && ctx.Err() == nil {
+			s.log.Warn("api: tool call failed", "owner", call.Owner, "tool", call.Name, "status", res.Status, "err", res.Err)
 		}
-		abortError(c, e)
-		return
+		return out, e
 	}
-	c.JSON(http.StatusOK, out)
+	return out, nil
 }

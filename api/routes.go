@@ -33,6 +33,8 @@ func (s *Server) routes() *gin.Engine {
 	// Authenticated. Streams hold their own slot, not a call slot.
 	v1 := r.Group("/v1", s.authenticate(), s.rateLimit())
 	v1.GET("/runs/:id/events", s.limitConcurrency(s.streams), s.runEvents)
+	// An interrupt must get through while calls hold every call slot.
+	v1.POST("/sessions/:id/interrupt", quick, s.interruptSession)
 
 	g := v1.Group("", s.limitConcurrency(s.calls))
 	g.GET("/tools", quick, s.listTools)
@@ -40,7 +42,9 @@ func (s *Server) routes() *gin.Engine {
 	g.GET("/artifacts/:artifact", quick, s.getArtifact)
 
 	g.POST("/sessions", slow, body, s.openSession)
+	g.GET("/sessions", quick, s.listSessions)
 	g.GET("/sessions/:id", quick, s.getSession)
+	g.POST("/sessions/:id/restart", slow, s.restartSession)
 	g.DELETE("/sessions/:id", slow, s.closeSession)
 	g.POST("/sessions/:id/tool-calls", slow, body, s.sessionToolCall)
 	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)

@@ -106,3 +106,20 @@ func (s *sessionStore) remove(id string) {
 	defer s.mu.Unlock()
 	delete(s.m, id)
 }
+
+// list returns copies of owner's live records.
+func (s *sessionStore) list(owner string) []sessionRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []sessionRecord
+	for id, r := range s.m {
+		switch {
+		case !now.Before(s.expiry(r)):
+			delete(s.m, id)
+		case r.Owner == owner:
+			out = append(out, s.view(r))
+		}
+	}
+	return out
+}

@@ -58,6 +58,16 @@ type toolResult struct {
 	Artifacts     []artifactView    `json:"artifacts"`
 	SessionID     string            `json:"session_id,omitempty"`
 	SessionEnded  bool              `json:"session_ended,omitempty"`
+	// Error is the exception that ended the code, as data.
+	Error *core.ExecError `json:"error,omitempty"`
+	// ExecutionCount numbers the session's calls (1 for a one-shot call).
+	ExecutionCount int `json:"execution_count,omitempty"`
+	// Display holds rich outputs (MIME bundles) in the order produced.
+	Display []core.Display `json:"display,omitempty"`
+	// Dropped counts output bytes cut from the middle of each stream.
+	Dropped *core.Dropped `json:"dropped,omitempty"`
+	// KernelRestarted: the session's Python state was lost during the call.
+	KernelRestarted bool `json:"kernel_restarted,omitempty"`
 }
 
 // toolCallResponse is the 200 answer of a tool call.
@@ -105,6 +115,9 @@ func (s *Server) buildResponse(owner, session string, res dispatcher.Result) too
 	r.ExitCode = &exit
 	r.Stdout, r.Stderr, r.Truncated = sb.Stdout, sb.Stderr, sb.Truncated
 	r.Message, r.Warnings, r.SessionEnded = sb.Message, sb.Warnings, sb.SessionEnded
+	r.Error, r.ExecutionCount, r.Display, r.KernelRestarted = sb.Error, sb.ExecutionCount, sb.Display, sb.KernelRestarted
+	dropped := sb.Dropped
+	r.Dropped = &dropped
 	for _, a := range sb.Artifacts {
 		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
 		if id, ok := s.artifacts.put(owner, session, a); ok {
