@@ -12,6 +12,7 @@ const state = {
   session: null,
   tools: null,
   run: null, // {id, lastSeq, done, abort}
+  running: null, // the notebook cell whose call is running
 };
 
 // ---------- HTTP ----------
@@ -279,6 +280,7 @@ function renderResult(out, r, fallbackContent) {
   out.replaceChildren();
   const head = el("div", "result-head");
   head.append(statusBadge(r.status));
+  if (r.execution_count) head.append(el("span", "muted", ` [${r.execution_count}]`));
   if (r.exit_code !== undefined && r.exit_code !== null) head.append(el("span", "muted", ` exit ${r.exit_code}`));
   if (r.duration_ms !== undefined) head.append(el("span", "muted", ` · ${r.duration_ms} ms`));
   if (r.truncated) head.append(el("span", "muted", " · truncated"));
@@ -286,9 +288,101 @@ function renderResult(out, r, fallbackContent) {
   if (r.stdout) out.append(el("pre", "stdout", r.stdout));
   if (r.stderr) out.append(el("pre", "stderr", r.stderr));
   if (!r.stdout && !r.stderr && fallbackContent) out.append(el("pre", "stdout", fallbackContent));
+  if (r.dropped && (r.dropped.stdout || r.dropped.stderr)) {
+    out.append(el("p", "muted", `output cut in the middle: ${r.dropped.stdout} bytes of stdout, ${r.dropped.stderr} of stderr`));
+  }
+  if (r.error && r.error.name) out.append(el("p", "error exc", `${r.error.name}: ${r.error.value || ""}`));
+  if (r.kernel_restarted) out.append(el("p", "muted", "The Python process was restarted: files are kept, variables are gone."));
+  for (const d of r.display || []) out.append(displayNode(d.data || {}));
   if (r.message) out.append(el("p", "muted", r.message));
   if (r.reason) out.append(el("p", "muted", `reason: ${r.reason}`));
   for (const a of r.artifacts || []) out.append(artifactNode(a));
+}
+
+// displayNode shows a rich output: an image, HTML in a sandboxed frame
+// (no scripts, no access to this page or its key), or plain text.
+function displayNode(data) {
+  const box = el("div", "display");
+  if (data["image/png"]) {
+    const img = el("img");
+    img.alt = "display output";
+    img.src = "data:image/png;base64," + data["image/png"];
+    box.append(img);
+  } else if (data["text/html"]) {
+    const f = el("iframe");
+    f.setAttribute("sandbox", "");
+    f.title = "HTML output";
+    f.srcdoc = data["text/html"];
+    box.append(f);
+  } else {
+    box.append(el("pre", "stdout", data["text/plain"] || ""));
+  }
+  return box;
+}
+
+// parseSSE feeds each complete event of an SSE text buffer to onEvent(name,
+// data) and returns what is left over.
+function parseSSE(buf, onEvent) {
+  let i;
+  while ((i = buf.indexOf("\n\n")) >= 0) {
+    const block = buf.slice(0, i);
+    buf = buf.slice(i + 2);
+    let name = "message", data = "";
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) name = line.slice(6).trim();
+      else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+    }
+    if (data) onEvent(name, data);
+  }
+  return buf;
+}
+
+// liveOutput shows a call's output as it arrives: stdout and stderr in one
+// pre each (in order of arrival), rich items and file names below.
+function liveOutput(out) {
+  out.replaceChildren();
+  const live = el("div", "live");
+  out.append(live);
+  let last = null;
+  return (ev) => {
+    if (ev.kind === "stdout" || ev.kind === "stderr") {
+      if (!last || last.className !== ev.kind) {
+        last = el("pre", ev.kind);
+        live.append(last);
+      }
+      last.append(document.createTextNode(ev.text || ""));
+    } else if (ev.kind === "display") {
+      last = null;
+      live.append(displayNode(ev.data || {}));
+    } else if (ev.kind === "artifact" && ev.artifact) {
+      last = null;
+      live.append(el("p", "muted", `file: ${ev.artifact.name}`));
+    }
+  };
+}
+
+// streamToolCall posts a tool call with Accept: text/event-stream, passes
+// live events to onEvent and resolves with the final answer (the same
+// object as the JSON call). An error event or status rejects with APIError.
+async function streamToolCall(path, body, onEvent, signal) {
+  const res = await api("POST", path, { json: body, raw: true, signal, headers: { Accept: "text/event-stream" } });
+  if (!(res.headers.get("Content-Type") || "").startsWith("text/event-stream")) return res.json();
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "", final = null, failure = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf = parseSSE(buf + value, (name, data) => {
+      let v;
+      try { v = JSON.parse(data); } catch { return; }
+      if (name === "result") final = v;
+      else if (name === "error") failure = new APIError(v.status || 500, v);
+      else onEvent(v);
+    });
+  }
+  if (failure) throw failure;
+  if (!final) throw new Error("the stream ended without a result");
+  return final;
 }
 
 // ---------- notebook ----------
@@ -324,9 +418,10 @@ async function runCell(node) {
     const s = await ensureSession();
     const args = {};
     args[tool.arg] = code;
-    const res = await api("POST", `/v1/sessions/${s.id}/tool-calls`, {
-      json: { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } },
-    });
+    state.running = node;
+    $("interrupt").disabled = false;
+    const res = await streamToolCall(`/v1/sessions/${s.id}/tool-calls`,
+      { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } }, liveOutput(out));
     renderResult(out, res.result, res.message.content);
     status.textContent = "";
     node.dataset.status = res.result.status;
@@ -340,6 +435,36 @@ async function runCell(node) {
     node.dataset.status = "failed";
   } finally {
     btn.disabled = false;
+    if (state.running === node) {
+      state.running = null;
+      $("interrupt").disabled = true;
+    }
+  }
+}
+
+// interruptSession stops the running cell (KeyboardInterrupt); the
+// session keeps its variables.
+async function interruptSession() {
+  if (!state.session) return;
+  try {
+    const r = await api("POST", `/v1/sessions/${state.session.id}/interrupt`);
+    $("kernel-status").textContent = r.interrupted ? "interrupted" : "nothing was running";
+  } catch (e) {
+    if (!sessionGone(e)) showAlert(explain(e));
+  }
+}
+
+// restartSession gives the session a fresh Python process; files stay.
+async function restartSession() {
+  if (!state.session) return;
+  $("restart").disabled = true;
+  try {
+    await api("POST", `/v1/sessions/${state.session.id}/restart`);
+    $("kernel-status").textContent = "restarted: variables cleared, files kept";
+  } catch (e) {
+    if (!sessionGone(e)) showAlert(explain(e));
+  } finally {
+    $("restart").disabled = false;
   }
 }
 
@@ -488,13 +613,26 @@ function renderEvent(run, ev) {
       box.append(call);
       break;
     }
+    case "tool_output": {
+      // live output of a running tool call (stdout, stderr, display, artifact)
+      const box = stepBox(run, ev.step);
+      const call = [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (d.id || ""));
+      if (!call) break;
+      const out = call.querySelector(".output");
+      if (!out.live) out.live = liveOutput(out);
+      out.live(d);
+      break;
+    }
     case "tool_result": {
       const box = stepBox(run, ev.step);
       let call = [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (d.id || ""));
       if (!call) { call = el("div", "tool-call"); call.append(el("div", "output")); box.append(call); }
       const r = Object.assign({ status: d.status, duration_ms: d.duration_ms, reason: d.reason, artifacts: d.artifacts,
-        stdout: d.stdout, stderr: d.stderr, exit_code: d.exit_code, truncated: d.truncated }, d.result || {});
-      renderResult(call.querySelector(".output"), r, d.content);
+        stdout: d.stdout, stderr: d.stderr, exit_code: d.exit_code, truncated: d.truncated, error: d.error,
+        display: d.display, dropped: d.dropped, execution_count: d.execution_count }, d.result || {});
+      const out = call.querySelector(".output");
+      out.live = null;
+      renderResult(out, r, d.content);
       break;
     }
     case "approval_needed": {
@@ -569,6 +707,8 @@ async function init() {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) $("ask-form").requestSubmit();
   });
   $("cancel").addEventListener("click", cancelRun);
+  $("interrupt").addEventListener("click", interruptSession);
+  $("restart").addEventListener("click", restartSession);
   $("add-cell").addEventListener("click", () => addCell("python", "").querySelector(".code").focus());
   addCell("python", "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16])\nplt.title('squares')\nplt.show()");
   try {
