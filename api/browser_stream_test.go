@@ -28,7 +28,7 @@ func TestBrowserNotebookLiveOutput(t *testing.T) {
 		var out strings.Builder
 		for i := range 3 {
 			line := fmt.Sprintf("line %d\n", i)
-			core.Emit(ctx, core.Event{Kind: "stdout", Text: line})
+			emit(ctx, core.Event{Kind: "stdout", Text: line})
 			out.WriteString(line)
 			select {
 			case <-step:
@@ -36,7 +36,7 @@ func TestBrowserNotebookLiveOutput(t *testing.T) {
 				return dispatcher.Result{CallID: call.ID, Status: dispatcher.StatusUnavailable, Err: ctx.Err()}
 			}
 		}
-		core.Emit(ctx, core.Event{Kind: "stderr", Text: "KeyboardInterrupt\n"})
+		emit(ctx, core.Event{Kind: "stderr", Text: "KeyboardInterrupt\n"})
 		return dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusError, Content: out.String(),
 			Sandbox: &core.Result{Status: core.StatusError, ExitCode: 1, Stdout: out.String(), Stderr: "KeyboardInterrupt\n", ExecutionCount: 1,
 				Error: &core.ExecError{Name: "KeyboardInterrupt", Value: "", Traceback: []string{"KeyboardInterrupt"}}}}

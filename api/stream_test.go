@@ -54,12 +54,12 @@ func parseCallSSE(t *testing.T, body []byte) []callSSE {
 // emitting is a dispatcher run that streams two lines, a display item and
 // an artifact, then answers like a rich Python result.
 func emitting(ctx context.Context, call dispatcher.Call) dispatcher.Result {
-	core.Emit(ctx, core.Event{Kind: "stdout", Text: "0\n"})
-	core.Emit(ctx, core.Event{Kind: "stderr", Text: "warn\n"})
-	core.Emit(ctx, core.Event{Kind: "stdout", Text: "1\n"})
-	core.Emit(ctx, core.Event{Kind: "display", Data: map[string]string{"text/plain": "42", "text/html": "<b>42</b>"}})
-	core.Emit(ctx, core.Event{Kind: "artifact", Artifact: &core.Artifact{Name: "p.png", MIME: "image/png", Size: 3}})
-	core.Emit(ctx, core.Event{Kind: "bogus", Text: "x"})
+	emit(ctx, core.Event{Kind: "stdout", Text: "0\n"})
+	emit(ctx, core.Event{Kind: "stderr", Text: "warn\n"})
+	emit(ctx, core.Event{Kind: "stdout", Text: "1\n"})
+	emit(ctx, core.Event{Kind: "display", Data: map[string]string{"text/plain": "42", "text/html": "<b>42</b>"}})
+	emit(ctx, core.Event{Kind: "artifact", Artifact: &core.Artifact{Name: "p.png", MIME: "image/png", Size: 3}})
+	emit(ctx, core.Event{Kind: "bogus", Text: "x"})
 	sb := &core.Result{Status: core.StatusError, ExitCode: 1, Stdout: "0\n1\n", Stderr: "warn\nZeroDivisionError: division by zero\n",
 		ExecutionCount: 4, Dropped: core.Dropped{Stdout: 10},
 		Error:   &core.ExecError{Name: "ZeroDivisionError", Value: "division by zero", Traceback: []string{"Traceback", "ZeroDivisionError: division by zero"}},
@@ -144,7 +144,7 @@ func TestStreamedEventsArriveLive(t *testing.T) {
 	h := newHarness(t, nil)
 	release := make(chan struct{})
 	h.disp.run = func(ctx context.Context, call dispatcher.Call) dispatcher.Result {
-		core.Emit(ctx, core.Event{Kind: "stdout", Text: "first\n"})
+		emit(ctx, core.Event{Kind: "stdout", Text: "first\n"})
 		<-release
 		return dispatcher.Result{CallID: call.ID, Status: dispatcher.StatusOK, Sandbox: &core.Result{Status: core.StatusOK, Stdout: "first\n"}}
 	}
@@ -281,4 +281,11 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+// emit sends ev to the sink ctx carries, as the sandbox does.
+func emit(ctx context.Context, ev core.Event) {
+	if s := core.SinkFrom(ctx); s != nil {
+		s(ev)
+	}
 }

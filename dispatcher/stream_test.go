@@ -21,7 +21,7 @@ type streamExecutor struct {
 
 func (e *streamExecutor) Exec(ctx context.Context, _ core.Request) (core.Result, error) {
 	for _, ev := range e.script {
-		core.Emit(ctx, ev)
+		emit(ctx, ev)
 		time.Sleep(e.pause)
 	}
 	return e.result, nil
@@ -138,5 +138,12 @@ func TestStreamFlushesPartialLineAfterDelay(t *testing.T) {
 	d.Run(core.WithSink(context.Background(), c2.sink), Call{ID: "c", Name: ToolRunPython, Arguments: json.RawMessage(`{"code":"1"}`)})
 	if evs := c2.events(); len(evs) != 1 || evs[0].Text != long {
 		t.Fatalf("long line: %d events", len(evs))
+	}
+}
+
+// emit sends ev to the sink ctx carries, as the sandbox does.
+func emit(ctx context.Context, ev core.Event) {
+	if s := core.SinkFrom(ctx); s != nil {
+		s(ev)
 	}
 }
