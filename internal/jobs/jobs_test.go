@@ -35,6 +35,12 @@ func stack(t *testing.T, eng Engine) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stackOn(t, q, eng)
+}
+
+// stackOn runs one worker (two slots) over eng on q and returns a client.
+func stackOn(t *testing.T, q queue.Queue, eng Engine) *Client {
+	t.Helper()
 	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 2}, NewHandler(eng))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/queue"
 )
 
 // sessionEngine is a fake engine with one session whose exec emits events
@@ -84,8 +86,27 @@ func (e *sessionEngine) Handle(ctx context.Context, req core.Request) (core.Resu
 	return core.Result{Status: core.StatusOK, Stdout: "0\n1\n", ExecutionCount: n}, nil
 }
 
+// backends runs f on the in-process queue and on a real redis-server.
+func backends(t *testing.T, f func(t *testing.T, mk func(Engine) *Client)) {
+	t.Run("memory", func(t *testing.T) { f(t, func(e Engine) *Client { return stack(t, e) }) })
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t, false)
+		f(t, func(e Engine) *Client {
+			q, err := queue.Open(queue.Config{RedisURL: srv.URL(), Name: "jobs-stream"}, queue.Deps{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return stackOn(t, q, e)
+		})
+	})
+}
+
 func TestEventsReachTheCallersSinkInOrder(t *testing.T) {
-	c := stack(t, newSessionEngine())
+	backends(t, testEventsInOrder)
+}
+
+func testEventsInOrder(t *testing.T, mk func(Engine) *Client) {
+	c := mk(newSessionEngine())
 	ctx := context.Background()
 	id, err := c.OpenSession(ctx, "o", core.Limits{})
 	if err != nil {
@@ -113,8 +134,12 @@ func TestEventsReachTheCallersSinkInOrder(t *testing.T) {
 }
 
 func TestInterruptReachesTheRunningSessionCall(t *testing.T) {
+	backends(t, testInterrupt)
+}
+
+func testInterrupt(t *testing.T, mk func(Engine) *Client) {
 	eng := newSessionEngine()
-	c := stack(t, eng)
+	c := mk(eng)
 	ctx := context.Background()
 	id, err := c.OpenSession(ctx, "o", core.Limits{})
 	if err != nil {
