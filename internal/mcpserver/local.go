@@ -42,8 +42,11 @@ func NewLocal(disp Dispatcher, exec dispatcher.Executor) (Backend, error) {
 }
 
 // Tools implements Backend from the registry.
-func (l *local) Tools() []Tool {
-	specs := l.disp.Registry().Specs()
+func (l *local) Tools() []Tool { return RegistryTools(l.disp.Registry()) }
+
+// RegistryTools lists reg's tools as MCP serves them.
+func RegistryTools(reg *dispatcher.Registry) []Tool {
+	specs := reg.Specs()
 	out := make([]Tool, 0, len(specs))
 	for _, s := range specs {
 		out = append(out, Tool{Name: s.Name, Description: s.Description, Parameters: s.Parameters, ReadOnly: s.Risk == dispatcher.RiskLow})

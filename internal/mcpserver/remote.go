@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
@@ -26,23 +27,43 @@ type remote struct {
 	sessions bool
 }
 
-// NewRemote returns the Backend of the server c talks to (server is its
-// URL, for messages). It reads the server's /v1/tools once, so the MCP
-// tools are exactly the server's, and /v1/info to know whether the server
-// has sessions (without them every call runs one-shot).
-func NewRemote(ctx context.Context, c *client.Client, server string) (Backend, error) {
+// RemoteConfig tunes a remote Backend.
+type RemoteConfig struct {
+	// Server is the server's URL, for messages.
+	Server string
+	// Fallback are the tools served when the server cannot list its own
+	// at start (unreachable, or the key refused): every call still goes to
+	// the server, whose answer then tells the model what is wrong.
+	Fallback []Tool
+	// Logger receives the warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewRemote returns the Backend of the server c talks to. It reads the
+// server's /v1/tools once, so the MCP tools are exactly the server's, and
+// /v1/info to know whether the server has sessions (without them every
+// call runs one-shot).
+func NewRemote(ctx context.Context, c *client.Client, cfg RemoteConfig) (Backend, error) {
 	if c == nil {
 		return nil, errors.New("mcpserver: remote backend: a client is required")
 	}
-	info, err := c.GetInfo(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: remote backend: %s", describe(err, server))
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &remote{c: c, server: cfg.Server, sessions: true}
+	if info, err := c.GetInfo(ctx); err == nil {
+		r.sessions = info.Sessions
 	}
 	list, err := c.ListTools(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mcpserver: remote backend: %s", describe(err, server))
+		if len(cfg.Fallback) == 0 {
+			return nil, fmt.Errorf("mcpserver: remote backend: %s", describe(err, cfg.Server))
+		}
+		log.Warn("mcp: cannot list the server's tools; serving the built-in list, calls will report the server's answer", "err", describe(err, cfg.Server))
+		r.tools = cfg.Fallback
+		return r, nil
 	}
-	r := &remote{c: c, server: server, sessions: info.Sessions}
 	for _, t := range list {
 		var params map[string]any
 		if err := json.Unmarshal(t.Function.Parameters, &params); err != nil {
