@@ -39,8 +39,8 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` whose tools to serve (env AIRLOCK_SERVER); empty: run here")
 	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
