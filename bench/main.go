@@ -5,7 +5,7 @@
 //
 // Sections: 1 the sandbox engine through the CLI and a long-lived server,
 // 2 the warm pool in-process, 3 the job queue (Redis and in-process), 4 the
-// HTTP API under load. Variants are interleaved and each measured call starts
+// HTTP API under load, 5 MCP over streamable HTTP against the REST API. Variants are interleaved and each measured call starts
 // on a quiet machine (see quiet.go) so that no variant pays for another's
 // background work.
 package main
@@ -50,6 +50,7 @@ func run() int {
 		{"2", "warm pool", sectionPool},
 		{"3", "queue", sectionQueue},
 		{"4", "api", sectionAPI},
+		{"5", "mcp", sectionMCP},
 	}
 	failed := 0
 	for _, s := range sections {

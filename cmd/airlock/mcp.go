@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
 )
 
@@ -22,7 +25,9 @@ const mcpOwner = "local"
 
 // runMCP implements `airlock mcp`: an MCP server on stdin/stdout for a
 // local host (Claude Desktop, VS Code, Cursor...), over the same embedded
-// stack as `exec`. Logs go to stderr; stdout carries only the protocol.
+// stack as `exec`, or with --server over a running `airlock serve` (its
+// /v1 routes through the Go client). Logs go to stderr; stdout carries
+// only the protocol.
 func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,12 +36,18 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 1)
 	lf.register(fs)
 	mount := fs.String("mount", "", "host folder mounted read-only at /workspace in every session")
+	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` whose tools to serve (env AIRLOCK_SERVER); empty: run here")
+	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
+		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
+		return 2
+	}
+	if *server != "" && *mount != "" {
+		fmt.Fprintln(stderr, "airlock mcp: --mount names a host folder and cannot be sent to --server; the server's operator allows input folders")
 		return 2
 	}
 	lim, err := lf.limits()
@@ -62,14 +73,25 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := buildStack(ctx, &sf, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return 1
+	var be mcpserver.Backend
+	if *server != "" {
+		if be, err = remoteBackend(ctx, *server, *key, log); err != nil {
+			fmt.Fprintf(stderr, "airlock mcp: --server: %v\n", err)
+			return 1
+		}
+	} else {
+		st, err := buildStack(ctx, &sf, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+			return 1
+		}
+		defer st.close()
+		if be, err = mcpserver.NewLocal(st.disp, st.client); err != nil {
+			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+			return 1
+		}
 	}
-	defer st.close()
-	srv, err := mcpserver.New(mcpserver.Config{Mount: *mount, Limits: lim},
-		mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	srv, err := mcpserver.New(mcpserver.Config{Mount: *mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
 		return 1
@@ -85,6 +107,21 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// remoteBackend is the Backend of the server at url: its tools, calls,
+// sessions and files through the Go client. When the server's tools
+// cannot be listed (unreachable, key refused) the built-in registry's are
+// served, and each call reports what the server answered.
+func remoteBackend(ctx context.Context, url, key string, log *slog.Logger) (mcpserver.Backend, error) {
+	c, err := client.New(url, client.WithAPIKey(key), client.WithUserAgent("airlock-mcp/1"))
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	builtin := mcpserver.RegistryTools(dispatcher.New(dispatcher.DefaultConfig(), nil, nil).Registry())
+	return mcpserver.NewRemote(sctx, c, mcpserver.RemoteConfig{Server: url, Fallback: builtin, Logger: log})
 }
 
 // nopWriteCloser is a Writer whose Close does nothing (stdout stays open).

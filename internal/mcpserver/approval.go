@@ -58,7 +58,7 @@ func (s *Server) resumeApproval(ctx context.Context, req *mcp.CallToolRequest, s
 		return s.reject(ctx, held, "this call needs human approval and the MCP client sent no answer; the call did not run", "no elicitation answer"), true
 	}
 	if approve, _ := er.Content["approve"].(bool); er.Action == "accept" && approve {
-		res, err := s.disp.Approve(ctx, token)
+		res, err := s.be.Approve(ctx, token)
 		if err != nil {
 			s.log.Warn("mcp: approve", "owner", st.owner, "err", err)
 		}
@@ -70,7 +70,7 @@ func (s *Server) resumeApproval(ctx context.Context, req *mcp.CallToolRequest, s
 // reject resolves the held call as rejected and returns a result carrying
 // msg for the model.
 func (s *Server) reject(ctx context.Context, held dispatcher.Result, msg, reason string) dispatcher.Result {
-	res, err := s.disp.Reject(ctx, held.ApprovalToken, reason)
+	res, err := s.be.Reject(ctx, held.ApprovalToken, reason)
 	if err != nil {
 		s.log.Warn("mcp: reject", "err", err)
 	}

@@ -1,25 +1,12 @@
 package mcpserver
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 )
-
-// Dispatcher is the one gate every tool call goes through.
-type Dispatcher interface {
-	// Run validates, authorises and executes one call.
-	Run(ctx context.Context, call dispatcher.Call) dispatcher.Result
-	// Approve runs the call held under token.
-	Approve(ctx context.Context, token string) (dispatcher.Result, error)
-	// Reject resolves the call held under token without running it.
-	Reject(ctx context.Context, token, reason string) (dispatcher.Result, error)
-	// Registry is the tool registry the MCP tools are generated from.
-	Registry() *dispatcher.Registry
-}
 
 // Config tunes a Server. Zero values take the defaults of DefaultConfig.
 type Config struct {
@@ -86,13 +73,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Deps are a Server's collaborators. Dispatcher and Executor are required.
+// Deps are a Server's collaborators: a Backend, or a Dispatcher and an
+// Executor from which the local Backend is built.
 type Deps struct {
-	// Dispatcher runs every tool call.
+	// Backend serves the tools, calls, sessions and files. When nil, the
+	// local Backend over Dispatcher and Executor is used.
+	Backend Backend
+	// Dispatcher runs every tool call (local only).
 	Dispatcher Dispatcher
 	// Executor opens and closes sessions (core.OpSessionOpen and
 	// OpSessionClose) and reads session files (OpFileGet), as the REST
-	// API's session routes do; it never runs tool calls.
+	// API's session routes do; it never runs tool calls (local only).
 	Executor dispatcher.Executor
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger

@@ -65,7 +65,7 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if sid == "" {
 		return out, nil
 	}
-	res := s.disp.Run(ctx, dispatcher.Call{ID: callID(), Name: "list_directory", Owner: owner, SessionID: sid, Caller: callerMCP,
+	res := s.be.Run(ctx, dispatcher.Call{ID: callID(), Name: "list_directory", Owner: owner, SessionID: sid, Caller: callerMCP,
 		Arguments: fmt.Appendf(nil, `{"path":"/work","recursive":true,"max_entries":%d}`, s.cfg.MaxResources)})
 	if gone(res) {
 		st.forget(sid)
@@ -97,7 +97,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	sid := st.current()
-	res, err := s.exec.Exec(ctx, core.Request{Op: core.OpFileGet, Owner: st.owner, SessionID: sid, Path: rel})
+	data, err := s.be.ReadFile(ctx, st.owner, sid, rel)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		st.forget(sid)
@@ -106,14 +106,12 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	case err != nil:
 		return nil, fmt.Errorf("mcpserver: read %s: %w", uri, err)
-	case res.Status == core.StatusRejected:
-		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeOf(rel)}
-	if utf8.Valid(res.Data) && !strings.HasPrefix(rc.MIMEType, "image/") {
-		rc.Text = string(res.Data)
+	if utf8.Valid(data) && !strings.HasPrefix(rc.MIMEType, "image/") {
+		rc.Text = string(data)
 	} else {
-		rc.Blob = res.Data
+		rc.Blob = data
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }

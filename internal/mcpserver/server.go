@@ -9,16 +9,13 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/airlock-dev/airlock/dispatcher"
 )
 
-// Server builds MCP servers over one dispatcher and tracks the Airlock
+// Server builds MCP servers over one Backend and tracks the Airlock
 // session of every MCP session. It is safe for concurrent use.
 type Server struct {
 	cfg       Config
-	disp      Dispatcher
-	exec      dispatcher.Executor
+	be        Backend
 	log       *slog.Logger
 	outSchema map[string]any
 
@@ -31,11 +28,15 @@ type Server struct {
 
 // New returns a Server. It fails when a required dependency is missing.
 func New(cfg Config, deps Deps) (*Server, error) {
-	if deps.Dispatcher == nil {
-		return nil, errors.New("mcpserver: Deps.Dispatcher is required")
-	}
-	if deps.Executor == nil {
-		return nil, errors.New("mcpserver: Deps.Executor is required")
+	be := deps.Backend
+	if be == nil {
+		if deps.Dispatcher == nil || deps.Executor == nil {
+			return nil, errors.New("mcpserver: Deps.Backend, or Deps.Dispatcher and Deps.Executor, are required")
+		}
+		var err error
+		if be, err = NewLocal(deps.Dispatcher, deps.Executor); err != nil {
+			return nil, err
+		}
 	}
 	log := deps.Logger
 	if log == nil {
@@ -47,8 +48,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	return &Server{
 		cfg:       cfg.withDefaults(),
-		disp:      deps.Dispatcher,
-		exec:      deps.Executor,
+		be:        be,
 		log:       log,
 		outSchema: out,
 		sessions:  map[*mcp.ServerSession]*session{},
@@ -60,7 +60,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 // registry's tools, the session files as resources.
 func (s *Server) MCPServer(owner string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: s.cfg.Name, Version: s.cfg.Version}, &mcp.ServerOptions{
-		Instructions: s.disp.Registry().SystemPrompt(),
+		Instructions: s.be.Instructions(),
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},

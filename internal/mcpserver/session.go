@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -85,24 +84,21 @@ func (s *Server) lookup(ss *mcp.ServerSession) (*session, bool) {
 }
 
 // ensure returns st's Airlock session id, opening the session when it has
-// none yet.
+// none yet; "" when the backend has no sessions.
 func (s *Server) ensure(ctx context.Context, st *session) (string, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.id != "" {
 		return st.id, nil
 	}
-	res, err := s.exec.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: st.owner, Limits: s.cfg.Limits, Mount: s.cfg.Mount})
+	id, err := s.be.OpenSession(ctx, st.owner, s.cfg.Limits, s.cfg.Mount)
 	if err != nil {
-		return "", fmt.Errorf("mcpserver: open session: %w", err)
+		return "", err
 	}
-	if res.Status == core.StatusRejected {
-		return "", fmt.Errorf("mcpserver: open session: %w: %s", core.ErrInvalid, res.Message)
+	if id == "" {
+		return "", nil // no sessions: calls run one-shot
 	}
-	if res.SessionID == "" {
-		return "", errors.New("mcpserver: open session: the sandbox returned no session id")
-	}
-	st.id = res.SessionID
+	st.id = id
 	s.log.Info("mcp: session opened", "owner", st.owner, "session", st.id)
 	return st.id, nil
 }
@@ -134,7 +130,7 @@ func (s *Server) closeSandbox(st *session) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
 	defer cancel()
-	if _, err := s.exec.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: st.owner, SessionID: id}); err != nil && !errors.Is(err, core.ErrNotFound) {
+	if err := s.be.CloseSession(ctx, st.owner, id); err != nil && !errors.Is(err, core.ErrNotFound) {
 		s.log.Warn("mcp: close session", "owner", st.owner, "session", id, "err", err)
 		return
 	}

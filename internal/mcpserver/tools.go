@@ -14,25 +14,24 @@ import (
 // callerMCP marks MCP calls in the audit log.
 const callerMCP = "mcp"
 
-// addTools registers every registry tool on srv, with the registry's
+// addTools registers every tool of the backend on srv, with the registry's
 // name, description and parameter schema, and the Result output schema.
 func (s *Server) addTools(srv *mcp.Server, owner string) {
 	h := s.callTool(owner)
-	for _, spec := range s.disp.Registry().Specs() {
-		readOnly := spec.Risk == dispatcher.RiskLow
+	for _, tl := range s.be.Tools() {
 		srv.AddTool(&mcp.Tool{
-			Name:         spec.Name,
-			Description:  spec.Description,
-			InputSchema:  spec.Parameters,
+			Name:         tl.Name,
+			Description:  tl.Description,
+			InputSchema:  tl.Parameters,
 			OutputSchema: s.outSchema,
-			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: new(false)},
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: tl.ReadOnly, OpenWorldHint: new(false)},
 		}, h)
 	}
 }
 
 // callTool returns the tools/call handler of owner's server: open the MCP
 // session's Airlock session if needed, run the call through the
-// dispatcher, resolve an approval, render the result.
+// backend (the dispatcher's Run, locally or on the remote server), resolve an approval, render the result.
 func (s *Server) callTool(owner string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		st, err := s.session(req.Session, owner)
@@ -57,14 +56,14 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		call := dispatcher.Call{ID: callID(), Name: req.Params.Name, Arguments: args, Owner: owner,
 			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
 		stop := s.progress(ctx, req)
-		res := s.disp.Run(ctx, call)
+		res := s.be.Run(ctx, call)
 		if lost(res) && ctx.Err() == nil {
 			// Nothing ran: the sandbox session is gone (expired, or ended
 			// by the sandbox). Run once in a fresh one and say so.
 			st.forget(sid)
 			if sid, err = s.ensure(ctx, st); err == nil {
 				call.SessionID = sid
-				res = s.disp.Run(ctx, call)
+				res = s.be.Run(ctx, call)
 				res.Content = sessionRenewed + res.Content
 			}
 		}
