@@ -5,9 +5,11 @@
 //
 // Sections: 1 the sandbox engine through the CLI and a long-lived server,
 // 2 the warm pool in-process, 3 the job queue (Redis and in-process), 4 the
-// HTTP API under load, 5 MCP over streamable HTTP against the REST API. Variants are interleaved and each measured call starts
-// on a quiet machine (see quiet.go) so that no variant pays for another's
-// background work.
+// HTTP API under load, 5 MCP over streamable HTTP against the REST API, 6
+// one-shot calls at the paces users create (an agent's call a second,
+// back-to-back, concurrent clients, several owners). Variants are
+// interleaved; sections 1-5 start each measured call on a quiet machine (see
+// quiet.go), section 6 deliberately does not.
 package main
 
 import (
@@ -51,6 +53,7 @@ func run() int {
 		{"3", "queue", sectionQueue},
 		{"4", "api", sectionAPI},
 		{"5", "mcp", sectionMCP},
+		{"6", "owners", sectionOwners},
 	}
 	failed := 0
 	for _, s := range sections {
