@@ -38,15 +38,10 @@ type Config struct {
 	// Approvals stores pending approvals; nil means a new in-memory store.
 	Approvals ApprovalStore
 
-	// Secrets are extra literal values to redact from everything returned.
+	// Secrets are literal values to redact from everything returned, each
+	// replaced by "[REDACTED]" (never by a name). The server's own
+	// environment is not read: it never reaches a sandbox.
 	Secrets []string
-	// SkipHostEnvRedaction turns off redacting the values of the host's
-	// secret-looking environment variables (names containing KEY, TOKEN,
-	// SECRET, PASSWORD, CREDENTIAL or PASS), which is on by default.
-	SkipHostEnvRedaction bool
-	// Environ is the environment read for that redaction, as KEY=VALUE
-	// lines; nil means os.Environ() at New.
-	Environ []string
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -40,10 +39,6 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	env := cfg.Environ
-	if env == nil && !cfg.SkipHostEnvRedaction {
-		env = os.Environ()
-	}
 	store := cfg.Approvals
 	if store == nil {
 		store = NewMemoryApprovals(cfg.Now)
@@ -54,7 +49,7 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 		exec:      exec,
 		log:       logger,
 		policy:    newPolicy(cfg),
-		redactor:  NewRedactor(cfg.Secrets, env, cfg.SkipHostEnvRedaction),
+		redactor:  NewRedactor(cfg.Secrets),
 		approvals: store,
 	}
 }
