@@ -20,6 +20,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxUploadBytes caps a file upload (413 beyond).
 	MaxUploadBytes int64
+	// MaxUploadsPerKey and MaxUploads bound simultaneous file uploads per
+	// key (429 quota beyond) and in total (429 busy beyond). An upload
+	// streams in chunks, so each holds about one chunk of memory.
+	MaxUploadsPerKey int
+	MaxUploads       int
 
 	// RatePerSecond and RateBurst shape the per-key token bucket (429 with
 	// Retry-After when empty). RatePerSecond < 0 disables rate limiting.
@@ -70,6 +75,8 @@ func DefaultConfig() Config {
 		Addr:                "127.0.0.1:8080",
 		MaxBodyBytes:        1 << 20,
 		MaxUploadBytes:      32 << 20,
+		MaxUploadsPerKey:    4,
+		MaxUploads:          16,
 		RatePerSecond:       20,
 		RateBurst:           40,
 		MaxConcurrentPerKey: 8,
@@ -101,6 +108,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConcurrentPerKey <= 0 {
 		c.MaxConcurrentPerKey = d.MaxConcurrentPerKey
+	}
+	if c.MaxUploadsPerKey <= 0 {
+		c.MaxUploadsPerKey = d.MaxUploadsPerKey
+	}
+	if c.MaxUploads <= 0 {
+		c.MaxUploads = d.MaxUploads
 	}
 	if c.MaxStreamsPerKey <= 0 {
 		c.MaxStreamsPerKey = d.MaxStreamsPerKey

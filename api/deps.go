@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,10 +31,18 @@ type Sessions interface {
 	Open(ctx context.Context, owner string, limits core.Limits) (string, error)
 	// Close destroys the session.
 	Close(ctx context.Context, owner, id string) error
-	// PutFile writes data to path, relative to the session's work folder.
-	PutFile(ctx context.Context, owner, id, path string, data []byte) error
-	// GetFile reads path, relative to the session's work folder.
-	GetFile(ctx context.Context, owner, id, path string) ([]byte, error)
+	// PutFile streams body to path, relative to the session's work folder,
+	// in bounded chunks (never the whole file in memory) and returns the
+	// bytes written. A read error of body, such as the *http.MaxBytesError
+	// of the upload cap, is returned as is, after the partial file was
+	// truncated.
+	PutFile(ctx context.Context, owner, id, path string, body io.Reader) (int64, error)
+	// GetFile streams path, relative to the session's work folder, in
+	// bounded chunks. open is called once with the file's size before the
+	// first byte is written, and not at all when the file cannot be read,
+	// so the caller can still answer with an error. It returns the bytes
+	// written.
+	GetFile(ctx context.Context, owner, id, path string, open func(size int64) io.Writer) (int64, error)
 }
 
 // Runs is the agent run manager, reduced to what the API calls.

@@ -27,6 +27,7 @@ type Server struct {
 	limiter   *rateLimiter
 	calls     *gate // per-key concurrent requests
 	streams   *gate // per-key open SSE streams
+	uploads   *slots
 	artifacts *artifactStore
 	sessions  *sessionStore
 	openapi   []byte
@@ -82,6 +83,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		limiter:   newRateLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now),
 		calls:     newGate(cfg.MaxConcurrentPerKey),
 		streams:   newGate(cfg.MaxStreamsPerKey),
+		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
 		artifacts: newArtifactStore(cfg.ArtifactTTL, cfg.ArtifactMaxBytes, cfg.Now),
 		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.Now),
 		openapi:   doc,

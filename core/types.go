@@ -66,6 +66,17 @@ type Request struct {
 	SessionID string            `json:"session_id,omitempty"`
 	Path      string            `json:"path,omitempty"` // for file operations, relative to /work
 	Data      []byte            `json:"data,omitempty"` // for OpFilePut
+	// Offset makes file operations chunked. For OpFilePut, 0 creates or
+	// truncates Path and writes Data; > 0 writes Data at Offset, which must
+	// be the file's current size (an append). For OpFileGet it is the first
+	// byte returned.
+	Offset int64 `json:"offset,omitempty"`
+	// Length bounds the bytes an OpFileGet returns from Offset; 0 means to
+	// the end of the file.
+	Length int64 `json:"length,omitempty"`
+	// Background, on OpSessionOpen, lets processes a session call starts
+	// keep running after the call returns; otherwise they are stopped.
+	Background bool `json:"background,omitempty"`
 }
 
 // Artifact is a file the code produced: a matplotlib figure or a file
@@ -92,6 +103,10 @@ type Result struct {
 	SessionID  string     `json:"session_id,omitempty"` // for OpSessionOpen
 	Container  string     `json:"container,omitempty"`  // short id of the container that ran it
 	Data       []byte     `json:"data,omitempty"`       // for OpFileGet
+	// Size is the file's total size after an OpFilePut and of the file an
+	// OpFileGet read from (Data may be only a chunk of it). A worker that
+	// leaves it 0 for a non-empty file does not do chunked transfers.
+	Size int64 `json:"size,omitempty"`
 	// SessionEnded is true when the call's session was destroyed (for
 	// example an interpreter that could not be interrupted after a timeout).
 	SessionEnded bool `json:"session_ended,omitempty"`
