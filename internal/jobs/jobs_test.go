@@ -2,10 +2,10 @@ package jobs
 
 import (
 	"bytes"
-	"io"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
