@@ -30,6 +30,18 @@ type Config struct {
 	// Retry-After when empty). RatePerSecond < 0 disables rate limiting.
 	RatePerSecond float64
 	RateBurst     int
+	// PublicRatePerSecond and PublicRateBurst shape the per-client-address
+	// bucket of every route outside the authenticated /v1 API (probes,
+	// /metrics, /openapi.json, the UI, unknown routes, requests without a
+	// valid key). Zero means the per-key values; < 0 disables it.
+	PublicRatePerSecond float64
+	PublicRateBurst     int
+
+	// MetricsAddr, when set, serves /metrics on this separate listen
+	// address (by Server.Run) and not on the main listener.
+	MetricsAddr string
+	// MetricsKey, when set, is the Bearer token /metrics requires.
+	MetricsKey string
 	// MaxConcurrentPerKey bounds a key's simultaneous non-streaming /v1
 	// requests (429 busy beyond). MaxStreamsPerKey bounds its open SSE
 	// streams.
@@ -108,6 +120,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConcurrentPerKey <= 0 {
 		c.MaxConcurrentPerKey = d.MaxConcurrentPerKey
+	}
+	if c.PublicRatePerSecond == 0 {
+		c.PublicRatePerSecond = c.RatePerSecond
+	}
+	if c.PublicRateBurst <= 0 {
+		c.PublicRateBurst = c.RateBurst
 	}
 	if c.MaxUploadsPerKey <= 0 {
 		c.MaxUploadsPerKey = d.MaxUploadsPerKey
