@@ -68,10 +68,21 @@ type Config struct {
 	// name a client uses ({"input": "NAME"}). Clients never send host paths.
 	InputFolders map[string]string
 
-	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store;
-	// the oldest artifacts are dropped first when the total is over the cap.
+	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store:
+	// a new artifact that does not fit under ArtifactMaxBytes (all keys
+	// together) is not kept, with a warning; another key's artifacts are
+	// never evicted for it.
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
+	// ArtifactOwnerMaxBytes and ArtifactOwnerMaxCount are each key's
+	// artifact quota (a key's policy may set its own): past either, that
+	// key's own oldest artifacts are dropped first.
+	ArtifactOwnerMaxBytes int64
+	ArtifactOwnerMaxCount int
+	// ArtifactMaxPerCall and ArtifactMaxCallBytes bound what one call's
+	// result may bring in, re-checked here whatever the sandbox says.
+	ArtifactMaxPerCall   int
+	ArtifactMaxCallBytes int64
 	// SessionIdleTTL drops the API's record of a session unused this long
 	// (the sandbox expires the session itself on its own clock).
 	SessionIdleTTL time.Duration
@@ -84,23 +95,27 @@ type Config struct {
 // uploads, 20 requests/s with bursts of 40 and 8 concurrent calls per key.
 func DefaultConfig() Config {
 	return Config{
-		Addr:                "127.0.0.1:8080",
-		MaxBodyBytes:        1 << 20,
-		MaxUploadBytes:      32 << 20,
-		MaxUploadsPerKey:    4,
-		MaxUploads:          16,
-		RatePerSecond:       20,
-		RateBurst:           40,
-		MaxConcurrentPerKey: 8,
-		MaxStreamsPerKey:    8,
-		RequestTimeout:      15 * time.Second,
-		ToolCallTimeout:     5 * time.Minute,
-		StreamTimeout:       30 * time.Minute,
-		Heartbeat:           15 * time.Second,
-		ShutdownTimeout:     2 * time.Minute,
-		ArtifactTTL:         time.Hour,
-		ArtifactMaxBytes:    256 << 20,
-		SessionIdleTTL:      2 * time.Hour,
+		Addr:                  "127.0.0.1:8080",
+		MaxBodyBytes:          1 << 20,
+		MaxUploadBytes:        32 << 20,
+		MaxUploadsPerKey:      4,
+		MaxUploads:            16,
+		RatePerSecond:         20,
+		RateBurst:             40,
+		MaxConcurrentPerKey:   8,
+		MaxStreamsPerKey:      8,
+		RequestTimeout:        15 * time.Second,
+		ToolCallTimeout:       5 * time.Minute,
+		StreamTimeout:         30 * time.Minute,
+		Heartbeat:             15 * time.Second,
+		ShutdownTimeout:       2 * time.Minute,
+		ArtifactTTL:           time.Hour,
+		ArtifactMaxBytes:      256 << 20,
+		ArtifactOwnerMaxBytes: 64 << 20,
+		ArtifactOwnerMaxCount: 1000,
+		ArtifactMaxPerCall:    32,
+		ArtifactMaxCallBytes:  32 << 20,
+		SessionIdleTTL:        2 * time.Hour,
 	}
 }
 
@@ -143,6 +158,14 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
 	setDur(&c.ArtifactTTL, d.ArtifactTTL)
 	setInt64(&c.ArtifactMaxBytes, d.ArtifactMaxBytes)
+	setInt64(&c.ArtifactOwnerMaxBytes, d.ArtifactOwnerMaxBytes)
+	setInt64(&c.ArtifactMaxCallBytes, d.ArtifactMaxCallBytes)
+	if c.ArtifactOwnerMaxCount <= 0 {
+		c.ArtifactOwnerMaxCount = d.ArtifactOwnerMaxCount
+	}
+	if c.ArtifactMaxPerCall <= 0 {
+		c.ArtifactMaxPerCall = d.ArtifactMaxPerCall
+	}
 	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
 	if c.Now == nil {
 		c.Now = time.Now
