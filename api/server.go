@@ -90,9 +90,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
 		artifacts: newArtifactStore(artifactLimits{ttl: cfg.ArtifactTTL, maxBytes: cfg.ArtifactMaxBytes,
 			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount}, cfg.Now),
-		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.Now),
-		openapi:   doc,
-		draining:  make(chan struct{}),
+		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.Now),
+		openapi:  doc,
+		draining: make(chan struct{}),
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
