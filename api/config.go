@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Config holds every tunable of the HTTP API. Zero values are replaced by
@@ -87,6 +89,17 @@ type Config struct {
 	// (the sandbox expires the session itself on its own clock).
 	SessionIdleTTL time.Duration
 
+	// DefaultLimits are the server defaults, which are also the ceiling of
+	// a request's limits: a request may only lower them, unless its key's
+	// policy grants more. MaxLimits caps what a policy can grant. Both are
+	// the sandbox's (serve sets them from the sandbox configuration); zero
+	// fields are not checked.
+	DefaultLimits core.Limits
+	MaxLimits     core.Limits
+	// Budget is what each key may hold at once (a key's policy may set its
+	// own): open sessions and their memory and CPUs. Past it: 429 quota.
+	Budget Budget
+
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 }
@@ -116,6 +129,11 @@ func DefaultConfig() Config {
 		ArtifactMaxPerCall:    32,
 		ArtifactMaxCallBytes:  32 << 20,
 		SessionIdleTTL:        2 * time.Hour,
+		DefaultLimits: core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
+			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
+		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
+			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30},
+		Budget: Budget{Sessions: 4, SessionMemory: 1 << 30, SessionCPUs: 4},
 	}
 }
 
@@ -167,6 +185,15 @@ func (c Config) withDefaults() (Config, error) {
 		c.ArtifactMaxPerCall = d.ArtifactMaxPerCall
 	}
 	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
+	if c.DefaultLimits == (core.Limits{}) {
+		c.DefaultLimits = d.DefaultLimits
+	}
+	if c.MaxLimits == (core.Limits{}) {
+		c.MaxLimits = d.MaxLimits
+	}
+	if c.Budget == (Budget{}) {
+		c.Budget = d.Budget
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -42,12 +42,18 @@ func (s *Server) openSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	who := owner(c)
 	limits, err := req.Limits.toSandbox()
+	if err == nil {
+		err = s.checkCeiling(who, limits)
+	}
+	if err == nil {
+		err = s.checkSessionBudget(who, limits)
+	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	who := owner(c)
 	id, err := s.deps.Sessions.Open(c.Request.Context(), who, limits)
 	if err != nil {
 		s.logPlatform("open session", who, err)

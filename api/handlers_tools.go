@@ -66,6 +66,9 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		}
 	}
 	limits, err := req.Limits.toSandbox()
+	if err == nil {
+		err = s.checkCeiling(who, limits)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -87,6 +90,7 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		SessionID: req.SessionID,
 		Mount:     mount,
 		Limits:    limits,
+		Ceiling:   s.ceiling(who),
 		Caller:    "api",
 	})
 	if res.CallID == "" {

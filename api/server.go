@@ -89,7 +89,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		streams:   newGate(cfg.MaxStreamsPerKey),
 		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
 		artifacts: newArtifactStore(artifactLimits{ttl: cfg.ArtifactTTL, maxBytes: cfg.ArtifactMaxBytes,
-			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount}, cfg.Now),
+			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount,
+			ownerQuota: func(owner string) (int64, int) {
+				if p := cfg.Keys.Policy(owner); p != nil {
+					return p.Budget.ArtifactBytes, p.Budget.ArtifactCount
+				}
+				return 0, 0
+			}}, cfg.Now),
 		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.Now),
 		openapi:  doc,
 		draining: make(chan struct{}),

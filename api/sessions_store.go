@@ -65,6 +65,22 @@ func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
 	return *r, true
 }
 
+// usage returns how many sessions owner holds and their memory and CPUs,
+// each session's limits filled in by eff.
+func (s *sessionStore) usage(owner string, eff func(core.Limits) core.Limits) (n int, mem int64, cpus float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, r := range s.m {
+		if r.Owner != owner || now.Sub(r.LastUsed) > s.idle {
+			continue
+		}
+		l := eff(r.Limits)
+		n, mem, cpus = n+1, mem+l.Memory, cpus+l.CPUs
+	}
+	return n, mem, cpus
+}
+
 // remove forgets session id.
 func (s *sessionStore) remove(id string) {
 	s.mu.Lock()

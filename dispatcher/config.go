@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"github.com/airlock-dev/airlock/core"
 	"time"
 )
 
@@ -37,6 +38,11 @@ type Config struct {
 	ApprovalTTL time.Duration
 	// Approvals stores pending approvals; nil means a new in-memory store.
 	Approvals ApprovalStore
+
+	// Ceiling is the most a call's Limits may ask for (normally the
+	// sandbox defaults): a call may only lower it, unless the transport sets
+	// Call.Ceiling from the caller's policy. Zero fields are not capped.
+	Ceiling core.Limits
 
 	// Secrets are literal values to redact from everything returned, each
 	// replaced by "[REDACTED]" (never by a name). The server's own

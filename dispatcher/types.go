@@ -19,7 +19,11 @@ type Call struct {
 	SessionID string      `json:"session_id,omitempty"`
 	Mount     string      `json:"mount,omitempty"`  // host folder, already authorised by the caller
 	Limits    core.Limits `json:"limits,omitempty"` // lowers the server defaults
-	Caller    string      `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	// Ceiling, set by the transport from the caller's policy, replaces
+	// Config.Ceiling field by field where set: it may grant more than the
+	// defaults (the sandbox still refuses anything over its maximum).
+	Ceiling core.Limits `json:"ceiling,omitempty"`
+	Caller  string      `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the

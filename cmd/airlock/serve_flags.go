@@ -12,6 +12,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // apiFlags are the HTTP API flags of `airlock serve` (a proposal; the
@@ -105,6 +106,8 @@ func (f *apiFlags) config() (api.Config, error) {
 	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload
 	cfg.ToolCallTimeout, cfg.ShutdownTimeout = f.toolTimeout, f.shutdownTimeout
 	cfg.MetricsAddr, cfg.MetricsKey = f.metricsAddr, f.metricsKey
+	sb := sandbox.DefaultConfig()
+	cfg.DefaultLimits, cfg.MaxLimits = sb.Defaults, sb.Max
 	if cfg.MetricsKey == "" {
 		cfg.MetricsKey = os.Getenv("AIRLOCK_METRICS_KEY")
 	}

@@ -95,7 +95,9 @@ func buildStack(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, e
 		}()
 	}
 	s.client = jobs.NewClient(q, jobs.ClientConfig{DefaultTimeout: sandbox.DefaultConfig().Defaults.Timeout})
-	s.disp = dispatcher.New(dispatcher.DefaultConfig(), s.client, log)
+	dcfg := dispatcher.DefaultConfig()
+	dcfg.Ceiling = sandbox.DefaultConfig().Defaults // a call's limits only lower the sandbox defaults
+	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
 
