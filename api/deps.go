@@ -27,8 +27,10 @@ type Dispatcher interface {
 // ErrBusy (429), ErrTooLarge (413), ErrFile (400) and ErrUnavailable or
 // ErrImageMissing (503); anything else is a 500.
 type Sessions interface {
-	// Open creates a session owned by owner and returns its id.
-	Open(ctx context.Context, owner string, limits core.Limits) (string, error)
+	// Open creates a session owned by owner and returns its id. With
+	// background, processes its calls start may outlive the calls
+	// (core.Request.Background); otherwise the sandbox stops them.
+	Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error)
 	// Close destroys the session.
 	Close(ctx context.Context, owner, id string) error
 	// PutFile streams body to path, relative to the session's work folder,

@@ -160,13 +160,14 @@ type fakeSessions struct {
 	open  map[string]string // id → owner
 	files map[string][]byte // id/path → data
 	err   error
+	bg    map[string]bool // id → opened with background work allowed
 }
 
 func newFakeSessions() *fakeSessions {
 	return &fakeSessions{open: map[string]string{}, files: map[string][]byte{}}
 }
 
-func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
+func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -178,6 +179,10 @@ func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limit
 	f.n++
 	id := "ses_" + strings.Repeat("x", 3) + string(rune('a'+f.n%26)) + time.Now().Format("150405.000000000")
 	f.open[id] = owner
+	if f.bg == nil {
+		f.bg = map[string]bool{}
+	}
+	f.bg[id] = background
 	return id, nil
 }
 

@@ -59,11 +59,14 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		return
 	}
 	who := owner(c)
+	background := false
 	if req.SessionID != "" {
-		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+		rec, ok := s.sessions.get(who, req.SessionID, true)
+		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}
+		background = rec.Background
 	}
 	limits, err := req.Limits.toSandbox()
 	if err == nil {
@@ -83,15 +86,16 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	}
 	ctx := c.Request.Context()
 	res := s.deps.Dispatcher.Run(ctx, dispatcher.Call{
-		ID:        req.ID,
-		Name:      req.Function.Name,
-		Arguments: req.Function.Arguments,
-		Owner:     who,
-		SessionID: req.SessionID,
-		Mount:     mount,
-		Limits:    limits,
-		Ceiling:   s.ceiling(who),
-		Caller:    "api",
+		ID:         req.ID,
+		Name:       req.Function.Name,
+		Arguments:  req.Function.Arguments,
+		Owner:      who,
+		SessionID:  req.SessionID,
+		Mount:      mount,
+		Limits:     limits,
+		Ceiling:    s.ceiling(who),
+		Background: background,
+		Caller:     "api",
 	})
 	if res.CallID == "" {
 		res.CallID = req.ID

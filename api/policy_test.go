@@ -88,3 +88,28 @@ func TestKeysFilePolicyErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestBackgroundSessionsNeedPolicy(t *testing.T) {
+	h := policyHarness(t)
+	res := h.do(keyBob, "POST", "/v1/sessions", map[string]any{"background": true})
+	if res.Code != 400 || !strings.Contains(string(res.Body), "background=true") {
+		t.Fatalf("bob without the policy: %d %s", res.Code, res.Body)
+	}
+	res = h.do(keyAlice, "POST", "/v1/sessions", map[string]any{"background": true}).must(t, http.StatusCreated)
+	id, _ := res.JSON(t)["id"].(string)
+	if bg, _ := res.JSON(t)["background"].(bool); !bg || !h.sess.bg[id] {
+		t.Fatalf("background not recorded or not passed to the backend: %s", res.Body)
+	}
+	if got := h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, 200).JSON(t)["background"]; got != true {
+		t.Fatalf("GET shows background %v", got)
+	}
+	h.do(keyAlice, "POST", "/v1/sessions/"+id+"/tool-calls", map[string]any{"type": "function",
+		"function": map[string]any{"name": "run_python", "arguments": `{"code":"print(1)"}`}}).must(t, 200)
+	if !h.disp.lastCall().Background {
+		t.Fatal("session call not marked background")
+	}
+	plain := h.do(keyAlice, "POST", "/v1/sessions", map[string]any{}).must(t, http.StatusCreated)
+	if got := plain.JSON(t)["background"]; got != false {
+		t.Fatalf("plain session shows background %v", got)
+	}
+}

@@ -22,8 +22,8 @@ import (
 // does.
 type jobSessions struct{ *jobs.Client }
 
-func (s jobSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	return s.OpenSession(ctx, owner, limits)
+func (s jobSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	return s.OpenSessionOpts(ctx, owner, limits, background)
 }
 
 func (s jobSessions) Close(ctx context.Context, owner, id string) error {

@@ -15,6 +15,9 @@ type sessionRecord struct {
 	Created  time.Time   `json:"created"`
 	LastUsed time.Time   `json:"last_used"`
 	Limits   core.Limits `json:"-"`
+	// Background says whether processes the session's calls start may
+	// outlive the calls.
+	Background bool `json:"background"`
 }
 
 // sessionStore holds session records for ownership checks and GET.
@@ -31,7 +34,7 @@ func newSessionStore(idle time.Duration, now func() time.Time) *sessionStore {
 }
 
 // add records a new session of owner and returns a copy of the record.
-func (s *sessionStore) add(owner, id string, limits core.Limits) sessionRecord {
+func (s *sessionStore) add(owner, id string, limits core.Limits, background bool) sessionRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -40,7 +43,7 @@ func (s *sessionStore) add(owner, id string, limits core.Limits) sessionRecord {
 			delete(s.m, k)
 		}
 	}
-	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits}
+	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background}
 	s.m[id] = r
 	return *r
 }

@@ -239,6 +239,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if req.Mount == "" {
 		req.Mount = call.Mount
 	}
+	req.Background = req.Background || call.Background
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, overLimits(d.cfg.Ceiling, call.Ceiling)))
 	if d.exec == nil {
 		return platformResult(ErrNoExecutor, tool), "failed"

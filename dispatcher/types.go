@@ -23,7 +23,10 @@ type Call struct {
 	// Config.Ceiling field by field where set: it may grant more than the
 	// defaults (the sandbox still refuses anything over its maximum).
 	Ceiling core.Limits `json:"ceiling,omitempty"`
-	Caller  string      `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	// Background is set on calls in a session opened with background work
+	// allowed; it travels as core.Request.Background.
+	Background bool   `json:"background,omitempty"`
+	Caller     string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the

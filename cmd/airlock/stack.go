@@ -138,8 +138,8 @@ func (d apiDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAI
 type apiSessions struct{ *jobs.Client }
 
 // Open opens a session on some worker.
-func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	return s.OpenSession(ctx, owner, limits)
+func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	return s.OpenSessionOpts(ctx, owner, limits, background)
 }
 
 // Close destroys a session.

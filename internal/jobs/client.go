@@ -92,7 +92,13 @@ func rejected(res core.Result) error {
 
 // OpenSession opens a session on some worker and returns its id.
 func (c *Client) OpenSession(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits})
+	return c.OpenSessionOpts(ctx, owner, limits, false)
+}
+
+// OpenSessionOpts is OpenSession with background work allowed or not
+// (core.Request.Background).
+func (c *Client) OpenSessionOpts(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Background: background})
 	if err != nil {
 		return "", err
 	}
