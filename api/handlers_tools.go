@@ -92,6 +92,7 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		Owner:      who,
 		SessionID:  req.SessionID,
 		Mount:      mount,
+		MountName:  req.Input,
 		Limits:     limits,
 		Ceiling:    s.ceiling(who),
 		Background: background,

@@ -113,3 +113,22 @@ func TestBackgroundSessionsNeedPolicy(t *testing.T) {
 		t.Fatalf("plain session shows background %v", got)
 	}
 }
+
+// TestInputFolderNamedNeverPath: a missing input folder is refused by its
+// name; the host path appears nowhere in the answer.
+func TestInputFolderNamedNeverPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone", "secret-host-path")
+	h := newHarness(t, func(c *Config, _ *Deps) { c.InputFolders["lost"] = missing })
+	res := h.do(keyAlice, "POST", "/v1/tool-calls", map[string]any{"type": "function", "input": "lost",
+		"function": map[string]any{"name": "run_python", "arguments": `{"code":"1"}`}})
+	if res.Code != 400 || !strings.Contains(string(res.Body), "input folder lost is not available") {
+		t.Fatalf("got %d %s", res.Code, res.Body)
+	}
+	if strings.Contains(string(res.Body), "secret-host-path") || strings.Contains(string(res.Body), missing) {
+		t.Fatalf("host path leaked: %s", res.Body)
+	}
+	res = h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "g", "input": "lost"})
+	if res.Code != 400 || strings.Contains(string(res.Body), "secret-host-path") {
+		t.Fatalf("run: %d %s", res.Code, res.Body)
+	}
+}

@@ -248,7 +248,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if err != nil {
 		return platformResult(err, tool), "failed"
 	}
-	red := d.redactor.Result(sres)
+	red := hideMount(d.redactor.Result(sres), req.Mount, call.MountName)
 	res := Result{Sandbox: &red, Status: mapSandboxStatus(red.Status)}
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"

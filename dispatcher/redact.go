@@ -85,3 +85,32 @@ func isText(mime string, data []byte) bool {
 	}
 	return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0
 }
+
+// hideMount returns res with every mention of the host folder mounted for
+// the call replaced by the name the client knows it by ("input folder
+// NAME", or "the input folder"), so no host path reaches a client.
+func hideMount(res core.Result, hostPath, name string) core.Result {
+	hostPath = strings.TrimRight(hostPath, "/")
+	if len(hostPath) < 2 {
+		return res
+	}
+	label := "the input folder"
+	if name != "" {
+		label = "input folder " + name
+	}
+	rep := func(s string) string {
+		if !strings.Contains(s, hostPath) {
+			return s
+		}
+		return strings.ReplaceAll(s, hostPath, label)
+	}
+	res.Stdout, res.Stderr, res.Message = rep(res.Stdout), rep(res.Stderr), rep(res.Message)
+	if len(res.Warnings) > 0 {
+		ws := make([]string, len(res.Warnings))
+		for i, w := range res.Warnings {
+			ws[i] = rep(w)
+		}
+		res.Warnings = ws
+	}
+	return res
+}

@@ -256,3 +256,22 @@ func TestRefusalContentIsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestHostMountPathNeverReturned: a result quoting the mounted host folder
+// (as a sandbox refusal or a traceback would) names the input instead.
+func TestHostMountPathNeverReturned(t *testing.T) {
+	host := "/srv/customers/acme-private/sales"
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusRejected, Message: "mount " + host + ": no such file or directory",
+		Stderr: "open " + host + "/x.csv", Warnings: []string{host}}}
+	d, _ := newTestDispatcher(t, testConfig(), ex)
+	c := call(ToolRunPython, map[string]any{"code": "1"})
+	c.Mount, c.MountName = host, "sales"
+	r := d.Run(context.Background(), c)
+	all := r.Content + r.Sandbox.Message + r.Sandbox.Stderr + strings.Join(r.Sandbox.Warnings, "")
+	if strings.Contains(all, "acme-private") || !strings.Contains(r.Sandbox.Message, "mount input folder sales: no such file") {
+		t.Fatalf("host path in result: %q", all)
+	}
+	if ex.last(t).Mount != host {
+		t.Fatal("the sandbox did not get the host path")
+	}
+}

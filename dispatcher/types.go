@@ -15,9 +15,13 @@ type Call struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Caller context, set by the transport, never by the model.
-	Owner     string      `json:"owner,omitempty"`
-	SessionID string      `json:"session_id,omitempty"`
-	Mount     string      `json:"mount,omitempty"`  // host folder, already authorised by the caller
+	Owner     string `json:"owner,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	Mount     string `json:"mount,omitempty"` // host folder, already authorised by the caller
+	// MountName is the name clients know Mount by (an input folder's
+	// name). The host path never reaches a client: where a result quotes
+	// it, it becomes "input folder NAME" (or "the input folder").
+	MountName string      `json:"mount_name,omitempty"`
 	Limits    core.Limits `json:"limits,omitempty"` // lowers the server defaults
 	// Ceiling, set by the transport from the caller's policy, replaces
 	// Config.Ceiling field by field where set: it may grant more than the
