@@ -21,7 +21,7 @@ type loop struct {
 	cfg    Config
 	tools  Tools
 	model  *model
-	store  PendingStore
+	store  pendingStore
 	logger *slog.Logger
 	redact *redactor
 	caller string

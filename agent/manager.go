@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
 // Errors the Manager returns; each carries a core.Code, which is what the
@@ -39,8 +40,9 @@ type ManagerConfig struct {
 	// MaxActive bounds the runs in progress; Start answers ErrBusy beyond
 	// it. 0 means 32.
 	MaxActive int
-	// Pending stores approvals; nil means a new MemoryPending.
-	Pending PendingStore
+	// Pending stores the approvals runs wait on (internal/approvals:
+	// Memory or Redis); nil means a new in-memory store.
+	Pending approvals.Store
 	// Caller is dispatcher.Call.Caller for the audit log; "" means "agent".
 	Caller string
 	// Now is the clock; nil means time.Now.
@@ -79,7 +81,7 @@ func NewManager(cfg ManagerConfig, tools Tools, provider Provider, logger *slog.
 		cfg.MaxActive = 32
 	}
 	if cfg.Pending == nil {
-		cfg.Pending = NewMemoryPending()
+		cfg.Pending = approvals.NewMemory(nil)
 	}
 	if cfg.Caller == "" {
 		cfg.Caller = "agent"
@@ -91,7 +93,7 @@ func NewManager(cfg ManagerConfig, tools Tools, provider Provider, logger *slog.
 	red := newRedactor(provider.APIKey)
 	logger = logger.With("component", "agent")
 	l := &loop{
-		cfg: cfg.Loop, tools: tools, store: cfg.Pending, logger: logger, redact: red,
+		cfg: cfg.Loop, tools: tools, store: pendingStore{cfg.Pending}, logger: logger, redact: red,
 		caller: cfg.Caller, now: cfg.Now,
 		model: newModel(provider, logger, red.String),
 	}
@@ -232,7 +234,7 @@ func (m *Manager) Approve(owner, runID, token string, approve bool, reason strin
 	if r.finished() {
 		return ErrNotPending
 	}
-	if _, err := m.cfg.Pending.Take(context.Background(), runID, token); err != nil {
+	if _, err := m.loop.store.Take(context.Background(), runID, token); err != nil {
 		if errors.Is(err, ErrNotPending) {
 			return err
 		}

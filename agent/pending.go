@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"sync"
+	"fmt"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
 // ErrNotPending is returned when an approval token is not (or no longer)
@@ -24,66 +26,61 @@ type Pending struct {
 	Created   time.Time `json:"created"`
 }
 
-// PendingStore keeps the approvals runs are waiting on. Take must be
-// atomic: of two concurrent Takes of one token, exactly one succeeds, which
-// is what makes an approved call run exactly once. A Redis implementation
-// can replace MemoryPending; the waiting run itself lives in the process.
-type PendingStore interface {
-	// Put records p.
-	Put(ctx context.Context, p Pending) error
-	// Take removes and returns the pending approval, or ErrNotPending.
-	Take(ctx context.Context, runID, token string) (Pending, error)
-	// List returns a run's pending approvals, oldest first.
-	List(ctx context.Context, runID string) ([]Pending, error)
-	// DeleteRun forgets every pending approval of a run.
-	DeleteRun(ctx context.Context, runID string) error
-}
-
-// MemoryPending is an in-process PendingStore.
-type MemoryPending struct {
-	mu   sync.Mutex
-	runs map[string][]Pending
-}
-
-// NewMemoryPending returns an empty store.
-func NewMemoryPending() *MemoryPending { return &MemoryPending{runs: map[string][]Pending{}} }
+// pendingStore keeps the approvals runs are waiting on, JSON-encoded and
+// grouped by run id, in an approvals.Store (memory, or Redis so that they
+// survive an API restart). Take is take-once: of two concurrent Takes of
+// one token exactly one succeeds, which makes an approved call run exactly
+// once. The waiting run itself lives in the process.
+type pendingStore struct{ s approvals.Store }
 
 // Put records p.
-func (s *MemoryPending) Put(_ context.Context, p Pending) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runs[p.RunID] = append(s.runs[p.RunID], p)
-	return nil
+func (ps pendingStore) Put(ctx context.Context, p Pending) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("agent: encode pending approval: %w", err)
+	}
+	return ps.s.Put(ctx, approvals.Record{Run: p.RunID, Token: p.Token, Value: b})
 }
 
 // Take removes and returns the pending approval, or ErrNotPending.
-func (s *MemoryPending) Take(_ context.Context, runID, token string) (Pending, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	list := s.runs[runID]
-	for i, p := range list {
-		if p.Token == token {
-			s.runs[runID] = append(list[:i:i], list[i+1:]...)
-			if len(s.runs[runID]) == 0 {
-				delete(s.runs, runID)
-			}
-			return p, nil
-		}
+func (ps pendingStore) Take(ctx context.Context, runID, token string) (Pending, error) {
+	r, err := ps.s.Take(ctx, runID, token)
+	if errors.Is(err, approvals.ErrNotFound) {
+		return Pending{}, ErrNotPending
 	}
-	return Pending{}, ErrNotPending
+	if err != nil {
+		return Pending{}, err
+	}
+	return decodePending(r)
 }
 
 // List returns a run's pending approvals, oldest first.
-func (s *MemoryPending) List(_ context.Context, runID string) ([]Pending, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Pending(nil), s.runs[runID]...), nil
+func (ps pendingStore) List(ctx context.Context, runID string) ([]Pending, error) {
+	recs, err := ps.s.List(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pending, 0, len(recs))
+	for _, r := range recs {
+		p, err := decodePending(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // DeleteRun forgets every pending approval of a run.
-func (s *MemoryPending) DeleteRun(_ context.Context, runID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.runs, runID)
-	return nil
+func (ps pendingStore) DeleteRun(ctx context.Context, runID string) error {
+	return ps.s.DeleteRun(ctx, runID)
+}
+
+// decodePending reads a stored Pending.
+func decodePending(r approvals.Record) (Pending, error) {
+	var p Pending
+	if err := json.Unmarshal(r.Value, &p); err != nil {
+		return Pending{}, fmt.Errorf("agent: decode pending approval %q: %w", r.Token, err)
+	}
+	return p, nil
 }

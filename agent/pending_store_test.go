@@ -3,40 +3,41 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/redistest"
 )
 
-// TestPendingStores runs one contract on the memory and Redis stores.
+// TestPendingStores runs the agent's view of pending approvals on the
+// memory and Redis approval stores (the stores' own contract is in
+// internal/approvals).
 func TestPendingStores(t *testing.T) {
-	t.Run("memory", func(t *testing.T) { pendingContract(t, NewMemoryPending()) })
+	t.Run("memory", func(t *testing.T) { pendingContract(t, pendingStore{approvals.NewMemory(nil)}) })
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t, false)
-		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port())})
-		t.Cleanup(func() { _ = rdb.Close() })
-		pendingContract(t, NewRedisPending(rdb, "", time.Hour))
+		pendingContract(t, pendingStore{approvals.NewRedis(srv.Client(t), "airlock:{test:agent}", time.Hour)})
 	})
 }
 
-func pendingContract(t *testing.T, s PendingStore) {
+func pendingContract(t *testing.T, s pendingStore) {
 	ctx := context.Background()
 	t0 := time.Unix(1_700_000_000, 0).UTC()
 	for i, tok := range []string{"b", "a", "c"} {
-		if err := s.Put(ctx, Pending{RunID: "r1", Owner: "o", Token: tok, Name: "run_python", Created: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+		if err := s.Put(ctx, Pending{RunID: "r1", Owner: "o", Token: tok, CallID: "c-" + tok, Name: "run_python", Arguments: `{"code":"1"}`, Created: t0.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_ = s.Put(ctx, Pending{RunID: "r2", Token: "z", Created: t0})
 	list, err := s.List(ctx, "r1")
-	if err != nil || len(list) != 3 || list[0].Token != "b" || list[2].Token != "c" || list[0].Name != "run_python" {
+	if err != nil || len(list) != 3 || list[0].Token != "b" || list[2].Token != "c" {
 		t.Fatalf("list: %+v %v", list, err)
+	}
+	if p := list[0]; p.Name != "run_python" || p.Owner != "o" || p.CallID != "c-b" || p.Arguments != `{"code":"1"}` || !p.Created.Equal(t0) {
+		t.Fatalf("fields lost: %+v", p)
 	}
 	// Exactly one of many concurrent takes wins.
 	var wins atomic.Int32

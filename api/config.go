@@ -85,9 +85,11 @@ type Config struct {
 	// result may bring in, re-checked here whatever the sandbox says.
 	ArtifactMaxPerCall   int
 	ArtifactMaxCallBytes int64
-	// SessionIdleTTL drops the API's record of a session unused this long
-	// (the sandbox expires the session itself on its own clock).
+	// SessionIdleTTL and SessionMaxLife expire the API's record of a
+	// session unused this long or open this long; the defaults are the
+	// sandbox's, so GET and tool calls answer 404 from the same moment.
 	SessionIdleTTL time.Duration
+	SessionMaxLife time.Duration
 
 	// DefaultLimits are the server defaults, which are also the ceiling of
 	// a request's limits: a request may only lower them, unless its key's
@@ -128,7 +130,8 @@ func DefaultConfig() Config {
 		ArtifactOwnerMaxCount: 1000,
 		ArtifactMaxPerCall:    32,
 		ArtifactMaxCallBytes:  32 << 20,
-		SessionIdleTTL:        2 * time.Hour,
+		SessionIdleTTL:        15 * time.Minute, // the sandbox's default idle limit
+		SessionMaxLife:        2 * time.Hour,    // the sandbox's default maximum life
 		DefaultLimits: core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
 			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
 		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
@@ -185,6 +188,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ArtifactMaxPerCall = d.ArtifactMaxPerCall
 	}
 	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
+	setDur(&c.SessionMaxLife, d.SessionMaxLife)
 	if c.DefaultLimits == (core.Limits{}) {
 		c.DefaultLimits = d.DefaultLimits
 	}

@@ -78,6 +78,8 @@ type Deps struct {
 	Dispatcher Dispatcher
 	Sessions   Sessions
 	Runs       Runs
+	// MCP serves /mcp; nil answers 503 there.
+	MCP MCP
 	// Checks are probed, concurrently, by /readyz.
 	Checks []ReadinessCheck
 	// Gatherer is served at /metrics; nil serves only the API's own metrics.

@@ -107,6 +107,8 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	if req.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
 		s.sessions.remove(req.SessionID)
+	} else if req.SessionID != "" {
+		s.sessions.touch(req.SessionID) // the sandbox counts idle time from the call's end
 	}
 	out := s.buildResponse(who, req.SessionID, res)
 	if e := statusError(res, out.Message); e != nil {

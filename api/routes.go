@@ -57,5 +57,7 @@ func (s *Server) routes() *gin.Engine {
 	g.GET("/runs/:id", quick, s.getRun)
 	g.POST("/runs/:id/cancel", quick, s.cancelRun)
 	g.POST("/runs/:id/approvals/:token", quick, body, s.approveRun)
+
+	s.mountMCP(r)
 	return r
 }

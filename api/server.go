@@ -96,7 +96,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 				}
 				return 0, 0
 			}}, cfg.Now),
-		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.Now),
+		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}

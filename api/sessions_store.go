@@ -7,49 +7,73 @@ import (
 	"github.com/airlock-dev/airlock/core"
 )
 
-// sessionRecord is the API's record of a session: who owns it and when it
-// was used. The sandbox holds the session itself.
+// sessionRecord is the API's record of a session: who owns it, when it was
+// used and when it expires. The sandbox holds the session itself.
 type sessionRecord struct {
-	ID       string      `json:"id"`
-	Owner    string      `json:"-"`
-	Created  time.Time   `json:"created"`
-	LastUsed time.Time   `json:"last_used"`
-	Limits   core.Limits `json:"-"`
+	ID        string      `json:"id"`
+	Owner     string      `json:"-"`
+	Created   time.Time   `json:"created"`
+	LastUsed  time.Time   `json:"last_used"`
+	ExpiresAt time.Time   `json:"expires_at"`
+	Limits    core.Limits `json:"-"`
 	// Background says whether processes the session's calls start may
 	// outlive the calls.
 	Background bool `json:"background"`
 }
 
-// sessionStore holds session records for ownership checks and GET.
+// sessionStore holds session records for ownership checks and GET. A
+// record expires on the same rules as the sandbox's session (idle TTL and
+// maximum life), so every route answers 404 from the same moment on.
 type sessionStore struct {
-	mu   sync.Mutex
-	idle time.Duration
-	now  func() time.Time
-	m    map[string]*sessionRecord
+	mu      sync.Mutex
+	idle    time.Duration
+	maxLife time.Duration // 0: no maximum
+	now     func() time.Time
+	m       map[string]*sessionRecord
 }
 
-// newSessionStore returns an empty store dropping records idle for idle.
-func newSessionStore(idle time.Duration, now func() time.Time) *sessionStore {
-	return &sessionStore{idle: idle, now: now, m: map[string]*sessionRecord{}}
+// newSessionStore returns an empty store whose records expire idle for
+// idle or maxLife after they were opened.
+func newSessionStore(idle, maxLife time.Duration, now func() time.Time) *sessionStore {
+	return &sessionStore{idle: idle, maxLife: maxLife, now: now, m: map[string]*sessionRecord{}}
 }
 
-// add records a new session of owner and returns a copy of the record.
+// expiry is when r expires if it is not used again.
+func (s *sessionStore) expiry(r *sessionRecord) time.Time {
+	t := r.LastUsed.Add(s.idle)
+	if s.maxLife > 0 {
+		if end := r.Created.Add(s.maxLife); end.Before(t) {
+			t = end
+		}
+	}
+	return t
+}
+
+// view is a copy of r with its expiry set.
+func (s *sessionStore) view(r *sessionRecord) sessionRecord {
+	v := *r
+	v.ExpiresAt = s.expiry(r)
+	return v
+}
+
+// add records a new session of owner and returns a copy of the record;
+// expired records are dropped on the way.
 func (s *sessionStore) add(owner, id string, limits core.Limits, background bool) sessionRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	for k, r := range s.m {
-		if now.Sub(r.LastUsed) > s.idle {
+		if !now.Before(s.expiry(r)) {
 			delete(s.m, k)
 		}
 	}
 	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background}
 	s.m[id] = r
-	return *r
+	return s.view(r)
 }
 
-// get returns owner's session id; another owner's session is not found.
-// touch marks it used.
+// get returns owner's session id; another owner's session and an expired
+// one are not found. touch marks it used.
 func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,14 +82,25 @@ func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
 		return sessionRecord{}, false
 	}
 	now := s.now()
-	if now.Sub(r.LastUsed) > s.idle {
+	if !now.Before(s.expiry(r)) {
 		delete(s.m, id)
 		return sessionRecord{}, false
 	}
 	if touch {
 		r.LastUsed = now
 	}
-	return *r, true
+	return s.view(r), true
+}
+
+// touch marks session id used now, as the sandbox does when a call ends.
+func (s *sessionStore) touch(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m[id]; ok {
+		if now := s.now(); now.Before(s.expiry(r)) {
+			r.LastUsed = now
+		}
+	}
 }
 
 // usage returns how many sessions owner holds and their memory and CPUs,

@@ -175,3 +175,29 @@ func TestSessionCloseBackendFailure(t *testing.T) {
 	h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, http.StatusOK) // a failed close keeps the record
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+id, nil).must(t, http.StatusNoContent)
 }
+
+// TestSessionExpiryIsOneTruth checks that an expired session is 404 on GET
+// as on tool calls and file routes from the same moment, by idle TTL and
+// by maximum life, and that a call's end counts as use.
+func TestSessionExpiryIsOneTruth(t *testing.T) {
+	h := newHarness(t, func(c *Config, d *Deps) { c.SessionIdleTTL = time.Minute; c.SessionMaxLife = 10 * time.Minute })
+	id := h.openSession(keyAlice)
+	m := h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, http.StatusOK).JSON(t)
+	if m["expires_at"] != t0.Add(time.Minute).Format(time.RFC3339Nano) {
+		t.Fatalf("expires_at %v, want %v", m["expires_at"], t0.Add(time.Minute))
+	}
+	h.clock.Advance(time.Minute)
+	h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, http.StatusNotFound)
+	h.do(keyAlice, "POST", "/v1/sessions/"+id+"/tool-calls", py("x")).must(t, http.StatusNotFound)
+	h.do(keyAlice, "PUT", "/v1/sessions/"+id+"/files/a.csv", []byte("x")).must(t, http.StatusNotFound)
+
+	// Used every 50 s it lives until its maximum life, then every route says 404.
+	id = h.openSession(keyAlice)
+	for i := 0; i < 11; i++ {
+		h.clock.Advance(50 * time.Second)
+		h.do(keyAlice, "POST", "/v1/sessions/"+id+"/tool-calls", py("x")).must(t, http.StatusOK)
+	}
+	h.clock.Advance(50 * time.Second) // 600 s after opening
+	h.do(keyAlice, "GET", "/v1/sessions/"+id, nil).must(t, http.StatusNotFound)
+	h.do(keyAlice, "POST", "/v1/tool-calls", map[string]any{"function": map[string]any{"name": "run_python", "arguments": `{"code":"1"}`}, "session_id": id}).must(t, http.StatusNotFound)
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
 // Pending is a call held for approval.
@@ -20,68 +23,41 @@ type Pending struct {
 	Expires time.Time `json:"expires"`
 }
 
-// ApprovalStore keeps pending approvals. Take must be atomic: a token is
-// returned at most once, whatever the concurrency, so that a held call runs
-// exactly once. A Redis implementation maps Put to SET with PX and Take to
-// GETDEL.
-type ApprovalStore interface {
-	// Put stores p under token.
-	Put(ctx context.Context, token string, p Pending) error
-	// Take removes and returns the pending call; it returns
-	// ErrApprovalNotFound when the token is unknown, expired or taken.
-	Take(ctx context.Context, token string) (Pending, error)
+// heldCalls keeps the dispatcher's pending calls, JSON-encoded and
+// ungrouped (run ""), in an approvals.Store, whose take-once Take makes a
+// held call run at most once.
+type heldCalls struct {
+	store approvals.Store
+	now   func() time.Time
 }
 
-// MemoryApprovals is an in-process ApprovalStore.
-type MemoryApprovals struct {
-	mu  sync.Mutex
-	m   map[string]Pending
-	now func() time.Time
-}
-
-// NewMemoryApprovals returns an empty in-memory store; now is the clock
-// (nil means time.Now).
-func NewMemoryApprovals(now func() time.Time) *MemoryApprovals {
-	if now == nil {
-		now = time.Now
+// Put stores p under token until p.Expires.
+func (h heldCalls) Put(ctx context.Context, token string, p Pending) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("dispatcher: encode held call: %w", err)
 	}
-	return &MemoryApprovals{m: map[string]Pending{}, now: now}
+	return h.store.Put(ctx, approvals.Record{Token: token, Value: b, Expires: p.Expires})
 }
 
-// Put stores p and drops expired entries.
-func (s *MemoryApprovals) Put(_ context.Context, token string, p Pending) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for k, v := range s.m {
-		if now.After(v.Expires) {
-			delete(s.m, k)
-		}
-	}
-	s.m[token] = p
-	return nil
-}
-
-// Take removes and returns the pending call for token.
-func (s *MemoryApprovals) Take(_ context.Context, token string) (Pending, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.m[token]
-	if !ok {
+// Take removes and returns the pending call; it returns an error wrapping
+// ErrApprovalNotFound when the token is unknown, expired or taken.
+func (h heldCalls) Take(ctx context.Context, token string) (Pending, error) {
+	r, err := h.store.Take(ctx, "", token)
+	if errors.Is(err, approvals.ErrNotFound) {
 		return Pending{}, ErrApprovalNotFound
 	}
-	delete(s.m, token)
-	if s.now().After(p.Expires) {
+	if err != nil {
+		return Pending{}, err
+	}
+	var p Pending
+	if err := json.Unmarshal(r.Value, &p); err != nil {
+		return Pending{}, fmt.Errorf("dispatcher: decode held call: %w", err)
+	}
+	if h.now().After(p.Expires) {
 		return Pending{}, ErrApprovalNotFound
 	}
 	return p, nil
-}
-
-// Len returns the number of stored approvals, expired ones included.
-func (s *MemoryApprovals) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
 }
 
 // newToken returns a random approval token.

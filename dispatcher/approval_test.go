@@ -8,10 +8,24 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/policy"
+	"github.com/airlock-dev/airlock/internal/redistest"
 )
 
 func TestApprovalExactlyOnce(t *testing.T) {
-	cfg := testConfig()
+	t.Run("memory", func(t *testing.T) { approvalExactlyOnce(t, testConfig()) })
+	t.Run("redis", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Approvals = approvals.NewRedis(redistest.Start(t, false).Client(t), "airlock:{test:approvals}", 0)
+		approvalExactlyOnce(t, cfg)
+	})
+}
+
+// approvalExactlyOnce holds a call and approves it concurrently: it runs
+// once, and the token is then spent.
+func approvalExactlyOnce(t *testing.T, cfg Config) {
 	cfg.ApprovalTools = []string{ToolExecuteShell}
 	ex := okExecutor()
 	d, _ := newTestDispatcher(t, cfg, ex)
@@ -78,7 +92,7 @@ func TestApprovalByRuleAndExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
 	var mu sync.Mutex
 	cfg := testConfig()
-	cfg.Policy.RequireApproval = []string{RuleShellPrivilege}
+	cfg.Policy.RequireApproval = []string{policy.RuleShellPrivilege}
 	cfg.ApprovalTTL = time.Minute
 	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	ex := okExecutor()
@@ -86,12 +100,12 @@ func TestApprovalByRuleAndExpiry(t *testing.T) {
 	ctx := context.Background()
 	// a rule marked for approval holds the call...
 	r := d.Run(ctx, call(ToolExecuteShell, map[string]any{"command": "sudo id"}))
-	if r.Status != StatusPendingApproval || !strings.Contains(r.Content, RuleShellPrivilege) {
+	if r.Status != StatusPendingApproval || !strings.Contains(r.Content, policy.RuleShellPrivilege) {
 		t.Fatalf("rule approval: %+v", r)
 	}
 	// ...but a refusing rule in the same call still refuses
 	r2 := d.Run(ctx, call(ToolExecuteShell, map[string]any{"command": "sudo rm -rf /"}))
-	if r2.Status != StatusRejected || r2.Reason != "policy:"+RuleShellRmRoot {
+	if r2.Status != StatusRejected || r2.Reason != "policy:"+policy.RuleShellRmRoot {
 		t.Fatalf("mixed rules: %+v", r2)
 	}
 	res, err := d.Approve(ctx, r.ApprovalToken)

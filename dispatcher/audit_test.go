@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 func TestAuditRecords(t *testing.T) {
@@ -43,7 +45,7 @@ func TestAuditRecords(t *testing.T) {
 	if _, ok := recs[0]["duration_ms"]; !ok {
 		t.Error("no duration")
 	}
-	if recs[1]["decision"] != "refused" || recs[1]["reason"] != "policy:"+RuleShellPrivilege || recs[1]["status"] != "rejected" {
+	if recs[1]["decision"] != "refused" || recs[1]["reason"] != "policy:"+policy.RuleShellPrivilege || recs[1]["status"] != "rejected" {
 		t.Errorf("refusal record %v", recs[1])
 	}
 	for name, s := range map[string]string{"argument value": "print(", "configured secret": planted["configured"], "secret tool name": planted["openai_key"], "command": "sudo id"} {

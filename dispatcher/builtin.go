@@ -2,9 +2,11 @@ package dispatcher
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // Built-in tool names.
@@ -36,10 +38,10 @@ func BuiltinRegistry(cfg Config) *Registry {
 	cfg = cfg.withDefaults()
 	r := NewRegistry()
 	for _, t := range BuiltinTools(cfg) {
-		if slicesContains(cfg.DisabledTools, t.Name) {
+		if slices.Contains(cfg.DisabledTools, t.Name) {
 			continue
 		}
-		if slicesContains(cfg.ApprovalTools, t.Name) {
+		if slices.Contains(cfg.ApprovalTools, t.Name) {
 			t.NeedsApproval = true
 		}
 		r.Register(t)
@@ -116,7 +118,7 @@ func BuiltinTools(cfg Config) []Tool {
 			Risk:   RiskLow,
 			Checks: []Check{{Arg: "path", Kind: CheckReadPath}},
 			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				return cfg.pyAction(inv, pyReadFile, pyParams{
+				return cfg.pyAction(inv, policy.ReadFileProgram, map[string]any{
 					"path": inv.Args.String("path"), "offset": inv.Args.Int("offset"), "limit": inv.Args.Int("limit"), "max_bytes": readFileMaxByte,
 				})
 			}),
@@ -140,7 +142,7 @@ func BuiltinTools(cfg Config) []Tool {
 				if inv.Call.SessionID == "" {
 					return Action{}, Refuse("session_required", "write_file needs a session: "+cfg.WorkDir+" is writable only inside one")
 				}
-				return cfg.pyAction(inv, pyWriteFile, pyParams{
+				return cfg.pyAction(inv, policy.WriteFileProgram, map[string]any{
 					"path": inv.Args.String("path"), "content": inv.Args.String("content"), "mode": inv.Args.String("mode"),
 				})
 			}),
@@ -164,7 +166,7 @@ func BuiltinTools(cfg Config) []Tool {
 				if p == "" {
 					p = "."
 				}
-				return cfg.pyAction(inv, pyListDir, pyParams{
+				return cfg.pyAction(inv, policy.ListDirProgram, map[string]any{
 					"path": p, "recursive": inv.Args.Bool("recursive"), "max_entries": inv.Args.Int("max_entries"),
 				})
 			}),
@@ -186,9 +188,8 @@ func BuiltinTools(cfg Config) []Tool {
 			Risk:   RiskLow,
 			Checks: []Check{{Arg: "database", Kind: CheckReadPath}, {Arg: "query", Kind: CheckSQL}},
 			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				return cfg.pyAction(inv, pySQLite, pyParams{
+				return cfg.pyAction(inv, policy.SQLiteProgram, map[string]any{
 					"database": inv.Args.String("database"), "query": inv.Args.String("query"), "max_rows": inv.Args.Int("max_rows"),
-					"arg_pragmas": sqliteArgPragmas, "plain_pragmas": sqlitePlainPragmas,
 				})
 			}),
 		},
@@ -207,12 +208,12 @@ func execHandler(lang core.Language, arg string) func(context.Context, Invocatio
 }
 
 // pyAction builds the python Request of a file or SQL tool.
-func (c Config) pyAction(inv Invocation, body string, params pyParams) (Action, error) {
+func (c Config) pyAction(inv Invocation, body policy.Program, params map[string]any) (Action, error) {
 	base := c.InputDir
 	if inv.Call.SessionID != "" {
 		base = c.WorkDir
 	}
-	code, err := c.genPython(body, params, base)
+	code, err := c.analysis().GenPython(body, params, base)
 	if err != nil {
 		return Action{}, err
 	}

@@ -3,6 +3,8 @@ package dispatcher
 import (
 	"github.com/airlock-dev/airlock/core"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
 // Config holds every tunable of a Dispatcher. Start from DefaultConfig and
@@ -36,8 +38,9 @@ type Config struct {
 	ApprovalTools []string
 	// ApprovalTTL is how long a pending approval stays valid.
 	ApprovalTTL time.Duration
-	// Approvals stores pending approvals; nil means a new in-memory store.
-	Approvals ApprovalStore
+	// Approvals stores pending approvals (internal/approvals: Memory or
+	// Redis); nil means a new in-memory store on the Now clock.
+	Approvals approvals.Store
 
 	// Ceiling is the most a call's Limits may ask for (normally the
 	// sandbox defaults): a call may only lower it, unless the transport sets

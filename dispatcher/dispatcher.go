@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // Dispatcher is the one gate every tool call goes through. It is safe for
@@ -20,9 +22,9 @@ type Dispatcher struct {
 	reg       *Registry
 	exec      Executor
 	log       *slog.Logger
-	policy    *policy
+	policy    *gate
 	redactor  *Redactor
-	approvals ApprovalStore
+	approvals heldCalls
 }
 
 // New returns a Dispatcher with the built-in tools. exec runs sandbox
@@ -41,16 +43,16 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 	}
 	store := cfg.Approvals
 	if store == nil {
-		store = NewMemoryApprovals(cfg.Now)
+		store = approvals.NewMemory(cfg.Now)
 	}
 	return &Dispatcher{
 		cfg:       cfg,
 		reg:       reg,
 		exec:      exec,
 		log:       logger,
-		policy:    newPolicy(cfg),
+		policy:    newGate(cfg),
 		redactor:  NewRedactor(cfg.Secrets),
-		approvals: store,
+		approvals: heldCalls{store: store, now: cfg.Now},
 	}
 }
 
@@ -191,7 +193,7 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 }
 
 // policyContent explains the first refusing violation and lists the rest.
-func policyContent(first Violation, all []Violation) string {
+func policyContent(first violation, all []violation) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "refused by policy rule %s: %s", first.Rule, first.Message)
 	for _, v := range all {
@@ -253,8 +255,8 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
 	}
-	if act.SandboxPolicy && red.ExitCode == policyExitCode {
-		if rule, msg, ok := parsePolicyMarker(red.Stderr); ok {
+	if act.SandboxPolicy && red.ExitCode == policy.MarkerExitCode {
+		if rule, msg, ok := policy.ParseMarker(red.Stderr); ok {
 			res.Status, res.Reason = StatusRejected, "policy:"+rule
 			res.Content = "refused by policy rule " + rule + " (checked inside the sandbox after resolving symlinks): " + msg
 			return res, "refused"

@@ -58,7 +58,7 @@
 // # Policy
 //
 // Defence in depth on top of the container, on by default, each rule named
-// (see Rules) and reported as Reason "policy:<rule>". PolicyConfig
+// (see internal/policy.Rules) and reported as Reason "policy:<rule>". PolicyConfig
 // switches the shell, python and path-secret families off, single rules off
 // (Disabled), or turns single rules into approval requests
 // (RequireApproval).
@@ -108,8 +108,9 @@
 // call exactly once (re-validated, policy re-checked except the approved
 // rules); Reject resolves it without running. A token resolves once: a
 // second use, an unknown or an expired token gives ErrApprovalNotFound.
-// Storage is the ApprovalStore interface (MemoryApprovals now; a Redis one
-// maps to SET PX / GETDEL).
+// Storage is Config.Approvals, an internal/approvals Store: in memory by
+// default, in Redis (a PX expiry and an atomic take script) under serve
+// --redis.
 //
 // # Audit
 //

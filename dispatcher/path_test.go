@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 func TestPathRulesGo(t *testing.T) {
@@ -19,44 +20,44 @@ func TestPathRulesGo(t *testing.T) {
 		session          bool
 		rule             string // "" means allowed
 	}{
-		{ToolReadFile, "path", ".env", false, RulePathSecret},
-		{ToolReadFile, "path", "/workspace/config/.env.production", false, RulePathSecret},
-		{ToolReadFile, "path", "/workspace/prod.env", false, RulePathSecret},
-		{ToolReadFile, "path", "/workspace/.ssh/id_rsa", false, RulePathSecret},
-		{ToolReadFile, "path", "id_ed25519.pub", false, RulePathSecret},
-		{ToolReadFile, "path", "certs/server.PEM", false, RulePathSecret},
-		{ToolReadFile, "path", "tls/server.key", false, RulePathSecret},
-		{ToolReadFile, "path", "/workspace/.aws/credentials", false, RulePathSecret},
-		{ToolReadFile, "path", "/proc/self/environ", false, RulePathSecret},
-		{ToolReadFile, "path", "/proc/1/environ", false, RulePathSecret},
-		{ToolReadFile, "path", "/etc/shadow", false, RulePathSecret},
-		{ToolReadFile, "path", "../../etc/shadow", false, RulePathSecret},
-		{ToolReadFile, "path", "../../proc/1/environ", false, RulePathSecret},
-		{ToolReadFile, "path", "/var/run/secrets/kubernetes.io/serviceaccount/token", false, RulePathSecret},
-		{ToolReadFile, "path", "/etc/passwd", false, RulePathReadOutside},
-		{ToolReadFile, "path", "../etc/passwd", false, RulePathReadOutside},
-		{ToolReadFile, "path", "/workspace/../etc/passwd", false, RulePathReadOutside},
-		{ToolReadFile, "path", "/workspace/a/../../root/x", false, RulePathReadOutside},
-		{ToolReadFile, "path", "/workspacex/a", false, RulePathReadOutside},
+		{ToolReadFile, "path", ".env", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/workspace/config/.env.production", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/workspace/prod.env", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/workspace/.ssh/id_rsa", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "id_ed25519.pub", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "certs/server.PEM", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "tls/server.key", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/workspace/.aws/credentials", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/proc/self/environ", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/proc/1/environ", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/etc/shadow", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "../../etc/shadow", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "../../proc/1/environ", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/var/run/secrets/kubernetes.io/serviceaccount/token", false, policy.RulePathSecret},
+		{ToolReadFile, "path", "/etc/passwd", false, policy.RulePathReadOutside},
+		{ToolReadFile, "path", "../etc/passwd", false, policy.RulePathReadOutside},
+		{ToolReadFile, "path", "/workspace/../etc/passwd", false, policy.RulePathReadOutside},
+		{ToolReadFile, "path", "/workspace/a/../../root/x", false, policy.RulePathReadOutside},
+		{ToolReadFile, "path", "/workspacex/a", false, policy.RulePathReadOutside},
 		{ToolReadFile, "path", "data.csv", false, ""},
 		{ToolReadFile, "path", "/workspace/sub/../data.csv", false, ""},
 		{ToolReadFile, "path", "/work/notes.txt", true, ""},
 		{ToolReadFile, "path", "key_results.txt", false, ""},
 		{ToolWriteFile, "path", "out.txt", true, ""},
 		{ToolWriteFile, "path", "/work/outputs/plot.csv", true, ""},
-		{ToolWriteFile, "path", "/workspace/data.csv", true, RulePathWriteOutside},
-		{ToolWriteFile, "path", "../etc/cron.d/x", true, RulePathWriteOutside},
-		{ToolWriteFile, "path", "/work/../tmp/x", true, RulePathWriteOutside},
-		{ToolWriteFile, "path", "/tmp/x", true, RulePathWriteOutside},
-		{ToolWriteFile, "path", ".env", true, RulePathSecret},
-		{ToolWriteFile, "path", "/work/.ssh/authorized_keys", true, RulePathSecret},
-		{ToolWriteFile, "path", "x/../../.aws/config", true, RulePathSecret},
-		{ToolListDirectory, "path", "/", false, RulePathReadOutside},
-		{ToolListDirectory, "path", "..", false, RulePathReadOutside},
-		{ToolListDirectory, "path", "/workspace/.ssh", false, RulePathSecret},
+		{ToolWriteFile, "path", "/workspace/data.csv", true, policy.RulePathWriteOutside},
+		{ToolWriteFile, "path", "../etc/cron.d/x", true, policy.RulePathWriteOutside},
+		{ToolWriteFile, "path", "/work/../tmp/x", true, policy.RulePathWriteOutside},
+		{ToolWriteFile, "path", "/tmp/x", true, policy.RulePathWriteOutside},
+		{ToolWriteFile, "path", ".env", true, policy.RulePathSecret},
+		{ToolWriteFile, "path", "/work/.ssh/authorized_keys", true, policy.RulePathSecret},
+		{ToolWriteFile, "path", "x/../../.aws/config", true, policy.RulePathSecret},
+		{ToolListDirectory, "path", "/", false, policy.RulePathReadOutside},
+		{ToolListDirectory, "path", "..", false, policy.RulePathReadOutside},
+		{ToolListDirectory, "path", "/workspace/.ssh", false, policy.RulePathSecret},
 		{ToolListDirectory, "path", "sub", false, ""},
-		{ToolSQLiteQuery, "database", "../../etc/x.db", false, RulePathReadOutside},
-		{ToolSQLiteQuery, "database", "/workspace/../../root/.ssh/db", false, RulePathSecret},
+		{ToolSQLiteQuery, "database", "../../etc/x.db", false, policy.RulePathReadOutside},
+		{ToolSQLiteQuery, "database", "/workspace/../../root/.ssh/db", false, policy.RulePathSecret},
 		{ToolSQLiteQuery, "database", "sales.db", false, ""},
 	}
 	for _, c := range cases {
@@ -99,7 +100,7 @@ func TestPathSecretRuleSwitch(t *testing.T) {
 		t.Errorf("DisablePaths: .env got %s %q", r.Status, r.Reason)
 	}
 	// confinement is part of the tools and stays on
-	if r := d.Run(context.Background(), call(ToolReadFile, map[string]any{"path": "/etc/passwd"})); r.Reason != "policy:"+RulePathReadOutside {
+	if r := d.Run(context.Background(), call(ToolReadFile, map[string]any{"path": "/etc/passwd"})); r.Reason != "policy:"+policy.RulePathReadOutside {
 		t.Errorf("DisablePaths: /etc/passwd got %s %q", r.Status, r.Reason)
 	}
 }
@@ -175,12 +176,12 @@ func TestGeneratedFileTools(t *testing.T) {
 	}
 	// a symlink out of the input folder is caught inside the sandbox
 	r = d.Run(ctx, call(ToolReadFile, map[string]any{"path": "link.txt"}))
-	if r.Reason != "policy:"+RulePathReadOutside || strings.Contains(r.Content, "TOPSECRET") {
+	if r.Reason != "policy:"+policy.RulePathReadOutside || strings.Contains(r.Content, "TOPSECRET") {
 		t.Fatalf("symlink read: %s %q\n%s", r.Status, r.Reason, r.Content)
 	}
 	// a symlink with an innocent name to a key file names the secret rule
 	r = d.Run(ctx, call(ToolReadFile, map[string]any{"path": "innocent.txt"}))
-	if r.Reason != "policy:"+RulePathSecret {
+	if r.Reason != "policy:"+policy.RulePathSecret {
 		t.Fatalf("symlink to key: %s %q\n%s", r.Status, r.Reason, r.Content)
 	}
 	// write_file: normal, append, through a symlinked folder
@@ -195,7 +196,7 @@ func TestGeneratedFileTools(t *testing.T) {
 		t.Fatalf("write_file content %q err %v (%s)", got, err, r.Content)
 	}
 	r = d.Run(ctx, sc(map[string]any{"path": "escape/pwned.txt", "content": "x"}))
-	if r.Reason != "policy:"+RulePathWriteOutside {
+	if r.Reason != "policy:"+policy.RulePathWriteOutside {
 		t.Fatalf("symlinked write: %s %q\n%s", r.Status, r.Reason, r.Content)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "pwned.txt")); err == nil {
@@ -247,16 +248,16 @@ c.executemany("insert into t values(?,?)", [(i, "n%d" % i) for i in range(10)]);
 		if r.Status == StatusOK {
 			t.Errorf("%q: ran: %s", w, r.Content)
 		}
-		if r.Reason != "policy:"+RuleSQLReadOnly && !strings.Contains(r.Content, "readonly") {
+		if r.Reason != "policy:"+policy.RuleSQLReadOnly && !strings.Contains(r.Content, "readonly") {
 			t.Errorf("%q: refused for another reason: %s %q %s", w, r.Status, r.Reason, r.Content)
 		}
 	}
 	// the engine's own one-statement check (the Go pre-check switched off)
 	cfg2 := cfg
-	cfg2.Policy.Disabled = []string{RuleSQLMultiple}
+	cfg2.Policy.Disabled = []string{policy.RuleSQLMultiple}
 	d2, _ := newTestDispatcher(t, cfg2, ex)
 	r = d2.Run(ctx, call(ToolSQLiteQuery, map[string]any{"database": "sales.db", "query": "select 1; delete from t"}))
-	if r.Reason != "policy:"+RuleSQLMultiple {
+	if r.Reason != "policy:"+policy.RuleSQLMultiple {
 		t.Errorf("engine multiple statements: %s %q %s", r.Status, r.Reason, r.Content)
 	}
 	cnt := exec.Command("python3", "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from t').fetchone()[0])", dbPath)
@@ -265,28 +266,5 @@ c.executemany("insert into t values(?,?)", [(i, "n%d" % i) for i in range(10)]);
 	}
 	if _, err := os.Stat(filepath.Join(in, "other.db")); err == nil {
 		t.Errorf("ATTACH created a file")
-	}
-}
-
-func TestMultipleStatements(t *testing.T) {
-	cases := map[string]bool{
-		"select 1":                          false,
-		"select 1;":                         false,
-		"select 1;  -- done":                false,
-		"select 1; /* c */ ":                false,
-		"select ';' from t":                 false,
-		"select \"a;b\" from t":             false,
-		"select 'it''s; fine'":              false,
-		"select [x;y] from t":               false,
-		"select 1; select 2":                true,
-		"select 1;delete from t":            true,
-		"select 1; -- c\n drop table t":     true,
-		"select 'a'; select 'b'":            true,
-		"select 1 /* ; */; attach 'x' as y": true,
-	}
-	for q, want := range cases {
-		if got := multipleStatements(q); got != want {
-			t.Errorf("multipleStatements(%q) = %v, want %v", q, got, want)
-		}
 	}
 }

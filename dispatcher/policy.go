@@ -4,142 +4,85 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/internal/policy"
 )
 
-// Violation is one policy rule that refused (or held) a call.
-type Violation struct {
-	// Rule is the rule's name, e.g. "shell.rm_root"; the Result's Reason
-	// is "policy:" + Rule.
-	Rule string
-	// Message explains the refusal to the model.
-	Message string
-}
+// violation is one policy rule that refused (or held) a call; the Result's
+// Reason is "policy:" + its Rule.
+type violation = policy.Violation
 
-// RuleInfo documents one policy rule.
-type RuleInfo struct {
-	Name        string
-	Description string
-}
-
-// Rules lists every policy rule with what it catches, for documentation,
-// listings and tests.
-func Rules() []RuleInfo {
-	return []RuleInfo{
-		{RuleShellRmRoot, "recursive or forced rm (or find -delete) of /, a top-level folder, home, or a path climbing out with ..; also --no-preserve-root"},
-		{RuleShellMkfs, "mkfs*, mke2fs, mkswap, wipefs: formatting file systems"},
-		{RuleShellDeviceWrite, "dd of=/dev/..., redirection or tee into a device other than /dev/null, stdout, stderr, tty, fd"},
-		{RuleShellPrivilege, "sudo, su, doas, pkexec, runuser"},
-		{RuleShellChmod777, "chmod to world-writable modes: 777, 0777, a+rwx, o+w"},
-		{RuleShellDownloadExec, "curl/wget output piped or substituted into a shell or interpreter"},
-		{RuleShellDecodeExec, "base64/xxd/openssl-decoded data piped or substituted into a shell or interpreter"},
-		{RuleShellForkBomb, "a function that calls itself through a pipe or in the background (:(){ :|:& };:) and $0|$0 shapes"},
-		{RuleShellReverseShell, "/dev/tcp and /dev/udp, nc/ncat -e/-c, socat exec:, interactive shells with redirected descriptors, mkfifo with nc"},
-		{RuleShellDynamicCommand, "a command name computed at run time ($VAR, $(...), `...`) or eval/sh -c of computed text"},
-		{RulePySubprocess, "subprocess, _posixsubprocess, asyncio subprocess helpers, in import, from-import, __import__, importlib or sys.modules"},
-		{RulePyOSExec, "os/posix system, popen, exec*, spawn*, posix_spawn*, including aliases, from-imports, star imports and getattr with literal names"},
-		{RulePyPty, "the pty module"},
-		{RulePyCtypes, "ctypes, _ctypes and cffi"},
-		{RulePyDynamicImport, "__import__ or importlib.import_module with a computed module name"},
-		{RulePyDynamicAttr, "getattr on os/posix/builtins with a computed name, vars(os), os.__dict__"},
-		{RulePyIntrospection, "__subclasses__, __globals__, __builtins__ escapes"},
-		{RulePyDynamicExec, "exec/eval/compile of computed text (literal text is analysed like code)"},
-		{RulePathSecret, "credential and key files (.env, id_rsa, *.pem, *.key, .aws/, .ssh/, /proc/*/environ, /etc/shadow ...), read or write"},
-		{RulePathReadOutside, "reads outside the work and input folders (not switchable)"},
-		{RulePathWriteOutside, "writes outside the work folder (not switchable)"},
-		{RuleSQLMultiple, "more than one SQL statement in sqlite_query (Go pre-check and the engine)"},
-		{RuleSQLReadOnly, "writes, ATTACH and value-setting pragmas, refused by the engine: mode=ro, query_only, an authorizer (not switchable)"},
-	}
-}
-
-// policy evaluates the rules under one configuration.
-type policy struct {
+// gate runs a tool's declared checks through the policy analysis and knows
+// which firing rules hold a call for approval instead of refusing it.
+type gate struct {
 	cfg      Config
-	disabled map[string]bool
+	pol      *policy.Policy
 	approval map[string]bool
 }
 
-// newPolicy builds the policy for cfg.
-func newPolicy(cfg Config) *policy {
-	p := &policy{cfg: cfg, disabled: map[string]bool{}, approval: map[string]bool{}}
-	for _, r := range cfg.Policy.Disabled {
-		p.disabled[r] = true
-	}
+// newGate builds the gate for cfg.
+func newGate(cfg Config) *gate {
+	g := &gate{cfg: cfg, pol: cfg.analysis(), approval: map[string]bool{}}
 	for _, r := range cfg.Policy.RequireApproval {
-		p.approval[r] = true
+		g.approval[r] = true
 	}
-	return p
+	return g
 }
 
-// on reports whether rule is active.
-func (p *policy) on(rule string) bool {
-	if p.disabled[rule] {
-		return false
-	}
-	switch {
-	case rule == RulePathReadOutside || rule == RulePathWriteOutside:
-		return true
-	case strings.HasPrefix(rule, "shell."):
-		return !p.cfg.Policy.DisableShell
-	case strings.HasPrefix(rule, "python."):
-		return !p.cfg.Policy.DisablePython
-	case strings.HasPrefix(rule, "path."):
-		return !p.cfg.Policy.DisablePaths
-	}
-	return true
+// analysis builds the static analysis for c's folders and rule switches.
+func (c Config) analysis() *policy.Policy {
+	return policy.New(policy.Config{
+		WorkDir:       c.WorkDir,
+		InputDir:      c.InputDir,
+		DisableShell:  c.Policy.DisableShell,
+		DisablePython: c.Policy.DisablePython,
+		DisablePaths:  c.Policy.DisablePaths,
+		Disabled:      c.Policy.Disabled,
+	})
 }
 
 // needsApproval reports whether a firing rule holds the call instead of refusing.
-func (p *policy) needsApproval(rule string) bool { return p.approval[rule] }
+func (g *gate) needsApproval(rule string) bool { return g.approval[rule] }
 
 // check runs the tool's declared checks on args and returns every
 // violation found, in check order. approved rules are skipped.
-func (p *policy) check(t *registered, call Call, args Args, approved []string) []Violation {
-	var out []Violation
-	base := p.cfg.InputDir
+func (g *gate) check(t *registered, call Call, args Args, approved []string) []violation {
+	var out []violation
+	base := g.cfg.InputDir
 	if call.SessionID != "" {
-		base = p.cfg.WorkDir
+		base = g.cfg.WorkDir
 	}
 	for _, c := range t.Checks {
 		v, ok := args[c.Arg].(string)
 		if !ok {
 			continue
 		}
-		var found []Violation
+		var found []violation
 		switch c.Kind {
 		case CheckShell:
-			found = p.checkShell(v)
+			found = g.pol.Shell(v)
 		case CheckPython:
-			found = p.checkPython(v)
+			found = g.pol.Python(v)
 		case CheckReadPath, CheckWritePath:
 			b := base
 			if c.Kind == CheckWritePath {
-				b = p.cfg.WorkDir // relative writes always start in the work folder
+				b = g.cfg.WorkDir // relative writes always start in the work folder
 			}
-			if vi := p.checkPath(v, b, c.Kind == CheckWritePath); vi != nil {
-				found = []Violation{*vi}
+			if vi := g.pol.Path(v, b, c.Kind == CheckWritePath); vi != nil {
+				found = []violation{*vi}
 			}
 		case CheckSQL:
-			if p.on(RuleSQLMultiple) && multipleStatements(v) {
-				found = []Violation{{Rule: RuleSQLMultiple, Message: "sqlite_query runs exactly one statement; split the query into separate calls"}}
+			if vi := g.pol.SQL(v); vi != nil {
+				found = []violation{*vi}
 			}
 		}
 		for _, f := range found {
-			if p.on(f.Rule) && !slices.Contains(approved, f.Rule) && !containsRule(out, f.Rule) {
+			if g.pol.On(f.Rule) && !slices.Contains(approved, f.Rule) && !slices.ContainsFunc(out, func(o violation) bool { return o.Rule == f.Rule }) {
 				out = append(out, f)
 			}
 		}
 	}
 	return out
-}
-
-// containsRule reports whether vs already holds rule.
-func containsRule(vs []Violation, rule string) bool {
-	for _, v := range vs {
-		if v.Rule == rule {
-			return true
-		}
-	}
-	return false
 }
 
 // quoteShort quotes s for a message, shortened to 80 characters.

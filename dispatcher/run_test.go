@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/policy"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -40,7 +41,7 @@ func TestRunRefusals(t *testing.T) {
 		{"nul in path", Call{Name: ToolReadFile, Arguments: json.RawMessage(`{"path": "a\u0000b"}`)}, "invalid_arguments", "/path", "pattern"},
 		{"too large", Call{Name: ToolRunPython, Arguments: json.RawMessage(`{"code": "` + strings.Repeat("x", 300<<10) + `"}`)}, "arguments_too_large", "", "limit"},
 		{"write without session", Call{Name: ToolWriteFile, Arguments: json.RawMessage(`{"path": "a.txt", "content": "b"}`)}, "session_required", "", "needs a session"},
-		{"multiple sql statements", Call{Name: ToolSQLiteQuery, Arguments: json.RawMessage(`{"database": "d.db", "query": "select 1; drop table t"}`)}, "policy:" + RuleSQLMultiple, "", "one statement"},
+		{"multiple sql statements", Call{Name: ToolSQLiteQuery, Arguments: json.RawMessage(`{"database": "d.db", "query": "select 1; drop table t"}`)}, "policy:" + policy.RuleSQLMultiple, "", "one statement"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

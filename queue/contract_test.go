@@ -110,6 +110,40 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 		}
 	})
 
+	t.Run("ProgressArrivesInOrderBeforeOutcome", func(t *testing.T) {
+		q := newQ(t, contractConfig(), nil)
+		runWorker(t, q, WorkerConfig{ID: "w1"}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+			for i := 0; i < 50; i++ {
+				Progress(ctx, []byte(fmt.Sprintf("line %d\n", i)))
+			}
+			Progress(ctx, make([]byte, MaxProgressBytes+1)) // dropped
+			return Reply{Payload: []byte("done")}, nil
+		}))
+		var mu sync.Mutex
+		var got []string
+		out, err := q.Do(testCtx(t), Job{Owner: "alice", OnProgress: func(b []byte) {
+			mu.Lock()
+			got = append(got, string(b))
+			mu.Unlock()
+		}})
+		if err != nil || string(out) != "done" {
+			t.Fatalf("Do = %q, %v", out, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 50 {
+			t.Fatalf("got %d progress messages, want 50: %q", len(got), got)
+		}
+		for i, g := range got {
+			if g != fmt.Sprintf("line %d\n", i) {
+				t.Fatalf("message %d = %q (out of order or altered)", i, g)
+			}
+		}
+		// Without OnProgress, Progress is a no-op and the job still runs.
+		if out, err := q.Do(testCtx(t), Job{Owner: "alice"}); err != nil || string(out) != "done" {
+			t.Fatalf("Do without OnProgress = %q, %v", out, err)
+		}
+	})
 	t.Run("ManyConcurrent", func(t *testing.T) {
 		q := newQ(t, contractConfig(), nil)
 		for _, id := range []string{"w1", "w2"} {

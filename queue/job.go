@@ -33,6 +33,14 @@ type Job struct {
 	Attempt int
 	// EnqueuedAt is set by the queue when the job is accepted.
 	EnqueuedAt time.Time
+	// OnProgress, when set, receives the messages the handler sends with
+	// Progress while the job runs, in order and before Do returns. It runs
+	// on the queue's delivery goroutine: it must return quickly. It stays in
+	// the calling process; a worker never sees it.
+	OnProgress func(data []byte)
+
+	// replyTo is the caller's reply channel (Redis), read from the stream.
+	replyTo string
 }
 
 // Reply is what a handler returns for a job that it ran.

@@ -365,6 +365,9 @@ func (w *memWorker) run(hctx context.Context, mj *memJob) {
 		q.m.retries.Inc()
 	}
 	q.m.inflight.Inc()
+	if f := j.OnProgress; f != nil {
+		hctx = withProgress(hctx, f)
+	}
 	reply, err := safeHandle(hctx, w.h, j, w.log)
 	q.m.inflight.Dec()
 

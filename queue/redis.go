@@ -37,6 +37,8 @@ type Redis struct {
 	mu      sync.Mutex
 	closed  bool
 	waiters map[string]map[chan struct{}]struct{}
+	// progress holds the OnProgress callbacks of jobs waiting in Do.
+	progress map[string]func([]byte)
 
 	// missedNotices counts jobs whose outcome was found only when their
 	// caller gave up waiting: a wake-up was lost (tests expect zero).
@@ -64,6 +66,7 @@ func NewRedis(cfg Config, deps Deps) (*Redis, error) {
 		lisDone:  make(chan struct{}),
 		closeCh:  make(chan struct{}),
 		waiters:  map[string]map[chan struct{}]struct{}{},
+		progress: map[string]func([]byte){},
 	}
 	m, err := newMetrics(deps.Registerer, "redis", q.depth)
 	if err != nil {
@@ -184,6 +187,10 @@ func (q *Redis) listen() {
 		case *redis.Subscription:
 			q.wakeAll()
 		case *redis.Message:
+			if id, data, ok := parseProgress(m.Payload); ok {
+				q.deliverProgress(id, data)
+				continue
+			}
 			q.wake(m.Payload)
 		}
 	}
@@ -215,6 +222,27 @@ func (q *Redis) removeWaiter(id string, ch chan struct{}) {
 	delete(q.waiters[id], ch)
 	if len(q.waiters[id]) == 0 {
 		delete(q.waiters, id)
+	}
+}
+
+// setProgress registers (or with nil removes) job id's progress callback.
+func (q *Redis) setProgress(id string, f func([]byte)) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if f == nil {
+		delete(q.progress, id)
+		return
+	}
+	q.progress[id] = f
+}
+
+// deliverProgress hands a progress message to its job's callback.
+func (q *Redis) deliverProgress(id string, data []byte) {
+	q.mu.Lock()
+	f := q.progress[id]
+	q.mu.Unlock()
+	if f != nil {
+		f(data)
 	}
 }
 
@@ -261,6 +289,10 @@ func (q *Redis) Do(ctx context.Context, j Job) (out []byte, err error) {
 	}
 	sig := q.addWaiter(j.ID) // before submitting: no notice can be missed
 	defer q.removeWaiter(j.ID, sig)
+	if j.OnProgress != nil {
+		q.setProgress(j.ID, j.OnProgress)
+		defer q.setProgress(j.ID, nil)
+	}
 	worker, exists, err := q.submit(ctx, j)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ end
 redis.call('ZADD', KEYS[3], dl, ARGV[1])
 redis.call('HSET', KEYS[1], 'st', 'queued', 'att', 0, 'owner', ARGV[6], 'reply', ARGV[7], 'dl', ARGV[3], 'sess', ARGV[10])
 redis.call('PEXPIREAT', KEYS[1], dl + tonumber(ARGV[8]))
-redis.call('XADD', KEYS[2], '*', 'id', ARGV[1], 'owner', ARGV[6], 'sess', ARGV[10], 'dl', ARGV[3], 'enq', ARGV[12], 'pl', ARGV[9])
+redis.call('XADD', KEYS[2], '*', 'id', ARGV[1], 'owner', ARGV[6], 'sess', ARGV[10], 'dl', ARGV[3], 'enq', ARGV[12], 'reply', ARGV[7], 'pl', ARGV[9])
 return {'ok', tostring(redis.call('ZCARD', KEYS[3]))}
 `)
 

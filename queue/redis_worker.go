@@ -259,7 +259,7 @@ func cmpOr(a, b string) string {
 // parseJob decodes a stream message into a Job.
 func parseJob(m redis.XMessage) (Job, error) {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
-	j := Job{ID: s("id"), Owner: s("owner"), Session: s("sess"), Payload: []byte(s("pl"))}
+	j := Job{ID: s("id"), Owner: s("owner"), Session: s("sess"), Payload: []byte(s("pl")), replyTo: s("reply")}
 	dl, err1 := strconv.ParseInt(s("dl"), 10, 64)
 	enq, err2 := strconv.ParseInt(s("enq"), 10, 64)
 	if j.ID == "" || err1 != nil || err2 != nil {
@@ -328,7 +328,9 @@ func (w *redisWorker) process(base context.Context, d delivery) {
 		log.Info("retrying job", "attempt", j.Attempt)
 	}
 	q.m.inflight.Inc()
-	reply, herr := safeHandle(hctx, w.h, j, log)
+	pub := w.newPublisher(j)
+	reply, herr := safeHandle(withProgress(hctx, pub.send), w.h, j, log)
+	pub.flush()
 	q.m.inflight.Dec()
 	if errors.Is(context.Cause(hctx), errShutdown) {
 		log.Warn("job still running at end of grace period; left for another worker")

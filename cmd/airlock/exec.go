@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 )
@@ -31,8 +33,10 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
 	mount := fs.String("mount", "", "host folder mounted read-only at /workspace")
 	verbose := fs.Bool("v", false, "log to stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` to run the call on (env AIRLOCK_SERVER); empty: run here")
+	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fmt.Fprintln(stderr, "usage: airlock exec [flags] run_python|execute_shell [CODE]   (CODE from stdin when absent)")
@@ -70,6 +74,13 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	rawArgs, _ := json.Marshal(callArgs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *server != "" {
+		if *mount != "" {
+			fmt.Fprintln(stderr, "airlock exec: --mount names a host folder and cannot be sent to --server; the server's operator allows input folders")
+			return 2
+		}
+		return execRemote(ctx, *server, *key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
+	}
 	st, err := buildStack(ctx, &sf, logger(stderr, *verbose))
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
@@ -143,4 +154,58 @@ func exitCode(res core.Result) int {
 	default: // rejected
 		return 126
 	}
+}
+
+// execRemote runs call on the server at url with the Go client and prints
+// it like a local call; a platform error (an *APIError) exits 1, or 75
+// (EX_TEMPFAIL) when the server asked to retry later.
+func execRemote(ctx context.Context, url, key string, call client.ToolCall, asJSON bool, stdout, stderr io.Writer) int {
+	c, err := client.New(url, client.WithAPIKey(key))
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock exec: --server: %v\n", err)
+		return 2
+	}
+	res, err := c.CallTool(ctx, call)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Temporary() {
+			if ae.RetryAfter > 0 {
+				fmt.Fprintf(stderr, "airlock exec: the server asks to retry after %s\n", ae.RetryAfter)
+			}
+			return 75
+		}
+		return 1
+	}
+	r := res.Result
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	} else {
+		fmt.Fprint(stdout, r.Stdout)
+		fmt.Fprint(stderr, r.Stderr)
+		for _, a := range r.Artifacts {
+			fmt.Fprintf(stderr, "[artifact %s %s %d bytes sha256:%s %s]\n", a.Name, a.MIME, a.Size, a.SHA256, a.URL)
+		}
+		if r.Status != client.StatusOK && r.Status != client.StatusError {
+			fmt.Fprintf(stderr, "airlock: %s: %s\n", r.Status, res.Message.Content)
+		}
+	}
+	if r.Status == client.StatusPendingApproval {
+		return 126
+	}
+	exit := 0
+	if r.ExitCode != nil {
+		exit = *r.ExitCode
+	}
+	return exitCode(core.Result{Status: core.Status(r.Status), ExitCode: exit})
+}
+
+// remoteLimits converts the limit flags to the API's limits (nil: none).
+func remoteLimits(l core.Limits) *client.Limits {
+	if l == (core.Limits{}) {
+		return nil
+	}
+	return &client.Limits{MemoryBytes: l.Memory, CPUs: l.CPUs, Pids: l.Pids, TimeoutSeconds: l.Timeout.Seconds()}
 }

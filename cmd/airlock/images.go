@@ -6,12 +6,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
+
+// imagesUsage is the usage line of `airlock images`.
+const imagesUsage = "usage: airlock images build [NAME...] | airlock images list"
 
 // runImages implements `airlock images build|list` by running images/build.sh.
 func runImages(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "build" && args[0] != "list") {
-		fmt.Fprintln(stderr, "usage: airlock images build [NAME...] | airlock images list")
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help"):
+		fmt.Fprintln(stdout, imagesUsage)
+		return 0
+	case len(args) > 0 && strings.HasPrefix(args[0], "-"):
+		fmt.Fprintf(stderr, "airlock images: flag provided but not defined: %s\n%s\n", args[0], imagesUsage)
+		return 2
+	case len(args) == 0 || (args[0] != "build" && args[0] != "list"):
+		fmt.Fprintln(stderr, imagesUsage)
 		return 2
 	}
 	script, err := buildScript()

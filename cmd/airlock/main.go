@@ -12,6 +12,7 @@ commands:
   serve     the HTTP API and web UI: airlock serve [--addr 127.0.0.1:8080] [--redis URL] [--insecure-local]
   worker    run sandbox jobs from the Redis queue: airlock worker --redis URL [--concurrency N]
   run       run the agent on a goal: airlock run [--model M] [--base-url U] [--mount DIR] [--max-steps N] [--json] "goal"
+  mcp       an MCP server on stdio for local hosts: airlock mcp [--mount DIR] [--timeout 30s]
   exec      run one snippet: airlock exec [--json] [--timeout 10s] [--memory 256m] [--cpus 1] [--mount DIR] run_python|execute_shell [CODE]
   session   open a session and run several snippets in it (stdin, separated by lines "---")
   images    build or list the sandbox images: airlock images build|list
@@ -33,6 +34,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "exec":
 		return runExec(rest, stdin, stdout, stderr)
+	case "mcp":
+		return runMCP(rest, stdin, stdout, stderr)
 	case "session":
 		return runSession(rest, stdin, stdout, stderr)
 	case "images":

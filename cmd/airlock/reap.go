@@ -14,8 +14,8 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var sf sandboxFlags
 	sf.register(fs, 0)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	eng, err := sf.engine(logger(stderr, false))
 	if err != nil {

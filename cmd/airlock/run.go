@@ -19,60 +19,89 @@ import (
 // runAgentOwner owns the CLI's runs.
 const runAgentOwner = "cli"
 
-// runAgent implements `airlock run [--model M] [--base-url U]
-// [--api-key-env VAR] [--mount DIR] [--max-steps N] [--json] [--stream]
-// "goal"`: it runs the agent loop with tools (the dispatcher) and prints
-// each step as it happens, then the final answer on stdout.
-func runAgent(args []string, tools agent.Tools, stdout, stderr io.Writer) int {
+// runOptions are the parsed flags of `airlock run`.
+type runOptions struct {
+	goal       string
+	provider   agent.Provider
+	mount      string
+	maxSteps   int
+	asJSON     bool
+	stream     bool
+	budget     time.Duration
+	verbose    bool
+	reqTimeout time.Duration
+}
+
+// parseRunFlags parses the flags of `airlock run` and resolves the model
+// provider with getenv. ok false means stop with exit code code (usage
+// and errors already printed to stderr).
+func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) (o runOptions, code int, ok bool) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "model name (default $"+agent.EnvModel+")")
 	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default $"+agent.EnvBaseURL+")")
 	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the API key")
-	mount := fs.String("mount", "", "host folder mounted read-only for the tools")
-	maxSteps := fs.Int("max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
-	asJSON := fs.Bool("json", false, "print events as JSON lines")
-	stream := fs.Bool("stream", false, "stream model responses (server-sent events)")
-	budget := fs.Duration("timeout", 0, "wall-clock budget for the whole run (0: none)")
-	reqTimeout := fs.Duration("request-timeout", agent.DefaultRequestTimeout, "timeout of one model request (raise it for slow local models)")
-	verbose := fs.Bool("v", false, "log to stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.StringVar(&o.mount, "mount", "", "host folder mounted read-only for the tools")
+	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
+	fs.BoolVar(&o.asJSON, "json", false, "print events as JSON lines")
+	fs.BoolVar(&o.stream, "stream", false, "stream model responses (server-sent events)")
+	fs.DurationVar(&o.budget, "timeout", 0, "wall-clock budget for the whole run (0: none)")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of one model request (raise it for slow local models)")
+	fs.BoolVar(&o.verbose, "v", false, "log to stderr")
+	if code, ok := parseFlags(fs, args); !ok {
+		return o, code, false
 	}
-	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if goal == "" {
+	o.goal = strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if o.goal == "" {
 		fmt.Fprintln(stderr, `usage: airlock run [--model M] [--base-url U] [--api-key-env VAR] [--mount DIR] [--max-steps N] [--json] [--stream] "goal"`)
-		return 2
+		return o, 2, false
 	}
-	getenv := func(k string) string {
-		if k == agent.EnvAPIKey { // an explicit --api-key-env never falls back to another variable
-			return os.Getenv(*keyEnv)
-		}
-		return os.Getenv(k)
-	}
-	provider := agent.ResolveProvider(agent.Provider{BaseURL: *baseURL, Model: *model, Timeout: *reqTimeout}, getenv)
-	if !provider.Configured() {
+	o.provider = resolveProvider(*model, *baseURL, *keyEnv, o.reqTimeout, getenv)
+	if !o.provider.Configured() {
 		fmt.Fprintf(stderr, "airlock run: no model configured: pass --model and --base-url (or set %s and %s)\n", agent.EnvModel, agent.EnvBaseURL)
-		return 2
+		return o, 2, false
 	}
-	if *mount != "" {
-		abs, err := filepath.Abs(*mount)
+	if o.mount != "" {
+		abs, err := filepath.Abs(o.mount)
 		if err != nil {
 			fmt.Fprintf(stderr, "airlock run: --mount: %v\n", err)
-			return 2
+			return o, 2, false
 		}
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			fmt.Fprintf(stderr, "airlock run: --mount %s is not a folder\n", abs)
-			return 2
+			return o, 2, false
 		}
-		*mount = abs
+		o.mount = abs
 	}
+	return o, 0, true
+}
+
+// resolveProvider fills the model flags from the environment (getenv);
+// the API key is read from keyEnv, and an explicit --api-key-env never
+// falls back to another variable.
+func resolveProvider(model, baseURL, keyEnv string, timeout time.Duration, getenv func(string) string) agent.Provider {
+	env := func(k string) string {
+		if k == agent.EnvAPIKey {
+			return getenv(keyEnv)
+		}
+		return getenv(k)
+	}
+	return agent.ResolveProvider(agent.Provider{BaseURL: baseURL, Model: model, Timeout: timeout}, env)
+}
+
+// runAgent implements `airlock run [--model M] [--base-url U]
+// [--api-key-env VAR] [--mount DIR] [--max-steps N] [--json] [--stream]
+// "goal"` once the flags are parsed: it runs the agent loop with tools (the
+// dispatcher) and prints each step as it happens, then the final answer on
+// stdout.
+func runAgent(o runOptions, tools agent.Tools, stdout, stderr io.Writer) int {
+	provider := o.provider
 	log := slog.New(slog.DiscardHandler)
-	if *verbose {
+	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	m := agent.NewManager(agent.ManagerConfig{
-		Loop:   agent.Config{MaxSteps: *maxSteps, Stream: *stream, WallBudget: *budget},
+		Loop:   agent.Config{MaxSteps: o.maxSteps, Stream: o.stream, WallBudget: o.budget},
 		Caller: "cli",
 	}, tools, provider, log)
 	defer func() {
@@ -80,7 +109,7 @@ func runAgent(args []string, tools agent.Tools, stdout, stderr io.Writer) int {
 		defer cancel()
 		_ = m.Close(ctx)
 	}()
-	view, err := m.Start(agent.RunRequest{Goal: goal, Mount: *mount, MaxSteps: *maxSteps, Owner: runAgentOwner})
+	view, err := m.Start(agent.RunRequest{Goal: o.goal, Mount: o.mount, MaxSteps: o.maxSteps, Owner: runAgentOwner})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock run: %v\n", err)
 		return 1
@@ -97,7 +126,7 @@ func runAgent(args []string, tools agent.Tools, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock run: %v\n", err)
 		return 1
 	}
-	p := newRunPrinter(stdout, stderr, *asJSON)
+	p := newRunPrinter(stdout, stderr, o.asJSON)
 	defer p.spin.stop()
 	for ev := range events {
 		p.event(ev)
@@ -127,6 +156,10 @@ func runExitCode(s agent.RunStatus) int {
 
 // runAgentCmd builds the tool stack for `airlock run` and hands it to runAgent.
 func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, code, ok := parseRunFlags(args, os.Getenv, stderr)
+	if !ok {
+		return code
+	}
 	// The stack's own flags come from the environment so that runAgent
 	// keeps the command line to itself.
 	var sf stackFlags
@@ -139,5 +172,5 @@ func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.close()
-	return runAgent(args, agentTools{st.disp}, stdout, stderr)
+	return runAgent(o, agentTools{st.disp}, stdout, stderr)
 }

@@ -13,34 +13,20 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
-	"github.com/airlock-dev/airlock/queue"
+	"github.com/airlock-dev/airlock/internal/mcpserver"
 )
 
 // runServe implements `airlock serve`: the HTTP API and web UI, the
 // dispatcher, the agent run manager and (without --redis, or with
 // --concurrency) a worker pool in this process.
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af apiFlags
-	var sf stackFlags
-	af.register(fs)
-	sf.register(fs, false, 2)
-	model := fs.String("model", "", "model for agent runs (default $"+agent.EnvModel+")")
-	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL (default $"+agent.EnvBaseURL+")")
-	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
-	maxSteps := fs.Int("max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
-	verbose := fs.Bool("v", false, "debug logs")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	o, code, ok := parseServeFlags(args, os.Getenv, stderr)
+	if !ok {
+		return code
 	}
-	cfg, err := af.config()
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 2
-	}
-	log := logger(stderr, *verbose)
-	if !*verbose {
+	cfg, sf := o.api, o.stack
+	log := logger(stderr, o.verbose)
+	if !o.verbose {
 		log = infoLogger(stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -51,24 +37,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.close()
-	getenv := func(k string) string {
-		if k == agent.EnvAPIKey {
-			return os.Getenv(*keyEnv)
-		}
-		return os.Getenv(k)
-	}
-	provider := agent.ResolveProvider(agent.Provider{BaseURL: *baseURL, Model: *model}, getenv)
-	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: *maxSteps}, Caller: "api"}
-	if sf.redis != "" {
-		// Pending approvals live in Redis next to the queue.
-		rdb, err := queue.NewRedisClient(sf.redis, 2*time.Second)
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-			return 2
-		}
-		defer rdb.Close()
-		mcfg.Pending = agent.NewRedisPending(rdb, "airlock:{"+sf.queueName+":agent}", 0)
-	}
+	provider := o.provider
+	// With --redis, pending approvals live in Redis next to the queue.
+	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr}
 	runs := agent.NewManager(mcfg, agentTools{st.disp}, provider, log)
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -90,10 +61,21 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return err
 		}})
 	}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: cfg.SessionIdleTTL}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 1
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = mcpSrv.Close(c)
+	}()
 	srv, err := api.New(cfg, api.Deps{
 		Dispatcher: apiDispatcher{st.disp},
 		Sessions:   apiSessions{st.client},
 		Runs:       runs,
+		MCP:        mcpSrv,
 		Checks:     checks,
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,
@@ -115,45 +97,90 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// serveOptions are the parsed flags of `airlock serve`.
+type serveOptions struct {
+	api      api.Config
+	stack    stackFlags
+	provider agent.Provider
+	maxSteps int
+	verbose  bool
+}
+
+// parseServeFlags parses the flags of `airlock serve`, with environment
+// fallbacks read through getenv for the model and os.Getenv for the
+// rest. ok false means stop with exit code code (the reason is printed).
+func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (o serveOptions, code int, ok bool) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af apiFlags
+	af.register(fs)
+	o.stack.register(fs, false, 2)
+	model := fs.String("model", "", "model for agent runs (default $"+agent.EnvModel+")")
+	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL (default $"+agent.EnvBaseURL+")")
+	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
+	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
+	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	if code, ok := parseFlags(fs, args); !ok {
+		return o, code, false
+	}
+	cfg, err := af.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return o, 2, false
+	}
+	o.api = cfg
+	o.provider = resolveProvider(*model, *baseURL, *keyEnv, 0, getenv)
+	return o, 0, true
+}
+
 // runWorker implements `airlock worker`: it takes sandbox jobs from the
 // Redis queue and runs them on this host's Docker daemon until SIGTERM,
 // then finishes the jobs in flight within the grace period.
 func runWorker(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var sf sandboxFlags
-	sf.register(fs, 2)
-	redisURL := fs.String("redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (required; env AIRLOCK_REDIS_URL)")
-	name := fs.String("queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name")
-	conc := fs.Int("concurrency", envInt("AIRLOCK_CONCURRENCY", 2), "sandbox jobs run at once")
-	grace := fs.Duration("grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
-	verbose := fs.Bool("v", false, "debug logs")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *redisURL == "" {
-		fmt.Fprintln(stderr, "airlock worker: --redis (or AIRLOCK_REDIS_URL) is required; without Redis, `airlock serve` runs its own worker")
-		return 2
-	}
-	if *conc < 1 {
-		fmt.Fprintln(stderr, "airlock worker: --concurrency must be at least 1")
-		return 2
+	sf2, verbose, code, ok := parseWorkerFlags(args, stderr)
+	if !ok {
+		return code
 	}
 	log := infoLogger(stderr)
-	if *verbose {
+	if verbose {
 		log = logger(stderr, true)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sf2 := stackFlags{sandboxFlags: sf, redis: *redisURL, queueName: *name, concurrency: *conc, grace: *grace}
 	st, err := buildStack(ctx, &sf2, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock worker: %v\n", err)
 		return 1
 	}
-	log.Info("airlock worker running", "queue", *name, "concurrency", *conc)
+	log.Info("airlock worker running", "queue", sf2.queueName, "concurrency", sf2.concurrency)
 	<-ctx.Done()
-	log.Info("airlock worker stopping: finishing jobs in flight", "grace", *grace)
+	log.Info("airlock worker stopping: finishing jobs in flight", "grace", sf2.grace)
 	st.close()
 	return 0
+}
+
+// parseWorkerFlags parses the flags of `airlock worker` (environment
+// fallbacks included) into the stack they build. ok false means stop with
+// exit code code (the reason is printed).
+func parseWorkerFlags(args []string, stderr io.Writer) (sf stackFlags, verbose bool, code int, ok bool) {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf.sandboxFlags.register(fs, 2)
+	fs.StringVar(&sf.redis, "redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (required; env AIRLOCK_REDIS_URL)")
+	fs.StringVar(&sf.queueName, "queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name")
+	fs.IntVar(&sf.concurrency, "concurrency", envInt("AIRLOCK_CONCURRENCY", 2), "sandbox jobs run at once")
+	fs.DurationVar(&sf.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
+	fs.BoolVar(&verbose, "v", false, "debug logs")
+	if code, ok := parseFlags(fs, args); !ok {
+		return sf, verbose, code, false
+	}
+	if sf.redis == "" {
+		fmt.Fprintln(stderr, "airlock worker: --redis (or AIRLOCK_REDIS_URL) is required; without Redis, `airlock serve` runs its own worker")
+		return sf, verbose, 2, false
+	}
+	if sf.concurrency < 1 {
+		fmt.Fprintln(stderr, "airlock worker: --concurrency must be at least 1")
+		return sf, verbose, 2, false
+	}
+	return sf, verbose, 0, true
 }

@@ -28,8 +28,8 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 0)
 	lf.register(fs)
 	verbose := fs.Bool("v", false, "log to stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	lim, err := lf.limits()
 	if err != nil {

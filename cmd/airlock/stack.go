@@ -12,9 +12,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -41,26 +43,58 @@ func (f *stackFlags) register(fs *flag.FlagSet, embedded bool, pool int) {
 }
 
 // stack is the object graph every command that runs tools builds:
-// dispatcher → jobs client → queue → worker → sandbox engine.
+// dispatcher → jobs client → queue → worker → sandbox engine, and the
+// approval stores of the dispatcher and the agent.
 type stack struct {
 	log      *slog.Logger
 	metrics  *prometheus.Registry
-	engine   *sandbox.Engine // nil when this process runs no worker
+	engine   *sandbox.Engine // nil when this process runs no worker (or a test engine)
+	worker   stackEngine     // the engine the worker runs jobs on; nil without a worker
 	queue    queue.Queue
 	client   *jobs.Client
 	disp     *dispatcher.Dispatcher
+	rdb      *redis.Client // nil without --redis
+	agentApr approvals.Store
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
 }
 
-// buildStack wires the graph. Without Redis the queue is in-process and a
-// worker always runs here; with Redis a worker runs here only when
-// concurrency > 0.
+// stackEngine is what the stack needs of a sandbox engine.
+type stackEngine interface {
+	jobs.Engine
+	Start(ctx context.Context) error
+	Close(ctx context.Context) error
+}
+
+// engineFactory builds the worker's engine; tests pass a fake.
+type engineFactory func(log *slog.Logger) (stackEngine, error)
+
+// buildStack wires the graph on the real sandbox engine. Without Redis the
+// queue is in-process and a worker always runs here; with Redis a worker
+// runs here only when concurrency > 0, and pending approvals (the
+// dispatcher's held calls and the agent's) live in Redis next to the queue.
 func buildStack(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, error) {
+	return buildStackWith(ctx, f, log, func(log *slog.Logger) (stackEngine, error) { return f.engine(log) })
+}
+
+// buildStackWith is buildStack with the engine from newEngine.
+func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEngine engineFactory) (*stack, error) {
 	s := &stack{log: log, metrics: prometheus.NewRegistry()}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dcfg := dispatcher.DefaultConfig()
+	s.agentApr = approvals.NewMemory(nil)
+	if f.redis != "" {
+		rdb, err := queue.NewRedisClient(f.redis, 2*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("approvals: %w", err)
+		}
+		s.rdb = rdb
+		dcfg.Approvals = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":approvals}", 0)
+		s.agentApr = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":agent}", 0)
+	}
 	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName}, queue.Deps{Logger: log, Registerer: s.metrics})
 	if err != nil {
+		s.closeRedis()
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	s.queue = q
@@ -69,16 +103,17 @@ func buildStack(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, e
 		conc = 2
 	}
 	if conc > 0 {
-		eng, err := f.engine(log)
+		eng, err := newEngine(log)
 		if err != nil {
-			_ = q.Close()
+			s.close()
 			return nil, err
 		}
 		if err := eng.Start(ctx); err != nil {
-			_ = q.Close()
+			s.close()
 			return nil, err
 		}
-		s.engine = eng
+		s.worker = eng
+		s.engine, _ = eng.(*sandbox.Engine)
 		w, err := q.NewWorker(queue.WorkerConfig{Concurrency: conc, Grace: f.grace}, jobs.NewHandler(eng))
 		if err != nil {
 			s.close()
@@ -95,26 +130,36 @@ func buildStack(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, e
 		}()
 	}
 	s.client = jobs.NewClient(q, jobs.ClientConfig{DefaultTimeout: sandbox.DefaultConfig().Defaults.Timeout})
-	dcfg := dispatcher.DefaultConfig()
 	dcfg.Ceiling = sandbox.DefaultConfig().Defaults // a call's limits only lower the sandbox defaults
 	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
 
-// close stops the worker (letting running jobs finish), the engine and the queue.
+// close stops the worker (letting running jobs finish), the engine, the
+// queue and the Redis client of the approval stores.
 func (s *stack) close() {
 	if s.stopWork != nil {
 		s.stopWork()
 		s.workerWG.Wait()
 	}
-	if s.engine != nil {
+	if s.worker != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := s.engine.Close(ctx); err != nil {
+		if err := s.worker.Close(ctx); err != nil {
 			s.log.Warn("engine close", "err", err)
 		}
 	}
-	_ = s.queue.Close()
+	if s.queue != nil {
+		_ = s.queue.Close()
+	}
+	s.closeRedis()
+}
+
+// closeRedis closes the approval stores' Redis client, if any.
+func (s *stack) closeRedis() {
+	if s.rdb != nil {
+		_ = s.rdb.Close()
+	}
 }
 
 // agentTools adapts the dispatcher to the agent's Tools interface.

@@ -41,8 +41,8 @@ func toolsList(reg *dispatcher.Registry, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the tools as JSON (name, description, parameters, risk)")
 	prompt := fs.Bool("prompt", false, "print the generated system-prompt text")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	switch {
 	case *asJSON:
@@ -120,8 +120,8 @@ func toolsCost(reg *dispatcher.Registry, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	rounds := fs.Int("rounds", 20, "number of model rounds (each sends the tool schemas again)")
 	asJSON := fs.Bool("json", false, "print the numbers as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *rounds < 1 {
 		fmt.Fprintln(stderr, "airlock tools cost: --rounds must be at least 1")

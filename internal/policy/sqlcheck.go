@@ -1,4 +1,4 @@
-package dispatcher
+package policy
 
 import "strings"
 
@@ -12,11 +12,11 @@ const (
 	RuleSQLReadOnly = "sql.read_only"
 )
 
-// multipleStatements is the cheap Go pre-check: it reports whether q holds
+// SQLMultiple is the cheap Go pre-check: it reports whether q holds
 // a ';' followed by anything but blanks and comments, outside string
 // literals, quoted identifiers and comments. The engine refuses several
 // statements as well (cursor.execute), so this only gives a clearer error.
-func multipleStatements(q string) bool {
+func SQLMultiple(q string) bool {
 	ended := false
 	for i := 0; i < len(q); i++ {
 		c := q[i]

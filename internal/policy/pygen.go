@@ -1,4 +1,4 @@
-package dispatcher
+package policy
 
 import (
 	"encoding/base64"
@@ -13,14 +13,30 @@ import (
 // decoded by the program. The program re-checks the path rules on the
 // symlink-resolved path (os.path.realpath) and reports a refusal as one
 // stderr line "AIRLOCK_POLICY <rule>: <message>" with exit code 3, which
-// the dispatcher turns into a rejected result. The whole program is one
+// the caller turns into a rejected result (see ParseMarker). The whole program is one
 // function that deletes itself, so a session's namespace is not polluted.
 
 // policyMarker starts the stderr line of an in-sandbox refusal.
 const policyMarker = "AIRLOCK_POLICY "
 
-// policyExitCode is the exit code of an in-sandbox refusal.
-const policyExitCode = 3
+// MarkerExitCode is the exit code of a generated program that refused a
+// path inside the sandbox; its stderr then holds the marker line.
+const MarkerExitCode = 3
+
+// Program is the body of one generated file or SQL tool program.
+type Program string
+
+// The generated tool programs.
+const (
+	// ReadFileProgram reads P["path"] (offset and limit in lines).
+	ReadFileProgram Program = pyReadFile
+	// WriteFileProgram writes or appends P["content"] to P["path"].
+	WriteFileProgram Program = pyWriteFile
+	// ListDirProgram lists P["path"].
+	ListDirProgram Program = pyListDir
+	// SQLiteProgram runs one read-only P["query"] on P["database"].
+	SQLiteProgram Program = pySQLite
+)
 
 // pyPrelude opens the program: decoding the parameters and the helpers
 // shared by all file tools. %s is the base64 JSON of the parameters.
@@ -234,48 +250,40 @@ var (
 	sqlitePlainPragmas = []string{"database_list", "collation_list", "function_list", "compile_options", "user_version", "schema_version", "page_count", "page_size", "encoding"}
 )
 
-// pyParams are the values every generated program gets.
-type pyParams map[string]any
-
-// genPython builds the program for body with params (plus the layout and
-// path-rule data). It returns an error only if params cannot be encoded.
-func (c Config) genPython(body string, params pyParams, base string) (string, error) {
-	all := pyParams{
+// GenPython builds the program for body with params (plus the folder
+// layout and the path-rule data; SQLiteProgram also gets the allowed
+// pragmas). base is where relative paths start. It returns an error only if
+// params cannot be encoded. User values travel only inside params.
+func (p *Policy) GenPython(body Program, params map[string]any, base string) (string, error) {
+	all := map[string]any{
 		"base":          base,
-		"work":          c.WorkDir,
-		"inputs":        c.InputDir,
-		"check_secrets": !c.Policy.DisablePaths && !slicesContains(c.Policy.Disabled, RulePathSecret),
+		"work":          p.cfg.WorkDir,
+		"inputs":        p.cfg.InputDir,
+		"check_secrets": p.On(RulePathSecret),
 		"secret_names":  secretNames,
 		"secret_dirs":   secretDirs,
 		"secret_paths":  secretPaths,
+	}
+	if body == SQLiteProgram {
+		all["arg_pragmas"], all["plain_pragmas"] = sqliteArgPragmas, sqlitePlainPragmas
 	}
 	for k, v := range params {
 		all[k] = v
 	}
 	js, err := json.Marshal(all)
 	if err != nil {
-		return "", fmt.Errorf("dispatcher: encode tool parameters: %w", err)
+		return "", fmt.Errorf("policy: encode tool parameters: %w", err)
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, pyPrelude, base64.StdEncoding.EncodeToString(js))
-	sb.WriteString(body)
+	sb.WriteString(string(body))
 	sb.WriteString(pyEpilogue)
 	return sb.String(), nil
 }
 
-// slicesContains reports whether s holds v.
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// parsePolicyMarker finds an in-sandbox refusal line in stderr and returns
-// its rule and message.
-func parsePolicyMarker(stderr string) (rule, msg string, ok bool) {
+// ParseMarker finds an in-sandbox refusal line in stderr and returns its
+// rule and message.
+func ParseMarker(stderr string) (rule, msg string, ok bool) {
 	for _, line := range strings.Split(stderr, "\n") {
 		if rest, found := strings.CutPrefix(line, policyMarker); found {
 			rule, msg, _ = strings.Cut(rest, ": ")

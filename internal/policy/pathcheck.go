@@ -1,4 +1,4 @@
-package dispatcher
+package policy
 
 import (
 	"path"
@@ -74,11 +74,11 @@ func secretMatch(p string) string {
 	return ""
 }
 
-// checkPath applies the path rules to one path argument. base is where a
+// Path applies the path rules to one path argument. base is where a
 // relative path starts; write selects the write confinement.
-func (p *policy) checkPath(raw, base string, write bool) *Violation {
+func (p *Policy) Path(raw, base string, write bool) *Violation {
 	full := resolveLexical(base, raw)
-	if p.on(RulePathSecret) {
+	if p.On(RulePathSecret) {
 		if hit := secretMatch(full); hit != "" {
 			return &Violation{Rule: RulePathSecret, Message: "path " + quoteShort(raw) + " matches the protected pattern " + quoteShort(hit) + " (credentials and key files are never read or written)"}
 		}

@@ -1,4 +1,4 @@
-package dispatcher
+package policy
 
 import (
 	"path"
@@ -23,12 +23,12 @@ const (
 // maxShellDepth bounds recursion into nested commands (sh -c, $(...), eval).
 const maxShellDepth = 8
 
-// checkShell returns the shell (and, for python -c, python) violations of src.
-func (p *policy) checkShell(src string) []Violation {
+// Shell returns the shell (and, for python -c, python) violations of src.
+func (p *Policy) Shell(src string) []Violation {
 	var out []Violation
 	seen := map[string]bool{}
 	add := func(rule, msg string) {
-		if !seen[rule] && p.on(rule) {
+		if !seen[rule] && p.On(rule) {
 			seen[rule] = true
 			out = append(out, Violation{Rule: rule, Message: msg})
 		}
@@ -38,7 +38,7 @@ func (p *policy) checkShell(src string) []Violation {
 }
 
 // shellText checks one piece of shell source, recursing into nested commands.
-func (p *policy) shellText(src string, depth int, add func(rule, msg string)) {
+func (p *Policy) shellText(src string, depth int, add func(rule, msg string)) {
 	if depth > maxShellDepth {
 		add(RuleShellDynamicCommand, "the command nests shells or substitutions too deeply to check")
 		return
@@ -92,7 +92,7 @@ var interpreterNames = map[string]bool{"python": true, "python2": true, "python3
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "lwp-request": true, "http": true, "nc": true, "ncat": true, "netcat": true}
 
 // pipeline checks one pipeline's commands and their combination.
-func (p *policy) pipeline(pl []shCmd, depth int, add func(rule, msg string)) {
+func (p *Policy) pipeline(pl []shCmd, depth int, add func(rule, msg string)) {
 	var fed struct{ download, decode bool } // what earlier stages pipe in
 	hasInteractiveShell, hasNet := false, false
 	for _, c := range pl {
@@ -194,7 +194,7 @@ var privileged = map[string]bool{"sudo": true, "su": true, "doas": true, "pkexec
 
 // command checks one simple command and returns its resolved name and
 // arguments; ok is false when there is nothing to run.
-func (p *policy) command(c shCmd, depth int, add func(rule, msg string)) (string, []shWord, bool) {
+func (p *Policy) command(c shCmd, depth int, add func(rule, msg string)) (string, []shWord, bool) {
 	for _, r := range c.redirs {
 		if strings.HasPrefix(r.op, ">") || strings.HasPrefix(r.op, "&>") || r.op == "<>" {
 			if t := r.target.text; isDevicePath(t) {
@@ -337,7 +337,7 @@ func isDevicePath(t string) bool {
 }
 
 // commandRules applies the per-command rules to one resolved command.
-func (p *policy) commandRules(name string, args []shWord, c shCmd, depth int, add func(rule, msg string)) {
+func (p *Policy) commandRules(name string, args []shWord, c shCmd, depth int, add func(rule, msg string)) {
 	switch {
 	case name == "rm":
 		checkRm(args, add)
@@ -432,7 +432,7 @@ func optionIndex(args []shWord, opt string) int {
 // runsText checks arguments that a shell will run as code: literal text is
 // parsed recursively; computed text is refused, naming downloads and
 // decoders when the computing command shows them.
-func (p *policy) runsText(name string, args []shWord, depth int, add func(rule, msg string), code bool) {
+func (p *Policy) runsText(name string, args []shWord, depth int, add func(rule, msg string), code bool) {
 	var literal []string
 	for _, a := range args {
 		if a.dynamic {
@@ -480,7 +480,7 @@ func nestedFeeds(nested []string) (download, decode bool) {
 }
 
 // heredoc checks a here-document or here-string fed to an interpreter.
-func (p *policy) heredoc(r shRedir, depth int, add func(rule, msg string), python bool) {
+func (p *Policy) heredoc(r shRedir, depth int, add func(rule, msg string), python bool) {
 	body := r.body
 	if r.op == "<<<" {
 		if r.target.dynamic {
@@ -502,8 +502,8 @@ func (p *policy) heredoc(r shRedir, depth int, add func(rule, msg string), pytho
 }
 
 // pythonInShell applies the python rules to python code found in a shell command.
-func (p *policy) pythonInShell(code string, add func(rule, msg string)) {
-	for _, v := range p.checkPython(code) {
+func (p *Policy) pythonInShell(code string, add func(rule, msg string)) {
+	for _, v := range p.Python(code) {
 		add(v.Rule, v.Message+" (in python code inside the shell command)")
 	}
 }

@@ -1,12 +1,9 @@
-package dispatcher
+package policy
 
-import (
-	"context"
-	"testing"
-)
+import "testing"
 
 func TestPythonRulesRefuse(t *testing.T) {
-	p := newPolicy(testConfig().withDefaults())
+	p := testPolicy()
 	cases := []struct {
 		rule, code string
 	}{
@@ -90,7 +87,7 @@ func TestPythonRulesRefuse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.code, func(t *testing.T) {
-			vs := p.checkPython(c.code)
+			vs := p.Python(c.code)
 			if !hasRule(vs, c.rule) {
 				t.Errorf("checkPython(%q) = %v, want rule %s", c.code, rulesOf(vs), c.rule)
 			}
@@ -99,7 +96,7 @@ func TestPythonRulesRefuse(t *testing.T) {
 }
 
 func TestPythonRulesAllow(t *testing.T) {
-	p := newPolicy(testConfig().withDefaults())
+	p := testPolicy()
 	allowed := []string{
 		"print(1 + 1)",
 		"import pandas as pd\ndf = pd.read_csv('/workspace/data.csv')\ndf.describe()",
@@ -128,7 +125,7 @@ func TestPythonRulesAllow(t *testing.T) {
 	}
 	for _, code := range allowed {
 		t.Run(code, func(t *testing.T) {
-			if vs := p.checkPython(code); len(vs) > 0 {
+			if vs := p.Python(code); len(vs) > 0 {
 				t.Errorf("checkPython(%q) = %v, want no violation", code, rulesOf(vs))
 			}
 		})
@@ -136,17 +133,14 @@ func TestPythonRulesAllow(t *testing.T) {
 }
 
 func TestPythonPolicySwitch(t *testing.T) {
-	cfg := testConfig()
-	cfg.Policy.DisablePython = true
-	ex := okExecutor()
-	d, _ := newTestDispatcher(t, cfg, ex)
-	r := d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "import subprocess"}))
-	if r.Status != StatusOK || ex.calls() != 1 {
-		t.Fatalf("DisablePython: got %s %q, executor calls %d", r.Status, r.Reason, ex.calls())
+	off := New(Config{WorkDir: "/work", InputDir: "/workspace", DisablePython: true})
+	if vs := off.Python("import subprocess"); len(vs) != 0 {
+		t.Errorf("DisablePython: got %v", rulesOf(vs))
 	}
-	d, _ = newTestDispatcher(t, testConfig(), ex)
-	r = d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "import subprocess"}))
-	if r.Status != StatusRejected || r.Reason != "policy:"+RulePySubprocess {
-		t.Fatalf("default: got %s %q", r.Status, r.Reason)
+	if vs := off.Shell(`python3 -c "import subprocess"`); hasRule(vs, RulePySubprocess) {
+		t.Errorf("DisablePython inside shell: got %v", rulesOf(vs))
+	}
+	if vs := testPolicy().Python("import subprocess"); !hasRule(vs, RulePySubprocess) {
+		t.Errorf("default: got %v", rulesOf(vs))
 	}
 }

@@ -1,4 +1,4 @@
-package dispatcher
+package policy
 
 import (
 	"strings"
@@ -19,9 +19,9 @@ const (
 // maxPyDepth bounds recursion into exec/eval literals and f-strings.
 const maxPyDepth = 8
 
-// checkPython returns the python violations of src. It is a token-level
+// Python returns the python violations of src. It is a token-level
 // heuristic, not an interpreter: see doc.go for what it does not catch.
-func (p *policy) checkPython(src string) []Violation {
+func (p *Policy) Python(src string) []Violation {
 	a := &pyAnalyzer{
 		p:    p,
 		seen: map[string]bool{},
@@ -37,7 +37,7 @@ func (p *policy) checkPython(src string) []Violation {
 
 // pyAnalyzer accumulates violations and name aliases over one program.
 type pyAnalyzer struct {
-	p       *policy
+	p       *Policy
 	out     []Violation
 	seen    map[string]bool
 	aliases map[string]string // local name -> what it stands for
@@ -45,7 +45,7 @@ type pyAnalyzer struct {
 
 // add records a violation once per rule.
 func (a *pyAnalyzer) add(rule, msg string) {
-	if a.seen[rule] || !a.p.on(rule) {
+	if a.seen[rule] || !a.p.On(rule) {
 		return
 	}
 	a.seen[rule] = true

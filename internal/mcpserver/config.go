@@ -1,0 +1,99 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// Dispatcher is the one gate every tool call goes through.
+type Dispatcher interface {
+	// Run validates, authorises and executes one call.
+	Run(ctx context.Context, call dispatcher.Call) dispatcher.Result
+	// Approve runs the call held under token.
+	Approve(ctx context.Context, token string) (dispatcher.Result, error)
+	// Reject resolves the call held under token without running it.
+	Reject(ctx context.Context, token, reason string) (dispatcher.Result, error)
+	// Registry is the tool registry the MCP tools are generated from.
+	Registry() *dispatcher.Registry
+}
+
+// Config tunes a Server. Zero values take the defaults of DefaultConfig.
+type Config struct {
+	// Name and Version identify the server to MCP clients.
+	Name    string
+	Version string
+	// Mount is a host folder, already authorised by the caller, mounted
+	// read-only at /workspace in every session (stdio only).
+	Mount string
+	// Limits lower the sandbox defaults for sessions and calls.
+	Limits core.Limits
+	// ProgressInterval is the period of progress notifications while a
+	// call runs (only when the client sent a progress token).
+	ProgressInterval time.Duration
+	// IdleTimeout closes streamable HTTP sessions that sent no request
+	// for this long (and with them their Airlock session).
+	IdleTimeout time.Duration
+	// MaxBodyBytes caps one HTTP request body of the /mcp endpoint.
+	MaxBodyBytes int64
+	// MaxResources caps the files listed by resources/list.
+	MaxResources int
+	// CloseTimeout bounds closing an Airlock session when its MCP session ends.
+	CloseTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults: progress every second, HTTP sessions
+// closed after 30 idle minutes, 4 MiB bodies, 500 listed resources.
+func DefaultConfig() Config {
+	return Config{
+		Name:             "airlock",
+		Version:          "dev",
+		ProgressInterval: time.Second,
+		IdleTimeout:      30 * time.Minute,
+		MaxBodyBytes:     4 << 20,
+		MaxResources:     500,
+		CloseTimeout:     30 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Name == "" {
+		c.Name = d.Name
+	}
+	if c.Version == "" {
+		c.Version = d.Version
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = d.ProgressInterval
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxResources <= 0 {
+		c.MaxResources = d.MaxResources
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = d.CloseTimeout
+	}
+	return c
+}
+
+// Deps are a Server's collaborators. Dispatcher and Executor are required.
+type Deps struct {
+	// Dispatcher runs every tool call.
+	Dispatcher Dispatcher
+	// Executor opens and closes sessions (core.OpSessionOpen and
+	// OpSessionClose) and reads session files (OpFileGet), as the REST
+	// API's session routes do; it never runs tool calls.
+	Executor dispatcher.Executor
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+}

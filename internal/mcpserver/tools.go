@@ -1,0 +1,104 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// callerMCP marks MCP calls in the audit log.
+const callerMCP = "mcp"
+
+// addTools registers every registry tool on srv, with the registry's
+// name, description and parameter schema, and the Result output schema.
+func (s *Server) addTools(srv *mcp.Server, owner string) {
+	h := s.callTool(owner)
+	for _, spec := range s.disp.Registry().Specs() {
+		readOnly := spec.Risk == dispatcher.RiskLow
+		srv.AddTool(&mcp.Tool{
+			Name:         spec.Name,
+			Description:  spec.Description,
+			InputSchema:  spec.Parameters,
+			OutputSchema: s.outSchema,
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: new(false)},
+		}, h)
+	}
+}
+
+// callTool returns the tools/call handler of owner's server: open the MCP
+// session's Airlock session if needed, run the call through the
+// dispatcher, resolve an approval, render the result.
+func (s *Server) callTool(owner string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		st, err := s.session(req.Session, owner)
+		if err != nil {
+			return errorResult("the MCP server is shutting down; the call did not run"), nil
+		}
+		sid, err := s.ensure(ctx, st)
+		if err != nil {
+			s.log.Warn("mcp: open session", "owner", owner, "err", err)
+			return errorResult("could not open a sandbox session; the call did not run: " + err.Error()), nil
+		}
+		if res, ok := s.resumeApproval(ctx, req, st); ok {
+			if gone(res) {
+				st.forget(sid)
+			}
+			return s.render(res), nil
+		}
+		args := json.RawMessage(req.Params.Arguments)
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		call := dispatcher.Call{ID: callID(), Name: req.Params.Name, Arguments: args, Owner: owner,
+			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
+		stop := s.progress(ctx, req)
+		res := s.disp.Run(ctx, call)
+		if lost(res) && ctx.Err() == nil {
+			// Nothing ran: the sandbox session is gone (expired, or ended
+			// by the sandbox). Run once in a fresh one and say so.
+			st.forget(sid)
+			if sid, err = s.ensure(ctx, st); err == nil {
+				call.SessionID = sid
+				res = s.disp.Run(ctx, call)
+				res.Content = sessionRenewed + res.Content
+			}
+		}
+		stop()
+		if res.Status == dispatcher.StatusPendingApproval {
+			return s.askApproval(ctx, req, st, call, res), nil
+		}
+		if gone(res) {
+			st.forget(sid)
+		}
+		return s.render(res), nil
+	}
+}
+
+// sessionRenewed prefixes the result of a call moved to a new session.
+const sessionRenewed = "[airlock: the previous sandbox session had ended, so this call ran in a new one: variables and /work files of earlier calls are gone]\n"
+
+// lost reports whether res says the session was gone before anything ran.
+func lost(res dispatcher.Result) bool {
+	return res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost
+}
+
+// gone reports whether res says the call's session no longer exists.
+func gone(res dispatcher.Result) bool {
+	switch res.Status {
+	case dispatcher.StatusSessionNotFound, dispatcher.StatusSessionLost:
+		return true
+	}
+	return res.Sandbox != nil && res.Sandbox.SessionEnded
+}
+
+// callID returns a fresh tool call id for the audit log.
+func callID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "mcp_" + hex.EncodeToString(b[:])
+}
