@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Config holds every tunable of the HTTP API. Zero values are replaced by
@@ -20,11 +22,28 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxUploadBytes caps a file upload (413 beyond).
 	MaxUploadBytes int64
+	// MaxUploadsPerKey and MaxUploads bound simultaneous file uploads per
+	// key (429 quota beyond) and in total (429 busy beyond). An upload
+	// streams in chunks, so each holds about one chunk of memory.
+	MaxUploadsPerKey int
+	MaxUploads       int
 
 	// RatePerSecond and RateBurst shape the per-key token bucket (429 with
 	// Retry-After when empty). RatePerSecond < 0 disables rate limiting.
 	RatePerSecond float64
 	RateBurst     int
+	// PublicRatePerSecond and PublicRateBurst shape the per-client-address
+	// bucket of every route outside the authenticated /v1 API (probes,
+	// /metrics, /openapi.json, the UI, unknown routes, requests without a
+	// valid key). Zero means the per-key values; < 0 disables it.
+	PublicRatePerSecond float64
+	PublicRateBurst     int
+
+	// MetricsAddr, when set, serves /metrics on this separate listen
+	// address (by Server.Run) and not on the main listener.
+	MetricsAddr string
+	// MetricsKey, when set, is the Bearer token /metrics requires.
+	MetricsKey string
 	// MaxConcurrentPerKey bounds a key's simultaneous non-streaming /v1
 	// requests (429 busy beyond). MaxStreamsPerKey bounds its open SSE
 	// streams.
@@ -51,15 +70,37 @@ type Config struct {
 	// name a client uses ({"input": "NAME"}). Clients never send host paths.
 	InputFolders map[string]string
 
-	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store;
-	// the oldest artifacts are dropped first when the total is over the cap.
+	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store:
+	// a new artifact that does not fit under ArtifactMaxBytes (all keys
+	// together) is not kept, with a warning; another key's artifacts are
+	// never evicted for it.
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
+	// ArtifactOwnerMaxBytes and ArtifactOwnerMaxCount are each key's
+	// artifact quota (a key's policy may set its own): past either, that
+	// key's own oldest artifacts are dropped first.
+	ArtifactOwnerMaxBytes int64
+	ArtifactOwnerMaxCount int
+	// ArtifactMaxPerCall and ArtifactMaxCallBytes bound what one call's
+	// result may bring in, re-checked here whatever the sandbox says.
+	ArtifactMaxPerCall   int
+	ArtifactMaxCallBytes int64
 	// SessionIdleTTL and SessionMaxLife expire the API's record of a
 	// session unused this long or open this long; the defaults are the
 	// sandbox's, so GET and tool calls answer 404 from the same moment.
 	SessionIdleTTL time.Duration
 	SessionMaxLife time.Duration
+
+	// DefaultLimits are the server defaults, which are also the ceiling of
+	// a request's limits: a request may only lower them, unless its key's
+	// policy grants more. MaxLimits caps what a policy can grant. Both are
+	// the sandbox's (serve sets them from the sandbox configuration); zero
+	// fields are not checked.
+	DefaultLimits core.Limits
+	MaxLimits     core.Limits
+	// Budget is what each key may hold at once (a key's policy may set its
+	// own): open sessions and their memory and CPUs. Past it: 429 quota.
+	Budget Budget
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -69,22 +110,33 @@ type Config struct {
 // uploads, 20 requests/s with bursts of 40 and 8 concurrent calls per key.
 func DefaultConfig() Config {
 	return Config{
-		Addr:                "127.0.0.1:8080",
-		MaxBodyBytes:        1 << 20,
-		MaxUploadBytes:      32 << 20,
-		RatePerSecond:       20,
-		RateBurst:           40,
-		MaxConcurrentPerKey: 8,
-		MaxStreamsPerKey:    8,
-		RequestTimeout:      15 * time.Second,
-		ToolCallTimeout:     5 * time.Minute,
-		StreamTimeout:       30 * time.Minute,
-		Heartbeat:           15 * time.Second,
-		ShutdownTimeout:     2 * time.Minute,
-		ArtifactTTL:         time.Hour,
-		ArtifactMaxBytes:    256 << 20,
-		SessionIdleTTL:      15 * time.Minute, // the sandbox's default idle limit
-		SessionMaxLife:      2 * time.Hour,    // the sandbox's default maximum life
+		Addr:                  "127.0.0.1:8080",
+		MaxBodyBytes:          1 << 20,
+		MaxUploadBytes:        32 << 20,
+		MaxUploadsPerKey:      4,
+		MaxUploads:            16,
+		RatePerSecond:         20,
+		RateBurst:             40,
+		MaxConcurrentPerKey:   8,
+		MaxStreamsPerKey:      8,
+		RequestTimeout:        15 * time.Second,
+		ToolCallTimeout:       5 * time.Minute,
+		StreamTimeout:         30 * time.Minute,
+		Heartbeat:             15 * time.Second,
+		ShutdownTimeout:       2 * time.Minute,
+		ArtifactTTL:           time.Hour,
+		ArtifactMaxBytes:      256 << 20,
+		ArtifactOwnerMaxBytes: 64 << 20,
+		ArtifactOwnerMaxCount: 1000,
+		ArtifactMaxPerCall:    32,
+		ArtifactMaxCallBytes:  32 << 20,
+		SessionIdleTTL:        15 * time.Minute, // the sandbox's default idle limit
+		SessionMaxLife:        2 * time.Hour,    // the sandbox's default maximum life
+		DefaultLimits: core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
+			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
+		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
+			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30},
+		Budget: Budget{Sessions: 4, SessionMemory: 1 << 30, SessionCPUs: 4},
 	}
 }
 
@@ -105,6 +157,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxConcurrentPerKey <= 0 {
 		c.MaxConcurrentPerKey = d.MaxConcurrentPerKey
 	}
+	if c.PublicRatePerSecond == 0 {
+		c.PublicRatePerSecond = c.RatePerSecond
+	}
+	if c.PublicRateBurst <= 0 {
+		c.PublicRateBurst = c.RateBurst
+	}
+	if c.MaxUploadsPerKey <= 0 {
+		c.MaxUploadsPerKey = d.MaxUploadsPerKey
+	}
+	if c.MaxUploads <= 0 {
+		c.MaxUploads = d.MaxUploads
+	}
 	if c.MaxStreamsPerKey <= 0 {
 		c.MaxStreamsPerKey = d.MaxStreamsPerKey
 	}
@@ -115,8 +179,25 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
 	setDur(&c.ArtifactTTL, d.ArtifactTTL)
 	setInt64(&c.ArtifactMaxBytes, d.ArtifactMaxBytes)
+	setInt64(&c.ArtifactOwnerMaxBytes, d.ArtifactOwnerMaxBytes)
+	setInt64(&c.ArtifactMaxCallBytes, d.ArtifactMaxCallBytes)
+	if c.ArtifactOwnerMaxCount <= 0 {
+		c.ArtifactOwnerMaxCount = d.ArtifactOwnerMaxCount
+	}
+	if c.ArtifactMaxPerCall <= 0 {
+		c.ArtifactMaxPerCall = d.ArtifactMaxPerCall
+	}
 	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
 	setDur(&c.SessionMaxLife, d.SessionMaxLife)
+	if c.DefaultLimits == (core.Limits{}) {
+		c.DefaultLimits = d.DefaultLimits
+	}
+	if c.MaxLimits == (core.Limits{}) {
+		c.MaxLimits = d.MaxLimits
+	}
+	if c.Budget == (Budget{}) {
+		c.Budget = d.Budget
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -84,6 +85,11 @@ func (s *Server) inputFolder(name string) (string, error) {
 	if !ok {
 		return "", newError(core.ErrInvalid, fmt.Sprintf("unknown input folder %q", name)).
 			withDetails(map[string]any{"allowed": s.inputNames()})
+	}
+	// The host path is the operator's business: the client hears the name.
+	if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		s.log.Warn("api: input folder is not available", "input", name, "path", p, "err", err)
+		return "", newError(core.ErrInvalid, fmt.Sprintf("input folder %s is not available", name))
 	}
 	return p, nil
 }

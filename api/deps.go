@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,14 +27,24 @@ type Dispatcher interface {
 // ErrBusy (429), ErrTooLarge (413), ErrFile (400) and ErrUnavailable or
 // ErrImageMissing (503); anything else is a 500.
 type Sessions interface {
-	// Open creates a session owned by owner and returns its id.
-	Open(ctx context.Context, owner string, limits core.Limits) (string, error)
+	// Open creates a session owned by owner and returns its id. With
+	// background, processes its calls start may outlive the calls
+	// (core.Request.Background); otherwise the sandbox stops them.
+	Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error)
 	// Close destroys the session.
 	Close(ctx context.Context, owner, id string) error
-	// PutFile writes data to path, relative to the session's work folder.
-	PutFile(ctx context.Context, owner, id, path string, data []byte) error
-	// GetFile reads path, relative to the session's work folder.
-	GetFile(ctx context.Context, owner, id, path string) ([]byte, error)
+	// PutFile streams body to path, relative to the session's work folder,
+	// in bounded chunks (never the whole file in memory) and returns the
+	// bytes written. A read error of body, such as the *http.MaxBytesError
+	// of the upload cap, is returned as is, after the partial file was
+	// truncated.
+	PutFile(ctx context.Context, owner, id, path string, body io.Reader) (int64, error)
+	// GetFile streams path, relative to the session's work folder, in
+	// bounded chunks. open is called once with the file's size before the
+	// first byte is written, and not at all when the file cannot be read,
+	// so the caller can still answer with an error. It returns the bytes
+	// written.
+	GetFile(ctx context.Context, owner, id, path string, open func(size int64) io.Writer) (int64, error)
 	// InterruptSession raises KeyboardInterrupt in the session's running
 	// call and reports whether one was running.
 	InterruptSession(ctx context.Context, owner, id string) (bool, error)

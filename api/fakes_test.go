@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -163,13 +164,14 @@ type fakeSessions struct {
 	busy       map[string]bool
 	interrupts int
 	restarts   map[string]int
+	bg         map[string]bool // id → opened with background work allowed
 }
 
 func newFakeSessions() *fakeSessions {
 	return &fakeSessions{open: map[string]string{}, files: map[string][]byte{}, busy: map[string]bool{}, restarts: map[string]int{}}
 }
 
-func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
+func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -181,6 +183,10 @@ func (f *fakeSessions) Open(ctx context.Context, owner string, limits core.Limit
 	f.n++
 	id := "ses_" + strings.Repeat("x", 3) + string(rune('a'+f.n%26)) + time.Now().Format("150405.000000000")
 	f.open[id] = owner
+	if f.bg == nil {
+		f.bg = map[string]bool{}
+	}
+	f.bg[id] = background
 	return id, nil
 }
 
@@ -204,33 +210,38 @@ func (f *fakeSessions) Close(ctx context.Context, owner, id string) error {
 	return nil
 }
 
-func (f *fakeSessions) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
+func (f *fakeSessions) PutFile(ctx context.Context, owner, id, path string, body io.Reader) (int64, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return 0, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(owner, id); err != nil {
-		return err
+		return 0, err
 	}
 	if strings.HasPrefix(path, "bad") {
-		return errors.Join(core.ErrInvalid, errors.New("symlink refused"))
+		return 0, errors.Join(core.ErrInvalid, errors.New("symlink refused"))
 	}
 	if len(data) > 1<<16 {
-		return core.ErrTooLarge
+		return 0, core.ErrTooLarge
 	}
 	f.files[id+"/"+path] = data
-	return nil
+	return int64(len(data)), nil
 }
 
-func (f *fakeSessions) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
+func (f *fakeSessions) GetFile(ctx context.Context, owner, id, path string, open func(int64) io.Writer) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(owner, id); err != nil {
-		return nil, err
+		return 0, err
 	}
 	d, ok := f.files[id+"/"+path]
 	if !ok {
-		return nil, errors.Join(core.ErrInvalid, errors.New("no such file"))
+		return 0, errors.Join(core.ErrInvalid, errors.New("no such file"))
 	}
-	return d, nil
+	n, err := open(int64(len(d))).Write(d)
+	return int64(n), err
 }
 
 // fakeRun is one scripted run: segments of events, the next released by

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
@@ -31,7 +33,11 @@ func filePath(c *gin.Context) (string, bool) {
 }
 
 // putFile answers PUT /v1/sessions/{id}/files/{path}: the raw body becomes
-// the file. 200 with {"path", "size"}.
+// the file. 200 with {"path", "size"}. A body whose Content-Length is over
+// Config.MaxUploadBytes is refused with 413 before it is read (limitBody);
+// a body of unknown length streams to the worker in chunks and is cut with
+// 413 when it passes the cap (the partial file is truncated). Concurrent
+// uploads are bounded per key and in total (429).
 func (s *Server) putFile(c *gin.Context) {
 	if !s.needSessions(c) {
 		return
@@ -44,25 +50,35 @@ func (s *Server) putFile(c *gin.Context) {
 	if !ok {
 		return
 	}
-	data, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if !errors.As(err, &mbe) {
-			err = newError(core.ErrInvalid, "could not read the upload")
-		}
-		fail(c, err)
+	if e := s.uploads.acquire(rec.Owner); e != nil {
+		abortError(c, e)
 		return
 	}
-	if err := s.deps.Sessions.PutFile(c.Request.Context(), rec.Owner, rec.ID, p, data); err != nil {
+	defer s.uploads.release(rec.Owner)
+	n, err := s.deps.Sessions.PutFile(c.Request.Context(), rec.Owner, rec.ID, p, c.Request.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) && isReadError(err) {
+			err = newError(core.ErrInvalid, "could not read the upload")
+		}
 		s.forgetLost(rec.ID, err)
 		s.logPlatform("put file", rec.Owner, err)
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"path": p, "size": len(data)})
+	c.JSON(http.StatusOK, gin.H{"path": p, "size": n})
 }
 
-// getFile answers GET /v1/sessions/{id}/files/{path} with the bytes.
+// isReadError reports an error from reading the request body rather than
+// from the backend: it carries no core.Code.
+func isReadError(err error) bool {
+	var ce *core.Error
+	var code core.Code
+	return !errors.As(err, &ce) && !errors.As(err, &code) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+}
+
+// getFile answers GET /v1/sessions/{id}/files/{path} with the bytes,
+// streamed from the worker in chunks.
 func (s *Server) getFile(c *gin.Context) {
 	if !s.needSessions(c) {
 		return
@@ -75,14 +91,27 @@ func (s *Server) getFile(c *gin.Context) {
 	if !ok {
 		return
 	}
-	data, err := s.deps.Sessions.GetFile(c.Request.Context(), rec.Owner, rec.ID, p)
-	if err != nil {
-		s.forgetLost(rec.ID, err)
-		s.logPlatform("get file", rec.Owner, err)
+	started := false
+	_, err := s.deps.Sessions.GetFile(c.Request.Context(), rec.Owner, rec.ID, p, func(size int64) io.Writer {
+		started = true
+		setDownloadHeaders(c, path.Base(p), "application/octet-stream", false)
+		c.Header("Content-Length", strconv.FormatInt(size, 10))
+		c.Status(http.StatusOK)
+		c.Writer.WriteHeaderNow()
+		return c.Writer
+	})
+	if err == nil {
+		return
+	}
+	s.forgetLost(rec.ID, err)
+	s.logPlatform("get file", rec.Owner, err)
+	if !started {
 		fail(c, err)
 		return
 	}
-	sendBytes(c, path.Base(p), "application/octet-stream", data, false)
+	// The status is sent: cut the connection so the client sees a short body.
+	s.log.Warn("api: download cut short", "owner", rec.Owner, "err", err)
+	panic(http.ErrAbortHandler)
 }
 
 // forgetLost drops the session record when the backend no longer knows it.
@@ -95,6 +124,13 @@ func (s *Server) forgetLost(id string, err error) {
 // sendBytes writes user-produced bytes safely: no sniffing, a sandboxing
 // CSP so HTML cannot run on this origin, and inline only for raster images.
 func sendBytes(c *gin.Context, name, mimeType string, data []byte, inlineImages bool) {
+	mimeType = setDownloadHeaders(c, name, mimeType, inlineImages)
+	c.Data(http.StatusOK, mimeType, data)
+}
+
+// setDownloadHeaders sets the headers of sendBytes and returns the
+// Content-Type to send.
+func setDownloadHeaders(c *gin.Context, name, mimeType string, inlineImages bool) string {
 	h := c.Writer.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
@@ -106,7 +142,8 @@ func sendBytes(c *gin.Context, name, mimeType string, data []byte, inlineImages 
 		mimeType = "application/octet-stream"
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": name}))
-	c.Data(http.StatusOK, mimeType, data)
+	h.Set("Content-Type", mimeType)
+	return mimeType
 }
 
 // safeInline lists the artifact types shown inline; everything else

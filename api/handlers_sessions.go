@@ -11,6 +11,9 @@ import (
 // openSessionRequest is the optional body of POST /v1/sessions.
 type openSessionRequest struct {
 	Limits *limitsBody `json:"limits,omitempty"`
+	// Background lets processes the session's calls start keep running
+	// after each call returns; only a key whose policy allows it may ask.
+	Background bool `json:"background,omitempty"`
 }
 
 // needSessions answers 503 when no session backend is wired.
@@ -42,19 +45,31 @@ func (s *Server) openSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	who := owner(c)
 	limits, err := req.Limits.toSandbox()
+	if err == nil {
+		err = s.checkCeiling(who, limits)
+	}
+	if err == nil && req.Background {
+		if p := s.policy(who); p == nil || !p.Background {
+			err = newError(core.ErrInvalid, `"background": true is not allowed for this API key: its policy in the keys file must say background=true`).
+				withDetails(map[string]any{"policy": "background"})
+		}
+	}
+	if err == nil {
+		err = s.checkSessionBudget(who, limits)
+	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	who := owner(c)
-	id, err := s.deps.Sessions.Open(c.Request.Context(), who, limits)
+	id, err := s.deps.Sessions.Open(c.Request.Context(), who, limits, req.Background)
 	if err != nil {
 		s.logPlatform("open session", who, err)
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, s.sessions.add(who, id, limits))
+	c.JSON(http.StatusCreated, s.sessions.add(who, id, limits, req.Background))
 }
 
 // closeSession answers DELETE /v1/sessions/{id} with 204.

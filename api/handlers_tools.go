@@ -79,13 +79,19 @@ func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.C
 		return dispatcher.Call{}, false
 	}
 	who := owner(c)
+	background := false
 	if req.SessionID != "" {
-		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+		rec, ok := s.sessions.get(who, req.SessionID, true)
+		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return dispatcher.Call{}, false
 		}
+		background = rec.Background
 	}
 	limits, err := req.Limits.toSandbox()
+	if err == nil {
+		err = s.checkCeiling(who, limits)
+	}
 	if err != nil {
 		fail(c, err)
 		return dispatcher.Call{}, false
@@ -99,14 +105,17 @@ func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.C
 		req.ID = newID("call_")
 	}
 	return dispatcher.Call{
-		ID:        req.ID,
-		Name:      req.Function.Name,
-		Arguments: req.Function.Arguments,
-		Owner:     who,
-		SessionID: req.SessionID,
-		Mount:     mount,
-		Limits:    limits,
-		Caller:    "api",
+		ID:         req.ID,
+		Name:       req.Function.Name,
+		Arguments:  req.Function.Arguments,
+		Owner:      who,
+		SessionID:  req.SessionID,
+		Mount:      mount,
+		MountName:  req.Input,
+		Limits:     limits,
+		Ceiling:    s.ceiling(who),
+		Background: background,
+		Caller:     "api",
 	}, true
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func newHarness(t *testing.T, mut func(*Config, *Deps)) *harness {
 	cfg := Config{
 		Keys:         ks,
 		RateBurst:    1000,
-		InputFolders: map[string]string{"sales": "/srv/data/sales"},
+		InputFolders: map[string]string{"sales": salesDir(t)},
 		Now:          h.clock.Now,
 		Heartbeat:    time.Hour,
 	}
@@ -261,4 +262,14 @@ func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// salesDir makes the test's "sales" input folder: a real, private folder
+// (host paths must exist to be offered).
+func salesDir(t *testing.T) string {
+	d := filepath.Join(t.TempDir(), "srv-data-sales")
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -23,10 +23,11 @@ type KeySet struct {
 	entries []keyEntry
 }
 
-// keyEntry is one hashed key and its owner.
+// keyEntry is one hashed key, its owner and its policy (nil: none).
 type keyEntry struct {
-	hash  [sha256.Size]byte
-	owner string
+	hash   [sha256.Size]byte
+	owner  string
+	policy *Policy
 }
 
 // NewKeySet hashes keys. Each entry is either "KEY" (the owner becomes
@@ -41,9 +42,12 @@ func NewKeySet(keys ...string) (*KeySet, error) {
 	return ks, nil
 }
 
-// LoadKeys reads keys from file (one per line, "KEY" or "NAME:KEY", blank
-// lines and lines starting with # ignored) when file is not empty, and from
-// env, the value of AIRLOCK_API_KEYS (comma separated). Both may be used.
+// LoadKeys reads keys from file (one per line, "KEY" or "NAME:KEY",
+// optionally followed by policy fields "name=value" separated by spaces,
+// see Policy; blank lines and lines starting with # ignored) when file is
+// not empty, and from env, the value of AIRLOCK_API_KEYS (comma separated,
+// no policies). Both may be used. Only a policy may raise a key's limits
+// above the server defaults (up to the server maximum).
 func LoadKeys(file, env string) (*KeySet, error) {
 	ks := &KeySet{}
 	if file != "" {
@@ -77,9 +81,18 @@ func (ks *KeySet) readLines(r io.Reader) error {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if err := ks.add(line); err != nil {
+		fields := strings.Fields(line)
+		pol, err := parsePolicy(fields[1:])
+		if err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
+		if len(fields) == 1 {
+			pol = nil
+		}
+		if err := ks.add(fields[0]); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		ks.entries[len(ks.entries)-1].policy = pol
 	}
 	return sc.Err()
 }
@@ -117,6 +130,20 @@ func validOwnerName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Policy returns the policy of owner's key from the keys file, nil when it
+// has none. (Owners with several keys: the first key's with a policy.)
+func (ks *KeySet) Policy(owner string) *Policy {
+	if ks == nil {
+		return nil
+	}
+	for _, e := range ks.entries {
+		if e.owner == owner && e.policy != nil {
+			return e.policy
+		}
+	}
+	return nil
 }
 
 // Len is the number of keys; zero for a nil set.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -40,8 +41,21 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	return m, nil
 }
 
-// observe records one answered request.
+// observe records one answered request. Labels are bounded whatever the
+// client sends: methods outside the standard set become "other", and the
+// route is a registered pattern or "unmatched" (see observe middleware).
 func (m *httpMetrics) observe(method, route string, code int, d time.Duration) {
+	method = methodLabel(method)
 	m.requests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
 	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// methodLabel folds any non-standard HTTP method into "other".
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }

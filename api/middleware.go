@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,7 +58,7 @@ func (s *Server) observe() gin.HandlerFunc {
 		code := c.Writer.Status()
 		el := s.cfg.Now().Sub(start)
 		s.metrics.observe(c.Request.Method, route, code, el)
-		s.log.Debug("api: request", "method", c.Request.Method, "route", route, "status", code,
+		s.log.Debug("api: request", "method", methodLabel(c.Request.Method), "route", route, "status", code,
 			"error_code", c.GetString(ctxErrorCode), "owner", owner(c), "duration_ms", el.Milliseconds())
 	}
 }
@@ -105,6 +107,12 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			owner, ok = s.cfg.Keys.Owner(key)
 		}
 		if !ok {
+			if ok, wait := s.ipLimiter.allow("ip:" + hostOnly(c.Request.RemoteAddr)); !ok {
+				e := newError(core.ErrRateLimited, "rate limit exceeded for this client address")
+				e.RetryAfter = wait
+				abortError(c, e)
+				return
+			}
 			c.Header("WWW-Authenticate", `Bearer realm="airlock"`)
 			abortError(c, newError(core.ErrUnauthorized, "missing or unknown API key: send Authorization: Bearer KEY"))
 			return
@@ -167,6 +175,42 @@ func (s *Server) rateLimit() gin.HandlerFunc {
 			e := newError(core.ErrRateLimited, "rate limit exceeded for this API key")
 			e.RetryAfter = wait
 			abortError(c, e)
+			return
+		}
+		c.Next()
+	}
+}
+
+// rateLimitIP spends one of the client address's tokens on every route
+// outside the authenticated /v1 API (probes, metrics, the contract, the UI,
+// unknown routes and unauthenticated /v1 requests), or answers 429. The
+// address is the connection's peer, not a forwarding header a client can
+// forge.
+func (s *Server) rateLimitIP() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if ok, wait := s.ipLimiter.allow("ip:" + hostOnly(c.Request.RemoteAddr)); !ok {
+			e := newError(core.ErrRateLimited, "rate limit exceeded for this client address")
+			e.RetryAfter = wait
+			abortError(c, e)
+			return
+		}
+		c.Next()
+	}
+}
+
+// requireMetricsKey answers 401 unless the request carries Config.MetricsKey
+// as a Bearer token (when one is configured).
+func (s *Server) requireMetricsKey() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.cfg.MetricsKey == "" {
+			c.Next()
+			return
+		}
+		key, _ := bearer(c.GetHeader("Authorization"))
+		a, b := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(s.cfg.MetricsKey))
+		if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+			c.Header("WWW-Authenticate", `Bearer realm="airlock-metrics"`)
+			abortError(c, newError(core.ErrUnauthorized, "/metrics needs the metrics key: send Authorization: Bearer KEY"))
 			return
 		}
 		c.Next()

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// rateLimiter is a per-owner token bucket. Owners come from the key set,
-// so the map is bounded by the number of keys.
+// rateLimiter is a token bucket per owner (bounded by the key set) or per
+// client address (bounded by pruning: full buckets are forgotten when the
+// map passes maxBuckets, and a new address is refused while it stays full).
 type rateLimiter struct {
 	mu      sync.Mutex
 	rate    float64 // tokens per second
@@ -40,6 +41,12 @@ func (l *rateLimiter) allow(owner string) (bool, int) {
 	defer l.mu.Unlock()
 	now := l.now()
 	b, ok := l.buckets[owner]
+	if !ok && len(l.buckets) >= maxBuckets {
+		l.prune(now)
+		if len(l.buckets) >= maxBuckets {
+			return false, 1
+		}
+	}
 	if !ok {
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[owner] = b
@@ -57,6 +64,19 @@ func (l *rateLimiter) allow(owner string) (bool, int) {
 		wait = math.Ceil((1 - b.tokens) / l.rate)
 	}
 	return false, int(math.Max(1, wait))
+}
+
+// maxBuckets bounds the buckets a limiter keeps.
+const maxBuckets = 100_000
+
+// prune drops buckets that have refilled to the burst: forgetting them
+// changes nothing. Callers hold mu.
+func (l *rateLimiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
 }
 
 // gate bounds the number of simultaneous requests per owner.

@@ -12,9 +12,10 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = false
 	r.ContextWithFallback = true
 	r.Use(s.recovery(), s.observe(), s.cors())
-	r.NoRoute(func(c *gin.Context) {
+	r.NoRoute(s.rateLimitIP(), func(c *gin.Context) {
 		abortError(c, newError(core.ErrNotFound, "no such route"))
 	})
+	ip := s.rateLimitIP()
 
 	quick := s.timeout(s.cfg.RequestTimeout)
 	slow := s.timeout(s.cfg.ToolCallTimeout)
@@ -22,15 +23,20 @@ func (s *Server) routes() *gin.Engine {
 	upload := limitBody(s.cfg.MaxUploadBytes)
 
 	// Public: the UI, probes, metrics and the contract.
-	r.GET("/", quick, s.uiIndex)
-	r.GET("/ui/*file", quick, s.uiAsset)
-	r.GET("/healthz", quick, s.healthz)
-	r.GET("/readyz", quick, s.readyz)
-	r.GET("/metrics", quick, s.metricsHandler())
-	r.GET("/openapi.json", quick, s.openAPI)
-	r.GET("/v1/info", quick, s.info)
+	// All are rate-limited per client address; /metrics moves to its own
+	// listener with Config.MetricsAddr.
+	r.GET("/", ip, quick, s.uiIndex)
+	r.GET("/ui/*file", ip, quick, s.uiAsset)
+	r.GET("/healthz", ip, quick, s.healthz)
+	r.GET("/readyz", ip, quick, s.readyz)
+	if s.cfg.MetricsAddr == "" {
+		r.GET("/metrics", ip, quick, s.requireMetricsKey(), s.metricsHandler())
+	}
+	r.GET("/openapi.json", ip, quick, s.openAPI)
+	r.GET("/v1/info", ip, quick, s.info)
 
-	// Authenticated. Streams hold their own slot, not a call slot.
+	// Authenticated. Streams hold their own slot, not a call slot. A
+	// request without a valid key spends its address's tokens first.
 	v1 := r.Group("/v1", s.authenticate(), s.rateLimit())
 	v1.GET("/runs/:id/events", s.limitConcurrency(s.streams), s.runEvents)
 	// An interrupt must get through while calls hold every call slot.

@@ -22,7 +22,7 @@ func TestRunStartAndGet(t *testing.T) {
 	m := h.do(keyAlice, "POST", "/v1/runs", map[string]any{"goal": "sum the sales", "model": "m1", "max_steps": 4, "session_id": sid, "input": "sales"}).
 		must(t, http.StatusCreated).JSON(t)
 	req := h.runs.lastReq
-	if req.Owner != "alice" || req.Goal != "sum the sales" || req.Model != "m1" || req.MaxSteps != 4 || req.SessionID != sid || req.Mount != "/srv/data/sales" {
+	if req.Owner != "alice" || req.Goal != "sum the sales" || req.Model != "m1" || req.MaxSteps != 4 || req.SessionID != sid || req.Mount != h.srv.cfg.InputFolders["sales"] {
 		t.Fatalf("run request %+v", req)
 	}
 	id := m["id"].(string)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // Server is the HTTP API: an http.Handler, plus Run and Serve for a
@@ -25,8 +27,10 @@ type Server struct {
 	metrics   *httpMetrics
 	gatherer  prometheus.Gatherer
 	limiter   *rateLimiter
-	calls     *gate // per-key concurrent requests
-	streams   *gate // per-key open SSE streams
+	ipLimiter *rateLimiter // per client address, outside the /v1 API
+	calls     *gate        // per-key concurrent requests
+	streams   *gate        // per-key open SSE streams
+	uploads   *slots
 	artifacts *artifactStore
 	sessions  *sessionStore
 	openapi   []byte
@@ -80,12 +84,21 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics:   m,
 		gatherer:  gath,
 		limiter:   newRateLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now),
+		ipLimiter: newRateLimiter(cfg.PublicRatePerSecond, cfg.PublicRateBurst, cfg.Now),
 		calls:     newGate(cfg.MaxConcurrentPerKey),
 		streams:   newGate(cfg.MaxStreamsPerKey),
-		artifacts: newArtifactStore(cfg.ArtifactTTL, cfg.ArtifactMaxBytes, cfg.Now),
-		sessions:  newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
-		openapi:   doc,
-		draining:  make(chan struct{}),
+		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
+		artifacts: newArtifactStore(artifactLimits{ttl: cfg.ArtifactTTL, maxBytes: cfg.ArtifactMaxBytes,
+			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount,
+			ownerQuota: func(owner string) (int64, int) {
+				if p := cfg.Keys.Policy(owner); p != nil {
+					return p.Budget.ArtifactBytes, p.Budget.ArtifactCount
+				}
+				return 0, 0
+			}}, cfg.Now),
+		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		openapi:  doc,
+		draining: make(chan struct{}),
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
@@ -97,14 +110,60 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.engine.ServeHTTP(w, r)
 }
 
-// Run listens on Config.Addr and serves until ctx is done, then shuts down
-// gracefully (see Serve).
+// Run listens on Config.Addr (and Config.MetricsAddr, for /metrics alone)
+// and serves until ctx is done, then shuts down gracefully (see Serve).
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
 	}
-	return s.Serve(ctx, ln)
+	if s.cfg.MetricsAddr == "" {
+		return s.Serve(ctx, ln)
+	}
+	mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("api: listen on %s for metrics: %w", s.cfg.MetricsAddr, err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	merr := make(chan error, 1)
+	go func() { merr <- s.ServeMetrics(mctx, mln) }()
+	err = s.Serve(ctx, ln)
+	cancel()
+	if e := <-merr; err == nil {
+		err = e
+	}
+	return err
+}
+
+// MetricsHandler is /metrics alone, for a separate listener: the
+// Prometheus exposition behind Config.MetricsKey (when set) and the
+// per-address rate limit; every other path is 404.
+func (s *Server) MetricsHandler() http.Handler {
+	r := gin.New()
+	r.Use(s.recovery())
+	r.NoRoute(func(c *gin.Context) { abortError(c, newError(core.ErrNotFound, "no such route")) })
+	r.GET("/metrics", s.rateLimitIP(), s.requireMetricsKey(), s.metricsHandler())
+	return r
+}
+
+// ServeMetrics serves MetricsHandler on ln until ctx is done.
+func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("api: serving metrics", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("api: serve metrics: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
 }
 
 // Serve serves on ln until ctx is done. Then it stops accepting

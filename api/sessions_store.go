@@ -16,6 +16,9 @@ type sessionRecord struct {
 	LastUsed  time.Time   `json:"last_used"`
 	ExpiresAt time.Time   `json:"expires_at"`
 	Limits    core.Limits `json:"-"`
+	// Background says whether processes the session's calls start may
+	// outlive the calls.
+	Background bool `json:"background"`
 }
 
 // sessionStore holds session records for ownership checks and GET. A
@@ -55,7 +58,7 @@ func (s *sessionStore) view(r *sessionRecord) sessionRecord {
 
 // add records a new session of owner and returns a copy of the record;
 // expired records are dropped on the way.
-func (s *sessionStore) add(owner, id string, limits core.Limits) sessionRecord {
+func (s *sessionStore) add(owner, id string, limits core.Limits, background bool) sessionRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -64,7 +67,7 @@ func (s *sessionStore) add(owner, id string, limits core.Limits) sessionRecord {
 			delete(s.m, k)
 		}
 	}
-	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits}
+	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background}
 	s.m[id] = r
 	return s.view(r)
 }
@@ -98,6 +101,22 @@ func (s *sessionStore) touch(id string) {
 			r.LastUsed = now
 		}
 	}
+}
+
+// usage returns how many sessions owner holds and their memory and CPUs,
+// each session's limits filled in by eff.
+func (s *sessionStore) usage(owner string, eff func(core.Limits) core.Limits) (n int, mem int64, cpus float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, r := range s.m {
+		if r.Owner != owner || now.Sub(r.LastUsed) > s.idle {
+			continue
+		}
+		l := eff(r.Limits)
+		n, mem, cpus = n+1, mem+l.Memory, cpus+l.CPUs
+	}
+	return n, mem, cpus
 }
 
 // remove forgets session id.

@@ -24,19 +24,17 @@ func (s *Server) eventArtifacts(owner string, ev agent.Event) agent.Event {
 	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
 		return ev
 	}
-	views := make([]artifactView, 0, len(arts))
-	for _, a := range arts {
-		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
-		if id, ok := s.artifacts.put(owner, "", a); ok {
-			v.ID, v.URL = id, "/v1/artifacts/"+id
-		}
-		views = append(views, v)
-	}
+	views, warns := s.storeArtifacts(owner, "", arts)
 	raw, err := json.Marshal(views)
 	if err != nil {
 		return ev
 	}
 	data["artifacts"] = raw
+	if len(warns) > 0 {
+		if w, err := json.Marshal(warns); err == nil {
+			data["artifact_warnings"] = w
+		}
+	}
 	if out, err := json.Marshal(data); err == nil {
 		ev.Data = out
 	}

@@ -114,23 +114,43 @@ func (s *Server) buildResponse(owner, session string, res dispatcher.Result) too
 	r := &out.Result
 	r.ExitCode = &exit
 	r.Stdout, r.Stderr, r.Truncated = sb.Stdout, sb.Stderr, sb.Truncated
-	r.Message, r.Warnings, r.SessionEnded = sb.Message, sb.Warnings, sb.SessionEnded
+	r.Message, r.SessionEnded = sb.Message, sb.SessionEnded
 	r.Error, r.ExecutionCount, r.Display, r.KernelRestarted = sb.Error, sb.ExecutionCount, sb.Display, sb.KernelRestarted
 	dropped := sb.Dropped
 	r.Dropped = &dropped
-	for _, a := range sb.Artifacts {
+	r.Warnings = append([]string(nil), sb.Warnings...)
+	var warns []string
+	r.Artifacts, warns = s.storeArtifacts(owner, session, sb.Artifacts)
+	r.Warnings = append(r.Warnings, warns...)
+	return out
+}
+
+// storeArtifacts re-validates a result's artifacts (checkArtifacts), keeps
+// their bytes in the store and returns their views, with download URLs
+// (session ones when session is not empty), and warnings for what was
+// dropped or not kept.
+func (s *Server) storeArtifacts(owner, session string, arts []core.Artifact) ([]artifactView, []string) {
+	views := []artifactView{}
+	if len(arts) == 0 {
+		return views, nil
+	}
+	checked, warns := checkArtifacts(arts, s.cfg.ArtifactMaxPerCall, s.cfg.ArtifactMaxCallBytes)
+	for _, a := range checked {
 		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
-		if id, ok := s.artifacts.put(owner, session, a); ok {
+		id, warn := s.artifacts.put(owner, session, a)
+		if id != "" {
 			v.ID = id
 			if session == "" {
 				v.URL = "/v1/artifacts/" + id
 			} else {
 				v.URL = "/v1/sessions/" + session + "/artifacts/" + id
 			}
+		} else {
+			warns = append(warns, warn)
 		}
-		r.Artifacts = append(r.Artifacts, v)
+		views = append(views, v)
 	}
-	return out
+	return views, warns
 }
 
 // statusError maps a platform outcome of the dispatcher to an HTTP error;

@@ -70,7 +70,7 @@ func TestToolCallLimitsAndInput(t *testing.T) {
 	if c.Limits.Memory != 1<<26 || c.Limits.CPUs != 0.5 || c.Limits.Timeout != 2500*time.Millisecond || c.Limits.Pids != 32 {
 		t.Fatalf("limits %+v", c.Limits)
 	}
-	if c.Mount != "/srv/data/sales" {
+	if c.Mount != h.srv.cfg.InputFolders["sales"] || c.MountName != "sales" {
 		t.Fatalf("mount %q", c.Mount)
 	}
 }

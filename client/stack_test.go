@@ -201,8 +201,8 @@ func (d apiDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAI
 // apiSessions adapts the jobs client to the API's Sessions.
 type apiSessions struct{ *jobs.Client }
 
-func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	return s.OpenSession(ctx, owner, limits)
+func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	return s.OpenSessionOpts(ctx, owner, limits, background)
 }
 func (s apiSessions) Close(ctx context.Context, owner, id string) error {
 	return s.CloseSession(ctx, owner, id)

@@ -151,6 +151,10 @@ type Result struct {
 	SessionID  string     `json:"session_id,omitempty"` // for OpSessionOpen
 	Container  string     `json:"container,omitempty"`  // short id of the container that ran it
 	Data       []byte     `json:"data,omitempty"`       // for OpFileGet
+	// Size is the file's total size after an OpFilePut and of the file an
+	// OpFileGet read from (Data may be only a chunk of it). A worker that
+	// leaves it 0 for a non-empty file does not do chunked transfers.
+	Size int64 `json:"size,omitempty"`
 	// SessionEnded is true when the call's session was destroyed (for
 	// example an interpreter that could not be interrupted after a timeout).
 	SessionEnded bool `json:"session_ended,omitempty"`
@@ -165,8 +169,6 @@ type Result struct {
 	// KernelRestarted: the session's Python process died or was replaced
 	// during the call; files are kept, Python state is fresh.
 	KernelRestarted bool `json:"kernel_restarted,omitempty"`
-	// Size is the whole file's size, for OpFileGet and OpFilePut.
-	Size int64 `json:"size,omitempty"`
 	// Entries lists a folder, for OpFileList.
 	Entries []FileEntry `json:"entries,omitempty"`
 	// Session describes a session, for OpSessionInfo.

@@ -17,7 +17,7 @@ func TestAuditRecords(t *testing.T) {
 	ex := okExecutor()
 	d, buf := newTestDispatcher(t, cfg, ex)
 	ctx := context.Background()
-	secretArg := "print('" + planted["env"] + "')"
+	secretArg := "print('" + planted["configured"] + "')"
 	c1 := call(ToolRunPython, map[string]any{"code": secretArg})
 	d.Run(ctx, c1)
 	d.Run(ctx, call(ToolExecuteShell, map[string]any{"command": "sudo id"}))
@@ -48,7 +48,7 @@ func TestAuditRecords(t *testing.T) {
 	if recs[1]["decision"] != "refused" || recs[1]["reason"] != "policy:"+policy.RuleShellPrivilege || recs[1]["status"] != "rejected" {
 		t.Errorf("refusal record %v", recs[1])
 	}
-	for name, s := range map[string]string{"argument value": "print(", "env secret": planted["env"], "secret tool name": planted["openai_key"], "command": "sudo id"} {
+	for name, s := range map[string]string{"argument value": "print(", "configured secret": planted["configured"], "secret tool name": planted["openai_key"], "command": "sudo id"} {
 		if strings.Contains(buf.String(), s) {
 			t.Errorf("audit log contains %s", name)
 		}

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"github.com/airlock-dev/airlock/core"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/approvals"
@@ -41,15 +42,15 @@ type Config struct {
 	// Redis); nil means a new in-memory store on the Now clock.
 	Approvals approvals.Store
 
-	// Secrets are extra literal values to redact from everything returned.
+	// Ceiling is the most a call's Limits may ask for (normally the
+	// sandbox defaults): a call may only lower it, unless the transport sets
+	// Call.Ceiling from the caller's policy. Zero fields are not capped.
+	Ceiling core.Limits
+
+	// Secrets are literal values to redact from everything returned, each
+	// replaced by "[REDACTED]" (never by a name). The server's own
+	// environment is not read: it never reaches a sandbox.
 	Secrets []string
-	// SkipHostEnvRedaction turns off redacting the values of the host's
-	// secret-looking environment variables (names containing KEY, TOKEN,
-	// SECRET, PASSWORD, CREDENTIAL or PASS), which is on by default.
-	SkipHostEnvRedaction bool
-	// Environ is the environment read for that redaction, as KEY=VALUE
-	// lines; nil means os.Environ() at New.
-	Environ []string
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -42,10 +41,6 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	env := cfg.Environ
-	if env == nil && !cfg.SkipHostEnvRedaction {
-		env = os.Environ()
-	}
 	store := cfg.Approvals
 	if store == nil {
 		store = approvals.NewMemory(cfg.Now)
@@ -56,7 +51,7 @@ func NewWithRegistry(cfg Config, reg *Registry, exec Executor, logger *slog.Logg
 		exec:      exec,
 		log:       logger,
 		policy:    newGate(cfg),
-		redactor:  NewRedactor(cfg.Secrets, env, cfg.SkipHostEnvRedaction),
+		redactor:  NewRedactor(cfg.Secrets),
 		approvals: heldCalls{store: store, now: cfg.Now},
 	}
 }
@@ -246,7 +241,8 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if req.Mount == "" {
 		req.Mount = call.Mount
 	}
-	req.Limits = lowerLimits(req.Limits, call.Limits)
+	req.Background = req.Background || call.Background
+	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, overLimits(d.cfg.Ceiling, call.Ceiling)))
 	if d.exec == nil {
 		return platformResult(ErrNoExecutor, tool), "failed"
 	}
@@ -256,7 +252,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if err != nil {
 		return platformResult(err, tool), "failed"
 	}
-	red := d.redactor.rich(d.redactor.Result(sres))
+	red := d.redactor.rich(hideMount(d.redactor.Result(sres), req.Mount, call.MountName))
 	res := Result{Sandbox: &red, Status: mapSandboxStatus(red.Status)}
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
@@ -338,6 +334,49 @@ func lowerLimits(a, b core.Limits) core.Limits {
 		a.CPUs = b.CPUs
 	}
 	return a
+}
+
+// capLimits lowers each set field of l to c's where c is set: a call's
+// limits can only go down from the ceiling.
+func capLimits(l, c core.Limits) core.Limits {
+	low := func(x, y int64) int64 {
+		if x > 0 && y > 0 && x > y {
+			return y
+		}
+		return x
+	}
+	l.Memory = low(l.Memory, c.Memory)
+	l.Pids = low(l.Pids, c.Pids)
+	l.TmpfsBytes = low(l.TmpfsBytes, c.TmpfsBytes)
+	l.NoFile = low(l.NoFile, c.NoFile)
+	l.FileSize = low(l.FileSize, c.FileSize)
+	l.Timeout = time.Duration(low(int64(l.Timeout), int64(c.Timeout)))
+	l.OutputBytes = int(low(int64(l.OutputBytes), int64(c.OutputBytes)))
+	if l.CPUs > 0 && c.CPUs > 0 && l.CPUs > c.CPUs {
+		l.CPUs = c.CPUs
+	}
+	return l
+}
+
+// overLimits returns base with each field set in over replaced by it.
+func overLimits(base, over core.Limits) core.Limits {
+	pick := func(x, y int64) int64 {
+		if y > 0 {
+			return y
+		}
+		return x
+	}
+	base.Memory = pick(base.Memory, over.Memory)
+	base.Pids = pick(base.Pids, over.Pids)
+	base.TmpfsBytes = pick(base.TmpfsBytes, over.TmpfsBytes)
+	base.NoFile = pick(base.NoFile, over.NoFile)
+	base.FileSize = pick(base.FileSize, over.FileSize)
+	base.Timeout = time.Duration(pick(int64(base.Timeout), int64(over.Timeout)))
+	base.OutputBytes = int(pick(int64(base.OutputBytes), int64(over.OutputBytes)))
+	if over.CPUs > 0 {
+		base.CPUs = over.CPUs
+	}
+	return base
 }
 
 // capString shortens s to n bytes on a character boundary.

@@ -58,7 +58,6 @@ func okExecutor() *fakeExecutor {
 // testConfig is DefaultConfig without reading the host environment.
 func testConfig() Config {
 	c := DefaultConfig()
-	c.Environ = []string{}
 	return c
 }
 

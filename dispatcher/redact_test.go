@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -22,22 +24,24 @@ var planted = map[string]string{
 	"google_api_key": "AIza" + strings.Repeat("Sy", 17) + "A",
 	"jwt":            "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 	"private_key":    "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234\nabcd\n-----END RSA PRIVATE KEY-----",
-	"env":            "hunter2-is-my-db-password",
 	"configured":     "corp-internal-secret-77",
 }
 
+// hostEnvSecret is a secret-looking value of the server's environment:
+// no longer a redaction source (it never reaches a sandbox).
+const hostEnvSecret = "hunter2-is-my-db-password"
+
 func redactConfig() Config {
 	cfg := testConfig()
-	cfg.Environ = []string{"DB_PASSWORD=" + planted["env"], "PATH=/usr/bin:/bin", "HOME=/root", "SHORT_TOKEN=abc"}
 	cfg.Secrets = []string{planted["configured"]}
 	return cfg
 }
 
 func TestRedactorFormats(t *testing.T) {
-	r := NewRedactor([]string{planted["configured"]}, redactConfig().Environ, false)
+	r := NewRedactor([]string{planted["configured"]})
 	for name, secret := range planted {
 		out := r.String("before " + secret + " after")
-		if strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED:") || !strings.HasPrefix(out, "before ") || !strings.HasSuffix(out, " after") {
+		if strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED") || !strings.HasPrefix(out, "before ") || !strings.HasSuffix(out, " after") {
 			t.Errorf("%s: %q", name, out)
 		}
 	}
@@ -57,9 +61,50 @@ func TestRedactorFormats(t *testing.T) {
 	if strings.Contains(out, "b3BlbnNzaC1") {
 		t.Errorf("unterminated key: %q", out)
 	}
-	// skipEnv leaves env values alone
-	if out := NewRedactor(nil, redactConfig().Environ, true).String(planted["env"]); out != planted["env"] {
-		t.Errorf("skipEnv: %q", out)
+	// the server's environment is no source, and a configured secret's
+	// marker names nothing
+	t.Setenv("DB_PASSWORD", hostEnvSecret)
+	if out := NewRedactor(nil).String(hostEnvSecret); out != hostEnvSecret {
+		t.Errorf("host env value redacted: %q", out)
+	}
+	if out := r.String(planted["configured"]); out != "[REDACTED]" {
+		t.Errorf("configured secret marker: %q", out)
+	}
+}
+
+// TestRedactionIsNoOracle prints 10,000 candidates of a configured secret
+// through a real Run: the one that matches is redacted, and no marker
+// names a variable, a source or anything beyond the pattern formats.
+func TestRedactionIsNoOracle(t *testing.T) {
+	secret := "s3cr3t-4821-value"
+	var sb strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&sb, "%d=s3cr3t-%d-value\n", i, i)
+	}
+	t.Setenv("MY_DB_PASSWORD", secret)
+	cfg := testConfig()
+	cfg.Secrets = []string{secret}
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusOK, Stdout: sb.String()}}
+	d, _ := newTestDispatcher(t, cfg, ex)
+	r := d.Run(context.Background(), sessionCall(ToolReadFile, map[string]any{"path": "x.txt"}))
+	if r.Sandbox == nil {
+		t.Fatalf("got %+v", r)
+	}
+	out := r.Sandbox.Stdout + r.Content
+	if strings.Contains(out, secret) {
+		t.Fatal("secret leaked")
+	}
+	markers := regexp.MustCompile(`\[REDACTED[^\]]*\]`).FindAllString(out, -1)
+	if len(markers) == 0 {
+		t.Fatal("the matching candidate was not redacted")
+	}
+	for _, m := range markers {
+		if m != "[REDACTED]" {
+			t.Fatalf("marker %q says more than that something was redacted", m)
+		}
+	}
+	if strings.Contains(out, "MY_DB_PASSWORD") || strings.Contains(out, "env:") {
+		t.Fatal("output names the variable")
 	}
 }
 
@@ -74,11 +119,11 @@ func TestRunRedactsEverywhere(t *testing.T) {
 	text := []byte("config:\n" + all + "\n")
 	sum := sha256.Sum256(text)
 	ex := &fakeExecutor{res: core.Result{
-		Status: core.StatusOK, Stdout: "out " + all, Stderr: "err " + all, Message: "msg " + planted["env"],
+		Status: core.StatusOK, Stdout: "out " + all, Stderr: "err " + all, Message: "msg " + planted["configured"],
 		Warnings: []string{"warn " + planted["configured"]},
 		Artifacts: []core.Artifact{
 			{Name: "config.txt", MIME: "text/plain", Size: int64(len(text)), SHA256: hex.EncodeToString(sum[:]), Data: text},
-			{Name: "blob.bin", MIME: "application/octet-stream", Data: append([]byte{0, 1, 2}, []byte(planted["env"])...)},
+			{Name: "blob.bin", MIME: "application/octet-stream", Data: append([]byte{0, 1, 2}, []byte(planted["configured"])...)},
 		},
 	}}
 	d, _ := newTestDispatcher(t, redactConfig(), ex)
@@ -94,7 +139,7 @@ func TestRunRedactsEverywhere(t *testing.T) {
 				t.Errorf("%s leaks %s", w, name)
 			}
 		}
-		if !strings.Contains(s, "[REDACTED:") {
+		if !strings.Contains(s, "[REDACTED") {
 			t.Errorf("%s has no redaction marker: %q", w, s)
 		}
 	}
@@ -103,11 +148,11 @@ func TestRunRedactsEverywhere(t *testing.T) {
 		t.Errorf("redacted artifact metadata not recomputed")
 	}
 	// binary artifacts are not rewritten (they would be corrupted)
-	if b := r.Sandbox.Artifacts[1].Data; !strings.Contains(string(b), planted["env"]) {
+	if b := r.Sandbox.Artifacts[1].Data; !strings.Contains(string(b), planted["configured"]) {
 		t.Errorf("binary artifact modified")
 	}
 	// the executor's own result value is not mutated
-	if !strings.Contains(ex.res.Stdout, planted["env"]) {
+	if !strings.Contains(ex.res.Stdout, planted["configured"]) {
 		t.Errorf("redaction mutated the executor's result")
 	}
 }
@@ -209,5 +254,24 @@ func TestRefusalContentIsRedacted(t *testing.T) {
 				t.Errorf("%s: field %s leaks the key", c.Name, k)
 			}
 		}
+	}
+}
+
+// TestHostMountPathNeverReturned: a result quoting the mounted host folder
+// (as a sandbox refusal or a traceback would) names the input instead.
+func TestHostMountPathNeverReturned(t *testing.T) {
+	host := "/srv/customers/acme-private/sales"
+	ex := &fakeExecutor{res: core.Result{Status: core.StatusRejected, Message: "mount " + host + ": no such file or directory",
+		Stderr: "open " + host + "/x.csv", Warnings: []string{host}}}
+	d, _ := newTestDispatcher(t, testConfig(), ex)
+	c := call(ToolRunPython, map[string]any{"code": "1"})
+	c.Mount, c.MountName = host, "sales"
+	r := d.Run(context.Background(), c)
+	all := r.Content + r.Sandbox.Message + r.Sandbox.Stderr + strings.Join(r.Sandbox.Warnings, "")
+	if strings.Contains(all, "acme-private") || !strings.Contains(r.Sandbox.Message, "mount input folder sales: no such file") {
+		t.Fatalf("host path in result: %q", all)
+	}
+	if ex.last(t).Mount != host {
+		t.Fatal("the sandbox did not get the host path")
 	}
 }

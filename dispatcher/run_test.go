@@ -235,3 +235,24 @@ func TestRunInSandboxPolicyMarker(t *testing.T) {
 		t.Fatalf("user code marker: %+v", r)
 	}
 }
+
+// TestCallLimitsAreCeilings: a call's limits only lower the configured
+// ceiling (the server defaults); a transport's Call.Ceiling may grant more.
+func TestCallLimitsAreCeilings(t *testing.T) {
+	cfg := testConfig()
+	cfg.Ceiling = core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128}
+	ex := okExecutor()
+	d, _ := newTestDispatcher(t, cfg, ex)
+	c := call(ToolRunPython, map[string]any{"code": "1"})
+	c.Limits = core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 64}
+	d.Run(context.Background(), c)
+	got := ex.last(t).Limits
+	if got.Memory != 256<<20 || got.CPUs != 1 || got.Pids != 64 {
+		t.Fatalf("limits over the ceiling passed: %+v", got)
+	}
+	c.Ceiling = core.Limits{Memory: 1 << 30}
+	d.Run(context.Background(), c)
+	if got := ex.last(t).Limits; got.Memory != 1<<30 || got.CPUs != 1 {
+		t.Fatalf("policy ceiling: %+v", got)
+	}
+}

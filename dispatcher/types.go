@@ -15,11 +15,22 @@ type Call struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Caller context, set by the transport, never by the model.
-	Owner     string      `json:"owner,omitempty"`
-	SessionID string      `json:"session_id,omitempty"`
-	Mount     string      `json:"mount,omitempty"`  // host folder, already authorised by the caller
+	Owner     string `json:"owner,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	Mount     string `json:"mount,omitempty"` // host folder, already authorised by the caller
+	// MountName is the name clients know Mount by (an input folder's
+	// name). The host path never reaches a client: where a result quotes
+	// it, it becomes "input folder NAME" (or "the input folder").
+	MountName string      `json:"mount_name,omitempty"`
 	Limits    core.Limits `json:"limits,omitempty"` // lowers the server defaults
-	Caller    string      `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	// Ceiling, set by the transport from the caller's policy, replaces
+	// Config.Ceiling field by field where set: it may grant more than the
+	// defaults (the sandbox still refuses anything over its maximum).
+	Ceiling core.Limits `json:"ceiling,omitempty"`
+	// Background is set on calls in a session opened with background work
+	// allowed; it travels as core.Request.Background.
+	Background bool   `json:"background,omitempty"`
+	Caller     string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the

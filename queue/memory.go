@@ -188,6 +188,7 @@ func (q *Memory) finishLocked(mj *memJob, state string, out []byte, msg string) 
 		return false
 	}
 	mj.state, mj.out, mj.msg = state, out, msg
+	mj.job.Payload = nil // only the outcome is kept for ResultTTL, not the request (a file chunk)
 	mj.finishedAt = time.Now()
 	close(mj.done)
 	q.active--

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // clearEnv empties the variables the commands fall back to, so the host's
@@ -15,7 +16,7 @@ import (
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
-		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv,
+		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY",
 		agent.EnvBaseURL, agent.EnvModel, agent.EnvAPIKey, "AIRLOCK_TEST_KEY"} {
 		t.Setenv(k, "")
 	}
@@ -216,5 +217,28 @@ func TestStackFlagsEnv(t *testing.T) {
 	_ = fs.Parse(nil)
 	if sf2.concurrency != 0 || sf2.pool != 2 {
 		t.Errorf("serve defaults: %+v", sf2)
+	}
+}
+
+// TestServeMetricsAndLimitFlags: --metrics-addr and --metrics-key (or
+// AIRLOCK_METRICS_KEY) reach the API config, a bad address is refused, and
+// the API's limit ceiling and maximum are the sandbox's.
+func TestServeMetricsAndLimitFlags(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AIRLOCK_METRICS_KEY", "mk-from-env-0123456789")
+	var errb bytes.Buffer
+	o, code, ok := parseServeFlags([]string{"--insecure-local", "--metrics-addr", "127.0.0.1:9393"}, envLookup, &errb)
+	if !ok {
+		t.Fatalf("parse: exit %d: %s", code, errb.String())
+	}
+	if o.api.MetricsAddr != "127.0.0.1:9393" || o.api.MetricsKey != "mk-from-env-0123456789" {
+		t.Errorf("metrics config: %q %q", o.api.MetricsAddr, o.api.MetricsKey)
+	}
+	if d := sandbox.DefaultConfig(); o.api.DefaultLimits != d.Defaults || o.api.MaxLimits != d.Max {
+		t.Errorf("limits: %+v %+v", o.api.DefaultLimits, o.api.MaxLimits)
+	}
+	errb.Reset()
+	if _, code, ok := parseServeFlags([]string{"--insecure-local", "--metrics-addr", "nope"}, envLookup, &errb); ok || code != 2 || !strings.Contains(errb.String(), "--metrics-addr") {
+		t.Errorf("bad --metrics-addr: ok=%v code=%d %s", ok, code, errb.String())
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // apiFlags are the HTTP API flags of `airlock serve` (a proposal; the
@@ -29,6 +31,8 @@ type apiFlags struct {
 	maxUpload       string
 	toolTimeout     time.Duration
 	shutdownTimeout time.Duration
+	metricsAddr     string
+	metricsKey      string
 }
 
 // apiListFlag is a repeatable string flag.
@@ -58,6 +62,8 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxUpload, "max-upload", "32m", "largest file upload")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolCallTimeout, "deadline of a tool call or file transfer request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for in-flight requests")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("AIRLOCK_METRICS_ADDR"), "serve /metrics on this separate HOST:PORT only, not on --addr (env AIRLOCK_METRICS_ADDR)")
+	fs.StringVar(&f.metricsKey, "metrics-key", "", "Bearer token /metrics requires (default $AIRLOCK_METRICS_KEY; none: open)")
 }
 
 // config loads the keys, checks address and mode together and returns the
@@ -99,6 +105,17 @@ func (f *apiFlags) config() (api.Config, error) {
 	cfg.RatePerSecond, cfg.RateBurst, cfg.MaxConcurrentPerKey = f.rate, f.burst, f.maxConcurrent
 	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload
 	cfg.ToolCallTimeout, cfg.ShutdownTimeout = f.toolTimeout, f.shutdownTimeout
+	cfg.MetricsAddr, cfg.MetricsKey = f.metricsAddr, f.metricsKey
+	sb := sandbox.DefaultConfig()
+	cfg.DefaultLimits, cfg.MaxLimits = sb.Defaults, sb.Max
+	if cfg.MetricsKey == "" {
+		cfg.MetricsKey = os.Getenv("AIRLOCK_METRICS_KEY")
+	}
+	if cfg.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
+			return api.Config{}, fmt.Errorf("--metrics-addr %q: %w", cfg.MetricsAddr, err)
+		}
+	}
 	return cfg, nil
 }
 

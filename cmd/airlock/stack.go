@@ -130,6 +130,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		}()
 	}
 	s.client = jobs.NewClient(q, jobs.ClientConfig{DefaultTimeout: sandbox.DefaultConfig().Defaults.Timeout})
+	dcfg.Ceiling = sandbox.DefaultConfig().Defaults // a call's limits only lower the sandbox defaults
 	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
@@ -182,8 +183,8 @@ func (d apiDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAI
 type apiSessions struct{ *jobs.Client }
 
 // Open opens a session on some worker.
-func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	return s.OpenSession(ctx, owner, limits)
+func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	return s.OpenSessionOpts(ctx, owner, limits, background)
 }
 
 // Close destroys a session.

@@ -28,6 +28,9 @@ type ClientConfig struct {
 	// Margin is added to a request's timeout for the job deadline: queueing,
 	// container start and collection.
 	Margin time.Duration
+	// ChunkBytes is the size of one file chunk sent to or read from a
+	// worker (default 1 MiB): a transfer holds at most about this much.
+	ChunkBytes int
 }
 
 // NewClient returns a Client over q.
@@ -37,6 +40,9 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 	}
 	if cfg.Margin <= 0 {
 		cfg.Margin = time.Minute
+	}
+	if cfg.ChunkBytes <= 0 {
+		cfg.ChunkBytes = DefaultChunkBytes
 	}
 	return &Client{q: q, cfg: cfg}
 }
@@ -91,7 +97,13 @@ func rejected(res core.Result) error {
 
 // OpenSession opens a session on some worker and returns its id.
 func (c *Client) OpenSession(ctx context.Context, owner string, limits core.Limits) (string, error) {
-	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits})
+	return c.OpenSessionOpts(ctx, owner, limits, false)
+}
+
+// OpenSessionOpts is OpenSession with background work allowed or not
+// (core.Request.Background).
+func (c *Client) OpenSessionOpts(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
+	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Background: background})
 	if err != nil {
 		return "", err
 	}
@@ -105,27 +117,6 @@ func (c *Client) OpenSession(ctx context.Context, owner string, limits core.Limi
 func (c *Client) CloseSession(ctx context.Context, owner, id string) error {
 	_, err := c.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: owner, SessionID: id})
 	return err
-}
-
-// PutFile writes a file into a session's work folder.
-func (c *Client) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
-	res, err := c.Exec(ctx, core.Request{Op: core.OpFilePut, Owner: owner, SessionID: id, Path: path, Data: data})
-	if err != nil {
-		return err
-	}
-	return rejected(res)
-}
-
-// GetFile reads a file from a session's work folder.
-func (c *Client) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
-	res, err := c.Exec(ctx, core.Request{Op: core.OpFileGet, Owner: owner, SessionID: id, Path: path})
-	if err != nil {
-		return nil, err
-	}
-	if err := rejected(res); err != nil {
-		return nil, err
-	}
-	return res.Data, nil
 }
 
 func newID() string {

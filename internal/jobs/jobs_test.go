@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -126,11 +128,12 @@ func TestSessionOpsAndBinding(t *testing.T) {
 	if err != nil || res.Stdout != "in s1" {
 		t.Fatalf("session call not routed to the holder: %+v %v", res, err)
 	}
-	data, err := c.GetFile(ctx, "o", id, "a.txt")
-	if err != nil || string(data) != "content of a.txt" {
-		t.Fatalf("get: %q %v", data, err)
+	var got bytes.Buffer
+	_, err = c.GetFile(ctx, "o", id, "a.txt", func(int64) io.Writer { return &got })
+	if err != nil || got.String() != "content of a.txt" {
+		t.Fatalf("get: %q %v", got.String(), err)
 	}
-	if err := c.PutFile(ctx, "o", id, "x", nil); !errors.Is(err, core.ErrInvalid) {
+	if _, err := c.PutFile(ctx, "o", id, "x", strings.NewReader("")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("refused put: %v", err)
 	}
 	if err := c.CloseSession(ctx, "o", id); err != nil {

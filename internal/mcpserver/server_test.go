@@ -29,7 +29,6 @@ func newHarness(t *testing.T, mod func(*dispatcher.Config)) *harness {
 	t.Helper()
 	fe := newFakeExec()
 	dcfg := dispatcher.DefaultConfig()
-	dcfg.SkipHostEnvRedaction = true
 	if mod != nil {
 		mod(&dcfg)
 	}
