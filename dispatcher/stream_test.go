@@ -94,7 +94,7 @@ func TestStreamedSecretNeverInAnyEvent(t *testing.T) {
 			stdout.WriteString(ev.Text)
 		}
 	}
-	want := "token=[REDACTED:secret] and more\nnext [REDACTED:private_key]\nafter key\ntail [REDACTED:secret]"
+	want := "token=[REDACTED] and more\nnext [REDACTED:private_key]\nafter key\ntail [REDACTED]"
 	if stdout.String() != want {
 		t.Errorf("streamed stdout\n got %q\nwant %q", stdout.String(), want)
 	}
