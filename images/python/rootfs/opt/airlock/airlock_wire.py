@@ -1,47 +1,63 @@
-"""Length-prefixed JSON messages over a unix stream socket, with fds passed by SCM_RIGHTS.
+"""JSON messages over a unix SOCK_SEQPACKET socket, with fds passed by SCM_RIGHTS.
 
 Used between the controller, the zygote and the kernels (never on the controller's
-stdin/stdout, which speak newline-delimited JSON). A message is a 4-byte big-endian
-length followed by that many bytes of UTF-8 JSON. File descriptors travel as
-SCM_RIGHTS ancillary data attached to the first byte of a message; the receiver
+stdin/stdout, which speak newline-delimited JSON). A message is UTF-8 JSON cut into
+datagrams of at most CHUNK bytes, each prefixed by one byte: b"M" (more follows) or
+b"E" (last). Datagram boundaries are kept by the socket, so bytes written to the
+socket by anything else (user code doing os.write on every fd) form datagrams of
+their own that fail to parse and are dropped: they cannot desynchronise the stream.
+File descriptors travel as SCM_RIGHTS on a message's first datagram; the receiver
 collects them in arrival order and the message itself says how many it carries.
 """
 
 import array
 import json
 import socket
-import struct
 
-_HDR = struct.Struct("!I")
+CHUNK = 60 << 10
 MAX_MESSAGE = 96 << 20
 _MAX_FDS = 16
+
+
+def pair():
+    """A connected socketpair for this protocol."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
 
 def send(sock, obj, fds=()):
     """Send one message (blocking, honours the socket's timeout), optionally with fds."""
     data = json.dumps(obj, separators=(",", ":")).encode()
-    buf = _HDR.pack(len(data)) + data
-    if fds:
-        n = sock.sendmsg([buf], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        buf = buf[n:]
-    if buf:
-        sock.sendall(buf)
+    view = memoryview(data)
+    first = True
+    while True:
+        part, view = view[:CHUNK], view[CHUNK:]
+        dgram = (b"M" if len(view) else b"E") + part
+        if first and fds:
+            sock.sendmsg([dgram], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        else:
+            sock.sendmsg([dgram])
+        first = False
+        if not len(view):
+            return
 
 
 class Reader:
-    """Accumulates bytes and fds from a socket and splits them into messages."""
+    """Collects datagrams and fds from a socket and joins them into messages."""
 
     def __init__(self, sock, max_message=MAX_MESSAGE):
         self.sock = sock
         self.max_message = max_message
-        self.buf = bytearray()
+        self.partial = []
+        self.size = 0
+        self.ready = []
         self.fds = []
         self.eof = False
+        self.dropped = 0
 
     def fill(self):
-        """Read once (the socket must be readable). Returns False at EOF or on a bad stream."""
+        """Read one datagram (the socket must be readable). Returns False at EOF."""
         try:
-            data, anc, _flags, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(_MAX_FDS * 4))
+            data, anc, flags, _ = self.sock.recvmsg(CHUNK + 64, socket.CMSG_SPACE(_MAX_FDS * 4))
         except (BlockingIOError, InterruptedError):
             return True
         except OSError:
@@ -52,27 +68,36 @@ class Reader:
                 a = array.array("i")
                 a.frombytes(payload[: len(payload) - len(payload) % a.itemsize])
                 self.fds.extend(a)
-        if not data:
+        if not data and not anc:
             self.eof = True
             return False
-        self.buf += data
+        if flags & socket.MSG_TRUNC or data[:1] not in (b"M", b"E"):
+            self._drop()
+            return True
+        self.partial.append(data[1:])
+        self.size += len(data) - 1
+        if self.size > self.max_message:
+            self._drop()
+        elif data[:1] == b"E":
+            raw = b"".join(self.partial)
+            self.partial, self.size = [], 0
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                self.ready.append(obj)
+            else:
+                self.dropped += 1
         return True
 
+    def _drop(self):
+        self.partial, self.size = [], 0
+        self.dropped += 1
+
     def next(self):
-        """The next complete message, or None. Raises ValueError on an oversized or bad one."""
-        if len(self.buf) < 4:
-            return None
-        (n,) = _HDR.unpack_from(self.buf)
-        if n > self.max_message:
-            raise ValueError("message of %d bytes is over the %d-byte limit" % (n, self.max_message))
-        if len(self.buf) < 4 + n:
-            return None
-        raw = bytes(self.buf[4:4 + n])
-        del self.buf[:4 + n]
-        obj = json.loads(raw)
-        if not isinstance(obj, dict):
-            raise ValueError("message is not an object")
-        return obj
+        """The next complete message, or None."""
+        return self.ready.pop(0) if self.ready else None
 
     def take_fds(self, n):
         """Pop the first n received fds (fewer if fewer arrived)."""

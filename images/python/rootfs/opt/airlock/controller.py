@@ -268,7 +268,7 @@ class Controller:
 
     # --- zygote and kernels ---------------------------------------------------------
     def start_zygote(self):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours, theirs = wire.pair()
         env = dict(os.environ)
         self.zygote = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "zygote.py"), str(theirs.fileno())],
@@ -339,7 +339,7 @@ class Controller:
         """Ask the zygote for a kernel; returns the Kernel (pid filled in later)."""
         self.tags += 1
         k = Kernel(self.tags)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours, theirs = wire.pair()
         try:
             wire.send(self.zsock, {"op": "fork", "tag": k.tag}, [theirs.fileno()])
         finally:
@@ -732,10 +732,12 @@ class Controller:
     def kill_pids(self, select_fn):
         """SIGKILL the selected processes until none is left alive; returns how many."""
         self.wait_forks()
+        # A process with SIGKILL pending can neither fork nor return to user code, so
+        # scanning until a pass finds no process not yet signalled is enough.
         killed = set()
         end = now() + 1.0
         while now() < end:
-            victims = [p for p, st in live_pids().items() if st not in "ZX" and select_fn(p)]
+            victims = [p for p, st in live_pids().items() if st not in "ZX" and p not in killed and select_fn(p)]
             if not victims:
                 break
             for p in victims:
@@ -744,7 +746,6 @@ class Controller:
                 except OSError:
                     pass
                 killed.add(p)
-            time.sleep(0.001)
         return len(killed)
 
     def kill_all(self):
