@@ -235,6 +235,20 @@ def t_interrupt(c):
     check("interrupt sleep(60)", done["status"] == "interrupted" and dt < 1000, "returned in %.0f ms" % dt)
     out, err, d, _ = c.exec("z", mode="session")
     check("session survives interrupt", out == "7\n" and not d["kernel_restarted"], repr(out))
+    _, r = c.call({"op": "restart"})
+    out, err, d, _ = c.exec("print('z' in globals())", mode="session")
+    check("restart drops state", r.get("restarted") and out == "False\n", repr((r, out)))
+    c.exec("z = 8", mode="session")
+    rid = c.send({"op": "exec", "mode": "session", "code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)", "timeout_ms": 120000})
+    time.sleep(0.5)
+    t = time.monotonic()
+    rr = c.send({"op": "restart"})
+    frames, done = c.wait(rid, 10)
+    _, r = c.wait(rr, 10)
+    dt = (time.monotonic() - t) * 1000
+    out, err, d, _ = c.exec("print('z' in globals())", mode="session")
+    check("restart during an uninterruptible call", done["status"] == "interrupted" and r.get("restarted") and out == "False\n",
+          "%.0f ms %r" % (dt, (done["status"], done["message"], out)))
 
 
 def t_timeout(c):

@@ -159,6 +159,7 @@ class Controller:
         self.seq = 0
         self.reported = {}  # rel path -> (mtime_ns, size) already returned or skipped
         self.paused = False
+        self.eof_pending = {}  # Kernel -> time to give up waiting for its exit report
 
     # --- output to Airlock ----------------------------------------------------------
     def emit(self, obj):
@@ -203,8 +204,17 @@ class Controller:
             if left <= 0:
                 self.shutdown(0)
             timeout = left if timeout is None else min(timeout, left)
+        if self.eof_pending:
+            left = min(self.eof_pending.values()) - now()
+            timeout = left if timeout is None else min(timeout, left)
         for key, mask in self.sel.select(None if timeout is None else max(0, timeout)):
             key.data(key.fd) if key.data != self.flush_out else self.flush_out()
+        for k, until in list(self.eof_pending.items()):
+            if k.dead is not None:
+                del self.eof_pending[k]
+            elif now() >= until:
+                del self.eof_pending[k]
+                self.kill_kernel(k, {"message": "the kernel closed its control channel", "exit_code": 137})
 
     def on_sigchld(self, _fd):
         try:
@@ -262,6 +272,7 @@ class Controller:
             self.call.verdict = self.call.verdict or "interrupted"
             self.call.message = self.call.message or "the kernel was restarted"
             self.kill_kernel(self.call.kernel)
+            req["_done_during_call"] = True
             self.queue.append(req)
         else:
             self.queue.append(req)
@@ -417,9 +428,13 @@ class Controller:
             self.on_kernel_msg(call, msg)
         for fd in k.reader.take_fds(64):
             os.close(fd)
-        if not ok:
-            # The control socket broke: the kernel is useless, end it.
-            self.kill_kernel(k, {"message": "the kernel closed its control channel", "exit_code": 137})
+        if not ok and k.sock is not None:
+            # The control socket broke. Usually the kernel died and the zygote's exit
+            # report (with the signal) follows at once; give it a moment, then kill.
+            self.sel.unregister(k.sock.fileno())
+            k.sock.close()
+            k.sock = None
+            self.eof_pending[k] = now() + 0.2
 
     def on_kernel_msg(self, call, msg):
         t = msg.get("t")
@@ -612,6 +627,8 @@ class Controller:
         call.eof_deadline = now() + EOF_GRACE_S
         while call.pipes and now() < call.eof_deadline:
             if self.paused:
+                # Airlock is not reading: the grace period starts once it reads again.
+                call.eof_deadline = now() + EOF_GRACE_S
                 self.poll(0.05)
             else:
                 self.poll(call.eof_deadline - now())
@@ -791,9 +808,13 @@ class Controller:
             if op == "exec":
                 return self.run_exec(req)
             if op == "restart":
-                if self.session is not None:
+                if req.get("_done_during_call") and self.session is not None and self.session.count == 0:
+                    pass  # the call's end already forked the fresh kernel
+                elif self.session is not None:
                     self.kill_kernel(self.session)
-                self.session = self.fork_kernel()
+                    self.session = self.fork_kernel()
+                else:
+                    self.session = self.fork_kernel()
                 self.session_lost = False
                 while self.session.pid is None and self.session.dead is None:
                     self.poll(0.05)
