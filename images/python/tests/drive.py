@@ -10,6 +10,7 @@ from this checkout (images/python/rootfs/opt/airlock), so no image rebuild is ne
 """
 
 import base64
+import io
 import json
 import os
 import queue
@@ -70,7 +71,7 @@ class Client:
             return self.queues.setdefault(rid, queue.Queue())
 
     def _read(self):
-        f = self.proc.stdout
+        f = io.BufferedReader(self.proc.stdout, 1 << 20)  # the raw pipe would read byte by byte
         for line in f:
             m = json.loads(line)
             if m.get("t") == "ready":
@@ -181,7 +182,7 @@ def t_ordering(c, n=1000):
     bad = 0
     for i in range(n):
         mode = "session" if i % 2 else "oneshot"
-        code = "import sys\nsys.stdout.write('o%d')\nsys.stderr.write('e%d')" % (i, i)
+        code = "import sys\n_ = sys.stdout.write('o%d')\n_ = sys.stderr.write('e%d')" % (i, i)
         out, err, done, _ = c.exec(code, mode=mode)
         if out != "o%d" % i or err != "e%d" % i:
             bad += 1

@@ -12,6 +12,7 @@ import base64
 import codecs
 import collections
 import ctypes
+import fcntl
 import hashlib
 import json
 import mimetypes
@@ -35,6 +36,9 @@ SESSION_KILL_GRACE_S = 0.5
 OUT_HIGH = 4 << 20  # stop reading kernel pipes while this much is unsent to Airlock
 OUT_LOW = 1 << 20
 MAX_WARNINGS = 20
+F_SETPIPE_SZ = 1031
+COALESCE_S = 0.004  # live output is sent at most this late ...
+COALESCE_BYTES = 32 << 10  # ... or once this much is pending
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm")
 
 
@@ -119,6 +123,11 @@ class Call:
         self.message = ""
         self.eof_deadline = None
         self.snapshot = set()
+        self.registered = set()  # pipe fds in the selector
+        self.nap = {}  # pipe fd -> monotonic time until which it is not read (coalescing)
+        self.pend = []  # [(stream, [text])] output not yet sent, in order
+        self.pend_bytes = 0
+        self.pend_since = 0.0
 
 
 class Controller:
@@ -190,12 +199,21 @@ class Controller:
             return
         if not self.paused and len(self.out) > OUT_HIGH:
             self.paused = True
-            for fd in call.pipes:
-                self.sel.unregister(fd)
         elif self.paused and len(self.out) < OUT_LOW:
             self.paused = False
-            for fd in call.pipes:
+        self.sync_pipes(call)
+
+    def sync_pipes(self, call):
+        """Watch exactly the call's pipes that are neither paused nor napping."""
+        t = now()
+        for fd in list(call.pipes):
+            want = not self.paused and call.nap.get(fd, 0) <= t
+            if want and fd not in call.registered:
                 self.sel.register(fd, selectors.EVENT_READ, self.on_pipe)
+                call.registered.add(fd)
+            elif not want and fd in call.registered:
+                self.sel.unregister(fd)
+                call.registered.discard(fd)
 
     # --- the event loop -------------------------------------------------------------
     def poll(self, timeout):
@@ -204,11 +222,23 @@ class Controller:
             if left <= 0:
                 self.shutdown(0)
             timeout = left if timeout is None else min(timeout, left)
+        call = self.call
+        if call is not None:
+            self.sync_pipes(call)
+            wakes = [t for fd, t in call.nap.items() if fd in call.pipes and fd not in call.registered]
+            if call.pend_bytes:
+                wakes.append(call.pend_since + COALESCE_S)
+            if wakes:
+                left = min(wakes) - now()
+                timeout = left if timeout is None else min(timeout, left)
         if self.eof_pending:
             left = min(self.eof_pending.values()) - now()
             timeout = left if timeout is None else min(timeout, left)
         for key, mask in self.sel.select(None if timeout is None else max(0, timeout)):
             key.data(key.fd) if key.data != self.flush_out else self.flush_out()
+        call = self.call
+        if call is not None and call.pend_bytes and now() >= call.pend_since + COALESCE_S:
+            self.flush_pending(call)
         for k, until in list(self.eof_pending.items()):
             if k.dead is not None:
                 del self.eof_pending[k]
@@ -425,6 +455,7 @@ class Controller:
             if call is None or msg.get("seq") != call.seq or call.kdone is not None:
                 continue  # not this call's: a kernel only ever speaks for its current call
             self.drain_available(call)
+            self.flush_pending(call)
             self.on_kernel_msg(call, msg)
         for fd in k.reader.take_fds(64):
             os.close(fd)
@@ -464,16 +495,38 @@ class Controller:
         call = self.call
         if call is None or fd not in call.pipes:
             return
-        self._read_once(call, fd)
+        n = call.counts[call.pipes[fd]]
+        if self._read_once(call, fd) and call.counts.get(call.pipes.get(fd), n) - n < 16384:
+            # A small read: let the pipe fill a little before reading again, so that a
+            # program writing many tiny pieces costs few reads and frames.
+            call.nap[fd] = now() + COALESCE_S
+            self.sync_pipes(call)
 
     def forward(self, call, stream, text):
-        if text:
-            self.emit({"t": "out", "id": call.id, "s": stream, "d": text.replace("\x00", "\ufffd")})
+        """Queue output; small writes are coalesced for up to COALESCE_S into one frame."""
+        if not text:
+            return
+        if call.pend and call.pend[-1][0] == stream:
+            call.pend[-1][1].append(text)
+        else:
+            call.pend.append((stream, [text]))
+        if not call.pend_bytes:
+            call.pend_since = now()
+        call.pend_bytes += len(text)
+        if call.pend_bytes >= COALESCE_BYTES:
+            self.flush_pending(call)
+
+    def flush_pending(self, call):
+        for stream, parts in call.pend:
+            self.emit({"t": "out", "id": call.id, "s": stream, "d": "".join(parts).replace("\x00", "\ufffd")})
+        call.pend = []
+        call.pend_bytes = 0
 
     def close_pipe(self, call, fd, final):
         stream = call.pipes.pop(fd)
-        if not self.paused:
+        if fd in call.registered:
             self.sel.unregister(fd)
+            call.registered.discard(fd)
         os.close(fd)
         self.forward(call, stream, call.decoders[stream].decode(b"", final=True))
 
@@ -590,8 +643,11 @@ class Controller:
             os.close(fds[2])
         for fd, name in ((r_out, "stdout"), (r_err, "stderr")):
             os.set_blocking(fd, False)
+            try:
+                fcntl.fcntl(fd, F_SETPIPE_SZ, 1 << 20)
+            except OSError:
+                pass
             call.pipes[fd] = name
-            self.sel.register(fd, selectors.EVENT_READ, self.on_pipe)
         if call.stdin_fd is not None:
             os.set_blocking(call.stdin_fd, False)
             self.sel.register(call.stdin_fd, selectors.EVENT_WRITE, self.on_stdin_pipe)
@@ -634,6 +690,7 @@ class Controller:
                 self.poll(call.eof_deadline - now())
         for fd in list(call.pipes):
             self.paused_unregister_safe(call, fd)
+        self.flush_pending(call)
         self.call = None
         self.paused = False
         self.finish(call, oom0, restarted)
@@ -647,11 +704,9 @@ class Controller:
 
     def paused_unregister_safe(self, call, fd):
         stream = call.pipes.pop(fd)
-        if not self.paused:
-            try:
-                self.sel.unregister(fd)
-            except (KeyError, ValueError):
-                pass
+        if fd in call.registered:
+            self.sel.unregister(fd)
+            call.registered.discard(fd)
         os.close(fd)
         self.forward(call, stream, call.decoders[stream].decode(b"", final=True))
 
