@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import traceback
 import types
 
@@ -47,6 +46,7 @@ class Kernel:
         self.main = types.ModuleType("__main__")
         self.main.__dict__["__builtins__"] = builtins
         self.main.__dict__["display"] = self.display
+        builtins.display = self.display  # also for the user's own modules, as in IPython
         self.ns = self.main.__dict__
         self.count = 0
         self.seq = None
@@ -378,7 +378,7 @@ def child_main(ctl_fd):
             os.dup2(null, fd)
         os.close(null)
         os.set_inheritable(ctl_fd, False)
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGHUP):
+        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # broken pipes raise, like a normal python
         signal.signal(signal.SIGINT, signal.SIG_IGN)
