@@ -37,7 +37,11 @@ def host_cmd(env=None):
 def docker_cmd(env=None, name=None):
     if os.environ.get("DRIVE_HOST"):
         return host_cmd(env)
-    cmd = ["docker", "run", "--rm", "-i", "--init", "--network", "none", "--read-only", "--cap-drop", "ALL",
+    # No --init: the controller must be pid 1. Under docker-init, pid 1 (tini, same uid,
+    # dumpable) holds the container's stdin/stdout, and user code can open /proc/1/fd/0 and 1
+    # to steal requests and forge frames. DRIVE_INIT=1 shows that.
+    init = ["--init"] if os.environ.get("DRIVE_INIT") else []
+    cmd = ["docker", "run", "--rm", "-i"] + init + ["--network", "none", "--read-only", "--cap-drop", "ALL",
            "--security-opt", "no-new-privileges", "--user", "10001:10001", "--pids-limit", "128",
            "-m", "512m", "--memory-swap", "512m",
            "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m",
@@ -220,7 +224,7 @@ sys.exit(3)
         frames, done = c.call({"id": "F1", "op": "exec", "mode": mode, "code": code, "timeout_ms": 10000})
         others = [f for f in frames if f.get("t") not in ("out",)]
         ok = done["status"] == "error" and done["exit_code"] == 3 and done["artifacts"] == [] and not others
-        check("forgery attempts change nothing (%s)" % mode, ok, "status=%s exit=%s" % (done["status"], done["exit_code"]))
+        check("forgery attempts change nothing (%s)" % mode, ok, "status=%s exit=%s" % (done.get("status"), done.get("exit_code")))
         out, err, d2, _ = c.exec("print('after')", mode=mode)
         check("call after forgery (%s)" % mode, out == "after\n" and d2["status"] == "ok", repr(out))
 

@@ -1,4 +1,4 @@
-"""Airlock's in-container controller: the container's main process (see PROTOCOL.md).
+"""Airlock's in-container controller: the container's main process, pid 1 (see PROTOCOL.md).
 
 It speaks newline-delimited JSON with Airlock on its own stdin/stdout, starts the
 zygote (which forks kernels), runs every call in a kernel with fresh per-call pipes,
@@ -40,6 +40,7 @@ F_SETPIPE_SZ = 1031
 COALESCE_S = 0.004  # live output is sent at most this late ...
 COALESCE_BYTES = 32 << 10  # ... or once this much is pending
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm")
+TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
 
 
 def now():
@@ -66,6 +67,20 @@ def oom_kills():
         if v is not None:
             return v
     return 0
+
+
+def proc_pids():
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def proc_state(pid):
+    """The state letter of a process, or "?" if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            s = f.read()
+        return chr(s[s.rindex(b")") + 2])
+    except (OSError, ValueError, IndexError):
+        return "?"
 
 
 def live_pids():
@@ -123,11 +138,18 @@ class Call:
         self.message = ""
         self.eof_deadline = None
         self.snapshot = set()
+        self.t_recv = req.get("_t_recv", now())
+        self.marks = []
         self.registered = set()  # pipe fds in the selector
         self.nap = {}  # pipe fd -> monotonic time until which it is not read (coalescing)
         self.pend = []  # [(stream, [text])] output not yet sent, in order
         self.pend_bytes = 0
         self.pend_since = 0.0
+
+
+    def mark(self, name, t=None):
+        if TRACE:
+            self.marks.append((name, now() if t is None else t))
 
 
 class Controller:
@@ -305,6 +327,7 @@ class Controller:
             req["_done_during_call"] = True
             self.queue.append(req)
         else:
+            req["_t_recv"] = now()
             self.queue.append(req)
 
     # --- zygote and kernels ---------------------------------------------------------
@@ -611,8 +634,10 @@ class Controller:
             k = self.session
             while k.pid is None and k.dead is None:
                 self.poll(0.05)
+        t_kernel = now()
         self.seq += 1
         call = Call(req, k, self.seq)
+        call.mark("kernel_ready", t_kernel)
         self.wait_forks()
         if mode == "session":
             call.snapshot = set(live_pids())
@@ -652,6 +677,7 @@ class Controller:
             os.set_blocking(call.stdin_fd, False)
             self.sel.register(call.stdin_fd, selectors.EVENT_WRITE, self.on_stdin_pipe)
         self.update_pause()
+        call.mark("sent")
         # Run until the kernel is done or dead.
         while call.kdone is None and k.dead is None:
             t = now()
@@ -666,6 +692,7 @@ class Controller:
             self.poll(max(0.0, wake - t))
         if call.end is None:
             call.end = now()
+        call.mark("kernel_done")
         if call.stdin_fd is not None:
             self.sel.unregister(call.stdin_fd)
             os.close(call.stdin_fd)
@@ -673,13 +700,14 @@ class Controller:
         # Leftover processes hold the pipes open: kill them, then drain to EOF.
         if mode == "oneshot":
             self.kill_kernel(k, {"message": "done", "exit_code": 0, "retired": True}) if k.dead is None else None
-            self.kill_all()
+            self.kill_all(already=[k.pid])
         elif k.dead is not None:
             self.kill_new(call, keep_background=bool(req.get("background")))
         elif not req.get("background"):
             n = self.kill_new(call, keep_background=False)
             if n:
                 call.warnings.append("killed %d process(es) left running by the call" % n)
+        call.mark("killed")
         call.eof_deadline = now() + EOF_GRACE_S
         while call.pipes and now() < call.eof_deadline:
             if self.paused:
@@ -690,6 +718,7 @@ class Controller:
                 self.poll(call.eof_deadline - now())
         for fd in list(call.pipes):
             self.paused_unregister_safe(call, fd)
+        call.mark("eof")
         self.flush_pending(call)
         self.call = None
         self.paused = False
@@ -739,6 +768,7 @@ class Controller:
         if status == "ok" and not message:
             message = ""
         artifacts = self.collect(call)
+        call.mark("collected")
         restarted_now = call.mode == "session" and k.dead is not None
         done = {"t": "done", "id": call.id, "status": status, "exit_code": code, "error": error,
                 "execution_count": k.count if call.mode == "session" else 1,
@@ -748,6 +778,8 @@ class Controller:
                     if len(call.warnings) > MAX_WARNINGS else []),
                 "kernel_restarted": bool(restarted or restarted_now), "message": message,
                 "dropped": {"stdout": 0, "stderr": 0}}
+        if TRACE:
+            done["trace"] = {name: round((t - call.t_recv) * 1000, 3) for name, t in call.marks}
         self.emit(done)
 
     # --- artifacts ------------------------------------------------------------------
@@ -801,15 +833,17 @@ class Controller:
                 keep.add(k.pid)
         return keep
 
-    def kill_pids(self, select_fn):
+    def kill_pids(self, select_fn, already=()):
         """SIGKILL the selected processes until none is left alive; returns how many."""
         self.wait_forks()
         # A process with SIGKILL pending can neither fork nor return to user code, so
-        # scanning until a pass finds no process not yet signalled is enough.
-        killed = set()
+        # scanning until a pass finds no process not yet signalled is enough. Processes
+        # already signalled are not even looked at: reading /proc/<pid>/stat of a process
+        # tearing down a large address space waits for that teardown.
+        killed = set(already)
         end = now() + 1.0
         while now() < end:
-            victims = [p for p, st in live_pids().items() if st not in "ZX" and p not in killed and select_fn(p)]
+            victims = [p for p in proc_pids() if p not in killed and select_fn(p) and proc_state(p) not in "ZX?"]
             if not victims:
                 break
             for p in victims:
@@ -820,9 +854,9 @@ class Controller:
                 killed.add(p)
         return len(killed)
 
-    def kill_all(self):
+    def kill_all(self, already=()):
         keep = self.protected()
-        return self.kill_pids(lambda p: p not in keep)
+        return self.kill_pids(lambda p: p not in keep, already)
 
     def kill_new(self, call, keep_background):
         if keep_background:
@@ -921,7 +955,13 @@ class Controller:
         self.start_zygote()
         first = self.take_spare()
         self.spares.appendleft(first)
-        self.emit({"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.t0) * 1000, 3)})
+        ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.t0) * 1000, 3)}
+        if os.getpid() != 1:
+            # pid 1 (docker-init) holds the container's stdin/stdout and, being of our uid
+            # and dumpable, lets user code open /proc/1/fd/0 and /proc/1/fd/1.
+            ready["warnings"] = ["the controller is not pid 1: user code can reach the container's "
+                                 "stdin/stdout through /proc/1/fd; run it without --init"]
+        self.emit(ready)
         while True:
             if self.queue:
                 self.handle(self.queue.popleft())
@@ -938,7 +978,11 @@ def main():
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    Controller().run()
+    c = Controller()
+    # As pid 1 (no docker-init) a signal without a handler is ignored: docker stop's SIGTERM
+    # must end the container at once. Orphans are reaped in on_sigchld.
+    signal.signal(signal.SIGTERM, lambda *_: c.shutdown(143))
+    c.run()
 
 
 if __name__ == "__main__":
