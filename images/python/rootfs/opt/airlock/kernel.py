@@ -90,10 +90,6 @@ class Kernel:
             last = ast.Expression(tree.body.pop().value)
             exec(compile(tree, "<warmup>", "exec"), ns)
             repr(eval(compile(last, "<warmup>", "eval"), ns))
-            try:
-                raise ValueError("warm-up")
-            except ValueError:
-                traceback.format_exception(*sys.exc_info())
             wire.json.loads(wire.json.dumps({"t": "done", "seq": 0, "error": None}))
             sys.stdin = open(0, "r", closefd=False)
             self._flush()
@@ -422,7 +418,8 @@ def child_main(ctl_fd):
                 pass
         k = Kernel(sock)
         _current = k
-        k.warm_up()
+        if os.environ.get("AIRLOCK_WARMUP", "1") == "1":
+            k.warm_up()
         if not any(isinstance(f, _PyplotHook) for f in sys.meta_path):
             sys.meta_path.insert(0, _PyplotHook(_ref))
         k.serve()
