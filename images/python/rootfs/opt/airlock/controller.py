@@ -156,7 +156,10 @@ class Controller:
     def __init__(self):
         self.t0 = now()
         self.max_life = float(os.environ.get("AIRLOCK_MAX_LIFE_S") or 0) or None
-        self.nspares = max(1, int(os.environ.get("AIRLOCK_SPARES") or 1))
+        # Exactly one spare: it is forked only after the previous call's processes are
+        # killed. A second spare would exist (dumpable, same uid) while a call runs, and
+        # that call could ptrace it and so reach the next call.
+        self.nspares = 1
         self.sel = selectors.DefaultSelector()
         # Keep Airlock's pipes on private CLOEXEC fds; 0 and 1 become /dev/null.
         self.infd = os.dup(0)
