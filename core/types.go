@@ -15,6 +15,7 @@ const (
 	StatusOOM         Status = "oom"          // the memory limit was hit
 	StatusOutputLimit Status = "output_limit" // stdout or stderr went past its cap
 	StatusRejected    Status = "rejected"     // the request itself was refused
+	StatusInterrupted Status = "interrupted"  // a session call was interrupted (KeyboardInterrupt) or its kernel restarted
 )
 
 // Language selects how Code is run.
@@ -52,7 +53,7 @@ type Limits struct {
 	CPUs        float64       `json:"cpus,omitempty"`            // CPU quota in cores
 	Pids        int64         `json:"pids,omitempty"`            // process/thread count
 	Timeout     time.Duration `json:"timeout_ns,omitempty"`      // wall clock per call
-	OutputBytes int           `json:"output_bytes,omitempty"`    // cap per stream
+	OutputBytes int           `json:"output_bytes,omitempty"`    // kept per stream: first and last half
 	TmpfsBytes  int64         `json:"tmpfs_bytes,omitempty"`     // /tmp and /work size each
 	NoFile      int64         `json:"nofile,omitempty"`          // open files
 	FileSize    int64         `json:"file_size_bytes,omitempty"` // largest file written

@@ -86,7 +86,13 @@ func waitPool(t *testing.T, e *Engine) {
 		t.Fatal("no pool")
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	for len(p.ready) == 0 {
+	for {
+		p.mu.Lock()
+		n := len(p.generic)
+		p.mu.Unlock()
+		if n > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("pool never filled")
 		}

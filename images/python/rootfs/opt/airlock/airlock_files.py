@@ -68,23 +68,64 @@ def read_file(dfd, name, max_bytes):
         os.close(fd)
 
 
-def write_file(work, path, data):
-    """Create or replace work/path (parents created) with data; returns the file's stat."""
+def write_file(work, path, data, offset=0):
+    """Write data to work/path (parents created); returns the file's stat.
+
+    offset 0 creates or replaces the file; a larger offset appends at exactly
+    that offset, which must be the file's current size (no gap, no overwrite)."""
+    if offset < 0:
+        raise ValueError("offset must not be negative")
     parts = split(work, path)
     if not parts:
         raise ValueError("path names the work folder itself")
     dfd = open_dir(work, parts[:-1], create=True)
     try:
-        fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     0o644, dir_fd=dfd)
+        flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        if offset == 0:
+            flags |= os.O_CREAT
+        fd = os.open(parts[-1], flags, 0o644, dir_fd=dfd)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 raise ValueError("not a regular file: %s" % path)
-            os.ftruncate(fd, 0)
+            if offset == 0:
+                os.ftruncate(fd, 0)
+            elif st.st_size != offset:
+                raise ValueError("offset %d is not the file's size %d (chunks must follow each other)" % (offset, st.st_size))
+            else:
+                os.lseek(fd, offset, os.SEEK_SET)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
             return os.fstat(fd)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dfd)
+
+
+def get_chunk(work, path, offset, length):
+    """Read at most length bytes of work/path from offset; (data, total size)."""
+    parts = split(work, path)
+    if not parts:
+        raise ValueError("path names the work folder itself")
+    if offset < 0 or length < 0:
+        raise ValueError("offset and length must not be negative")
+    dfd = open_dir(work, parts[:-1])
+    try:
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError("not a regular file: %s" % path)
+            chunks, got = [], 0
+            while got < length:
+                b = os.pread(fd, min(1 << 20, length - got), offset + got)
+                if not b:
+                    break
+                chunks.append(b)
+                got += len(b)
+            return b"".join(chunks), st.st_size
         finally:
             os.close(fd)
     finally:

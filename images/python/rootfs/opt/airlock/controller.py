@@ -915,13 +915,14 @@ class Controller:
                 if not isinstance(req.get("data", ""), str):
                     raise ValueError("data must be base64 text")
                 data = base64.b64decode(req.get("data", ""), validate=True)
-                st = files.write_file(WORK, req.get("path"), data)
+                st = files.write_file(WORK, req.get("path"), data, int(req.get("offset") or 0))
                 rel = "/".join(files.split(WORK, req.get("path")))
                 self.reported[rel] = (st.st_mtime_ns, st.st_size)
-                return self.emit({"t": "done", "id": rid, "size": len(data)})
+                return self.emit({"t": "done", "id": rid, "size": st.st_size})
             if op == "get":
-                data, _ = files.get_file(WORK, req.get("path"), int(req.get("max_bytes") or (8 << 20)))
-                return self.emit({"t": "done", "id": rid, "size": len(data),
+                length = int(req.get("length") or req.get("max_bytes") or (8 << 20))
+                data, size = files.get_chunk(WORK, req.get("path"), int(req.get("offset") or 0), length)
+                return self.emit({"t": "done", "id": rid, "size": size,
                                   "sha256": hashlib.sha256(data).hexdigest(),
                                   "data": base64.b64encode(data).decode("ascii")})
             if op == "ls":
