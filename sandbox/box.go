@@ -100,7 +100,11 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mn
 		Stdin:      true,
 		Controller: true,
 	}
-	id, hj, err := e.createAttached(ctx, spec)
+	// A create abandoned midway may still make the container, unseen: let
+	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	id, hj, err := e.createAttached(cctx, spec)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -264,17 +264,20 @@ func (e *Engine) destroy(id string, hj *types.HijackedResponse) {
 	go func() { defer e.removals.Done(); e.removeNow(id) }()
 }
 
-// removeNow force-removes a container, retrying briefly.
+// removeNow force-removes a container, retrying briefly; a removal
+// already in progress (AutoRemove) is waited for.
 func (e *Engine) removeNow(id string) {
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 10; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := e.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		cancel()
-		if err == nil || errdefs.IsNotFound(err) || errdefs.IsConflict(err) { // conflict: AutoRemove is already removing it
+		if err == nil || errdefs.IsNotFound(err) {
 			return
 		}
-		e.log.Warn("remove container failed", "container", short(id), "err", err)
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		if !errdefs.IsConflict(err) {
+			e.log.Warn("remove container failed", "container", short(id), "err", err)
+		}
+		time.Sleep(time.Duration(min(attempt+1, 5)) * 200 * time.Millisecond)
 	}
 }
 

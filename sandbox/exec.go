@@ -88,7 +88,7 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 	if p != nil {
 		b, source = p.acquire(c.Owner, c.limits.Timeout)
 	}
-	e.metrics.warm.WithLabelValues(source).Inc()
+	e.metrics.call(source)
 	if b == nil {
 		life := c.limits.Timeout + 2*time.Minute
 		if p != nil && !e.cfg.SingleUse {

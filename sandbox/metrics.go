@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,31 @@ type metrics struct {
 	bootCPU  *prometheus.HistogramVec
 	warm     *prometheus.CounterVec
 	idle     *prometheus.GaugeVec
+	sources  [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
+}
+
+// callSources are the values of the warm counter's source label.
+var callSources = [3]string{"owner", "generic", "cold"}
+
+// call counts one one-shot call by where its container came from.
+func (m *metrics) call(source string) {
+	m.warm.WithLabelValues(source).Inc()
+	for i, s := range callSources {
+		if s == source {
+			m.sources[i].Add(1)
+		}
+	}
+}
+
+// WarmStats returns how many one-shot runner calls took their owner's
+// warm container ("owner"), a generic warm one ("generic") or a new one
+// ("cold") since the engine started.
+func (e *Engine) WarmStats() map[string]int64 {
+	out := map[string]int64{}
+	for i, s := range callSources {
+		out[s] = e.metrics.sources[i].Load()
+	}
+	return out
 }
 
 // newMetrics builds the series and registers them with reg (nil: none).

@@ -14,9 +14,12 @@ type headTail struct {
 	total int64
 }
 
-// newHeadTail keeps at most limit bytes of a stream: limit/2 of head and
-// limit/2 of tail.
-func newHeadTail(limit int) *headTail { return &headTail{half: max(limit/2, 1)} }
+// markerRoom is kept free under the limit for the "bytes dropped" line.
+const markerRoom = 64
+
+// newHeadTail keeps at most limit bytes of a stream, the dropped-bytes
+// line included: (limit-64)/2 of head and as much of tail.
+func newHeadTail(limit int) *headTail { return &headTail{half: max((limit-markerRoom)/2, 1)} }
 
 // write adds a chunk.
 func (h *headTail) write(s string) {

@@ -112,7 +112,7 @@ func TestCheckWorkPath(t *testing.T) {
 }
 
 func TestHeadTailKeepsBothEnds(t *testing.T) {
-	h := newHeadTail(10)
+	h := newHeadTail(10 + markerRoom)
 	for i := 0; i < 1000; i++ {
 		h.write(fmt.Sprintf("%03d\n", i))
 	}

@@ -768,6 +768,10 @@ class Controller:
                 status, message = "oom", "the kernel was killed for lack of memory (%s)" % k.dead.get("message", "")
             else:
                 message = k.dead.get("message", "the kernel died")
+        if status == "error" and oom_kills() > oom0:
+            # a process of the call (not the kernel) was OOM-killed: say so
+            status = "oom"
+            message = message or "a process of the call was killed for lack of memory"
         if status == "ok" and not message:
             message = ""
         artifacts = self.collect(call)
