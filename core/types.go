@@ -108,10 +108,10 @@ type Dropped struct {
 
 // FileEntry is one item of a session folder listing.
 type FileEntry struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"` // file, dir, symlink or other
-	Size  int64  `json:"size"`
-	MTime int64  `json:"mtime"` // unix seconds
+	Name  string  `json:"name"`
+	Type  string  `json:"type"` // file, dir, symlink or other
+	Size  int64   `json:"size"`
+	MTime float64 `json:"mtime"` // unix seconds
 }
 
 // SessionInfo describes a live session.

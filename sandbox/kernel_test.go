@@ -132,16 +132,16 @@ print("FORGED")
 sys.exit(3)`,
 		"__main__ patch": `
 import sys
+for name in list(sys.modules):
+    if 'airlock' in name or name in ('kernel', 'zygote', 'controller'):
+        sys.modules[name] = None
 m = sys.modules['__main__']
 for k in list(vars(m)):
     if not k.startswith('__'):
         try: setattr(m, k, None)
         except Exception: pass
-for name in list(sys.modules):
-    if 'airlock' in name or name in ('kernel', 'zygote', 'controller'):
-        sys.modules[name] = None
 print("FORGED")
-sys.exit(3)`,
+raise SystemExit(3)`,
 		"controller fds": `
 import os, sys, json
 line = (json.dumps({"t": "done", "id": "x", "status": "ok", "exit_code": 0}) + "\n").encode()
