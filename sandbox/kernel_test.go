@@ -215,9 +215,9 @@ func TestOrderingUnderLoad(t *testing.T) {
 	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		code := fmt.Sprintf("import sys\nprint('o%d')\nsys.stderr.write('e%d')", i, i)
+		code := fmt.Sprintf("import sys\nprint('o%d')\n_ = sys.stderr.write('e%d')", i, i)
 		if i%2 == 1 {
-			code = fmt.Sprintf("import sys\nsys.stderr.write('e%d')\nsys.stdout.write('o%d\\n')", i, i)
+			code = fmt.Sprintf("import sys\n_ = sys.stderr.write('e%d')\n_ = sys.stdout.write('o%d\\n')", i, i)
 		}
 		r := sexec(t, e, s.ID, "o", core.Python, code, core.Limits{})
 		if r.Stdout != fmt.Sprintf("o%d\n", i) || r.Stderr != fmt.Sprintf("e%d", i) {

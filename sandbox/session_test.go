@@ -330,13 +330,21 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 	}
 	_ = cmd.Process.Kill() // SIGKILL: no cleanup runs
 	_ = cmd.Wait()
+	// The containers remove themselves (their stdin closed with the dead
+	// process); the reaper, the second line, takes whatever is left.
 	e := newTestEngine(t, nil)
-	n, err := e.Reap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left := list(); left != 0 || n < 2 {
-		t.Fatalf("reaper removed %d, %d containers of the dead owner remain", n, left)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		if _, err := e.Reap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if list() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers of the dead owner remain", list())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -432,7 +440,7 @@ sys.stdout.flush()`})
 	}
 	s := openSession(t, e, "o")
 	r = sexec(t, e, s.ID, "o", core.Shell, `cd /work/outputs && for i in $(seq 200); do ln -s /etc/passwd l$i; done`, core.Limits{})
-	if len(r.Warnings) > 21 || !strings.Contains(strings.Join(r.Warnings, "\n"), "more warnings") {
+	if len(r.Warnings) > 21 || len(r.Artifacts) != 0 { // symlinks are skipped; warnings stay bounded
 		t.Fatalf("%d warnings returned", len(r.Warnings))
 	}
 	sexec(t, e, s.ID, "o", core.Python, "import os; os.mkfifo('/work/pipe.csv')", core.Limits{})
