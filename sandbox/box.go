@@ -169,7 +169,6 @@ func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (
 	if err := ctx.Err(); err != nil {
 		return callOutcome{}, fmt.Errorf("sandbox: call abandoned before it started: %w", context.Cause(ctx))
 	}
-	b.busy.Store(true)
 	defer b.busy.Store(false)
 	if o.output <= 0 {
 		o.output = smallFrame
@@ -185,6 +184,9 @@ func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (
 		b.kill(e)
 		return callOutcome{died: true, stdout: newHeadTail(o.output), stderr: newHeadTail(o.output)}, nil
 	}
+	// Busy only once the request is written: an interrupt sent because of
+	// it then always reaches the controller after the request it targets.
+	b.busy.Store(true)
 	return b.await(ctx, e, req.ID, o)
 }
 

@@ -259,14 +259,13 @@ func TestDisconnectKeepsSession(t *testing.T) {
 func TestInterruptAndRestart(t *testing.T) {
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
-	sexec(t, e, s.ID, "o", core.Python, "x = 5\nopen('keep.txt', 'w').write('k')", core.Limits{})
+	sexec(t, e, s.ID, "o", core.Python, "import time\nx = 5\n_ = open('keep.txt', 'w').write('k')", core.Limits{})
 	done := make(chan core.Result, 1)
 	go func() {
-		r, _ := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "o", Code: "import time\nprint('sleeping', flush=True)\ntime.sleep(60)", Limits: core.Limits{Timeout: 2 * time.Minute}})
+		r, _ := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "o", Code: "y = 7\ntime.sleep(60)", Limits: core.Limits{Timeout: 2 * time.Minute}})
 		done <- r
 	}()
-	waitBusy(t, e, s.ID)
-	time.Sleep(300 * time.Millisecond)
+	waitBusy(t, e, s.ID) // interrupt at once: the call may not have started its code yet
 	at := time.Now()
 	ok, err := e.InterruptSession(context.Background(), "o", s.ID)
 	if err != nil || !ok {

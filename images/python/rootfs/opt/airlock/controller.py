@@ -31,6 +31,7 @@ WORK = os.environ.get("AIRLOCK_WORK", "/work")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PR_SET_DUMPABLE = 4
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
+INT_WINDOW_S = 0.5  # see Call.int_repeat_until
 EOF_GRACE_S = 0.3
 SESSION_KILL_GRACE_S = 0.5
 OUT_HIGH = 4 << 20  # stop reading kernel pipes while this much is unsent to Airlock
@@ -134,6 +135,10 @@ class Call:
         self.end = None
         self.deadline = self.start + max(1, int(req.get("timeout_ms") or 30000)) / 1000.0
         self.hard_kill_at = None
+        # An interrupt in the call's first INT_WINDOW_S may reach the kernel before it
+        # arms its SIGINT handler (SIGINT is ignored between calls): repeat it until then.
+        self.int_repeat_until = None
+        self.int_next = 0.0
         self.verdict = None  # "timeout" | "output_limit" set by the controller
         self.message = ""
         self.eof_deadline = None
@@ -319,6 +324,9 @@ class Controller:
             running = self.call is not None and self.call.kernel.dead is None
             if running:
                 self.signal_kernel(self.call.kernel, signal.SIGINT)
+                if now() - self.call.start < INT_WINDOW_S:
+                    self.call.int_repeat_until = self.call.start + INT_WINDOW_S
+                    self.call.int_next = now() + 0.05
             self.emit({"t": "done", "id": req.get("id"), "interrupted": running})
         elif op == "stats":
             self.emit(dict(self.stats(), t="done", id=req.get("id")))
@@ -692,6 +700,14 @@ class Controller:
                 self.kill_kernel(k)
                 break
             wake = call.deadline if call.verdict is None else (call.hard_kill_at or t + 0.05)
+            if call.int_repeat_until is not None:
+                if t >= call.int_repeat_until:
+                    call.int_repeat_until = None
+                elif t >= call.int_next:
+                    self.signal_kernel(k, signal.SIGINT)
+                    call.int_next = t + 0.05
+                if call.int_repeat_until is not None:
+                    wake = min(wake, call.int_next)
             self.poll(max(0.0, wake - t))
         if call.end is None:
             call.end = now()
