@@ -15,7 +15,6 @@ const (
 	StatusOOM         Status = "oom"          // the memory limit was hit
 	StatusOutputLimit Status = "output_limit" // stdout or stderr went past its cap
 	StatusRejected    Status = "rejected"     // the request itself was refused
-	StatusInterrupted Status = "interrupted"  // a session call was interrupted (KeyboardInterrupt) or its kernel restarted
 )
 
 // Language selects how Code is run.

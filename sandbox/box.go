@@ -53,6 +53,8 @@ type box struct {
 	wmu     sync.Mutex // one write at a time (interrupt may come during a call)
 	busy    atomic.Bool
 	dead    atomic.Bool // set once the container is killed or gone
+	ackMu   sync.Mutex
+	acks    map[string]chan ctlFrame // side requests (interrupt) awaiting their done frame
 }
 
 // callOpts are one call's Go-side bounds.
@@ -158,6 +160,47 @@ func (b *box) send(req ctlRequest) error {
 // not wait for the call and never takes the call lock.
 func (b *box) interrupt() error { return b.send(ctlRequest{ID: newID(), Op: "interrupt"}) }
 
+// interruptAck sends an interrupt and waits (up to wait) for the
+// controller's answer, which the running call's reader hands over. It
+// reports whether the controller had an exec running to interrupt.
+func (b *box) interruptAck(wait time.Duration) (bool, error) {
+	id := newID()
+	ch := make(chan ctlFrame, 1)
+	b.ackMu.Lock()
+	if b.acks == nil {
+		b.acks = map[string]chan ctlFrame{}
+	}
+	b.acks[id] = ch
+	b.ackMu.Unlock()
+	defer func() {
+		b.ackMu.Lock()
+		delete(b.acks, id)
+		b.ackMu.Unlock()
+	}()
+	if err := b.send(ctlRequest{ID: id, Op: "interrupt"}); err != nil {
+		return false, err
+	}
+	select {
+	case f := <-ch:
+		return f.Interrupted, nil
+	case <-time.After(wait):
+		return false, nil
+	}
+}
+
+// deliverAck hands a side request's done frame to its waiter, if any.
+func (b *box) deliverAck(f ctlFrame) {
+	b.ackMu.Lock()
+	ch := b.acks[f.ID]
+	b.ackMu.Unlock()
+	if ch != nil && f.T == "done" {
+		select {
+		case ch <- f:
+		default:
+		}
+	}
+}
+
 // call sends one request and reads frames until its done frame. Frames of
 // other ids (an earlier abandoned call, an interrupt's answer) are skipped.
 func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (callOutcome, error) {
@@ -242,6 +285,7 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 			return out, nil
 		}
 		if f.ID != id {
+			b.deliverAck(f)
 			continue
 		}
 		switch f.T {

@@ -211,10 +211,14 @@ func (e *Engine) fromDone(res *core.Result, d ctlFrame, c checked) {
 		if res.Message == "" {
 			res.Message = fmt.Sprintf("output went past the hard cap of %d bytes per stream; the code was stopped", e.cfg.HardOutputBytes)
 		}
-	case core.StatusInterrupted:
-		res.Status = core.StatusInterrupted
+	case "interrupted":
+		// Like an uncaught KeyboardInterrupt: an error result (exit 130).
+		res.Status = core.StatusError
 		if res.Message == "" {
 			res.Message = "the call was interrupted"
+		}
+		if res.Error == nil {
+			res.Error = &core.ExecError{Name: "KeyboardInterrupt", Value: res.Message}
 		}
 	default:
 		res.Status = core.StatusError

@@ -276,7 +276,7 @@ func TestInterruptAndRestart(t *testing.T) {
 		if d := time.Since(at); d > time.Second {
 			t.Fatalf("interrupted call returned after %s", d)
 		}
-		if r.Status != core.StatusInterrupted && !(r.Error != nil && r.Error.Name == "KeyboardInterrupt") {
+		if r.Status != core.StatusError || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
 			t.Fatalf("interrupted call: %s", brief(r))
 		}
 	case <-time.After(10 * time.Second):

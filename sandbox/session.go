@@ -253,13 +253,24 @@ func (e *Engine) InterruptSession(ctx context.Context, owner, id string) (bool, 
 	if err != nil {
 		return false, err
 	}
-	if !ss.box.busy.Load() {
-		return false, nil
+	// The controller says whether it had the exec running; a request still
+	// queued behind the previous call's cleanup is retried briefly.
+	deadline := time.Now().Add(3 * time.Second)
+	for ss.box.busy.Load() && time.Now().Before(deadline) {
+		hit, err := ss.box.interruptAck(time.Second)
+		if err != nil {
+			return false, fmt.Errorf("sandbox: interrupt session %s: %w: %w", id, core.ErrUnavailable, err)
+		}
+		if hit {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("sandbox: interrupt session %s: %w", id, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if err := ss.box.interrupt(); err != nil {
-		return false, fmt.Errorf("sandbox: interrupt session %s: %w: %w", id, core.ErrUnavailable, err)
-	}
-	return true, nil
+	return false, nil
 }
 
 // RestartSession replaces the session's Python process with a fresh one:
