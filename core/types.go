@@ -52,7 +52,7 @@ type Limits struct {
 	CPUs        float64       `json:"cpus,omitempty"`            // CPU quota in cores
 	Pids        int64         `json:"pids,omitempty"`            // process/thread count
 	Timeout     time.Duration `json:"timeout_ns,omitempty"`      // wall clock per call
-	OutputBytes int           `json:"output_bytes,omitempty"`    // cap per stream
+	OutputBytes int           `json:"output_bytes,omitempty"`    // kept per stream: first and last half
 	TmpfsBytes  int64         `json:"tmpfs_bytes,omitempty"`     // /tmp and /work size each
 	NoFile      int64         `json:"nofile,omitempty"`          // open files
 	FileSize    int64         `json:"file_size_bytes,omitempty"` // largest file written
@@ -107,10 +107,10 @@ type Dropped struct {
 
 // FileEntry is one item of a session folder listing.
 type FileEntry struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"` // file, dir, symlink or other
-	Size  int64  `json:"size"`
-	MTime int64  `json:"mtime"` // unix seconds
+	Name  string  `json:"name"`
+	Type  string  `json:"type"` // file, dir, symlink or other
+	Size  int64   `json:"size"`
+	MTime float64 `json:"mtime"` // unix seconds
 }
 
 // SessionInfo describes a live session.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Airlock's sandbox images without any container registry:
 # debootstrap a Debian bookworm rootfs from the machine's apt mirror, add the
-# sandbox user and the in-container runner, then `docker import` it.
+# sandbox user and the in-container controller, then `docker import` it.
 # Each image is tagged airlock/NAME:<content-hash>; an unchanged image is not
 # rebuilt. airlock/NAME:latest always points at the newest build.
 #
@@ -115,8 +115,8 @@ ENV $env
 LABEL airlock.image=$name airlock.image.hash=$hash
 CMD ["/bin/bash"]
 DOCKERFILE
-  if [ -f "$ctx/rootfs/opt/airlock/runner.py" ]; then
-    echo 'LABEL airlock.runner=/opt/airlock/runner.py' >>"$ctx/Dockerfile"
+  if [ -f "$ctx/rootfs/opt/airlock/controller.py" ]; then
+    echo 'LABEL airlock.runner=/opt/airlock/controller.py' >>"$ctx/Dockerfile"
   fi
   docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" || { cat "$ctx.log" >&2; exit 1; }
   rm -f "$ctx.log"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,279 +17,297 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
-// Reply budgets: a runner reply line may carry artifacts or a file, base64
-// encoded; anything longer is a protocol violation, never buffered.
-const (
-	smallReply = 1 << 20  // ping, put, ready
-	bootOutput = 64 << 10 // output kept while the runner starts
-)
+// RunnerPath is the in-container controller of controller-capable images
+// (images/python/PROTOCOL.md); an image advertises it with the label
+// airlock.runner, and only that exact value makes the engine use it.
+const RunnerPath = "/opt/airlock/controller.py"
 
-// replyBudget is the longest reply line a request may produce.
-func (e *Engine) replyBudget(op string) int {
+// Frame budgets: a controller line may carry artifacts or a file chunk,
+// base64 encoded; anything longer is a protocol violation, never buffered.
+const smallFrame = 1 << 20
+
+// frameBudget is the longest line a request's answer may need.
+func (e *Engine) frameBudget(op string) int {
 	switch op {
 	case "exec":
-		return e.cfg.MaxArtifactBytes/3*4 + smallReply
+		return e.cfg.MaxArtifactBytes/3*4 + smallFrame
 	case "get":
-		return e.cfg.MaxFileBytes/3*4 + smallReply
+		return e.cfg.MaxFileBytes/3*4 + smallFrame
 	}
-	return smallReply
+	return smallFrame
 }
 
-// RunnerPath is the in-container runner of runner-capable images; an image
-// advertises it with the label airlock.runner.
-const RunnerPath = "/opt/airlock/runner.py"
-
-// box is one started container whose resident runner takes requests on its
-// attached stdin. A box serves one execution or one session, then is destroyed.
+// box is one started container whose controller (pid 1) takes requests on
+// its attached stdin and answers with JSON frames on its stdout. It serves
+// one owner: a one-shot call at a time (pooled) or one session.
 type box struct {
 	id      string
 	image   string
 	limits  core.Limits
 	created time.Time
+	life    time.Duration // the controller exits this long after it started
+	owner   string        // set when the box first serves an owner; never changes
 	hj      types.HijackedResponse
-	dm      demux
-	sp      splitter
-	pending []byte // stdout that followed the last reply
-	mu      sync.Mutex
+	lr      lineReader
+	mu      sync.Mutex // one call at a time
+	wmu     sync.Mutex // one write at a time (interrupt may come during a call)
+	busy    atomic.Bool
 	dead    atomic.Bool // set once the container is killed or gone
+	ackMu   sync.Mutex
+	acks    map[string]chan ctlFrame // side requests (interrupt) awaiting their done frame
 }
 
-// runnerRequest is one line on the runner's stdin.
-type runnerRequest struct {
-	ID               string `json:"id"`
-	Op               string `json:"op"`
-	Lang             string `json:"lang,omitempty"`
-	Code             string `json:"code,omitempty"`
-	Path             string `json:"path,omitempty"`
-	Data             []byte `json:"data,omitempty"`
-	MaxBytes         int    `json:"max_bytes,omitempty"`
-	MaxArtifacts     int    `json:"max_artifacts,omitempty"`
-	MaxArtifactBytes int    `json:"max_artifact_bytes,omitempty"`
+// callOpts are one call's Go-side bounds.
+type callOpts struct {
+	deadline time.Time // outer deadline: past it the container is killed
+	session  bool      // a disconnect escalates interrupt -> restart, never kill first
+	output   int       // Limits.OutputBytes: kept bytes per stream (head + tail)
+	budget   int       // longest frame line accepted
+	sink     *forwarder
+	grace    time.Duration
 }
 
-// runnerReply is the JSON after a marker.
-type runnerReply struct {
-	ID        string          `json:"id"`
-	Error     string          `json:"error"`
-	Status    string          `json:"status"`
-	ExitCode  int             `json:"exit_code"`
-	Artifacts []core.Artifact `json:"artifacts"`
-	Warnings  []string        `json:"warnings"`
-	Size      int64           `json:"size"`
-	Data      []byte          `json:"data"`
-}
-
-// callOutcome is what one runner call produced.
+// callOutcome is what one controller call produced.
 type callOutcome struct {
-	reply    runnerReply
-	stdout   *capped
-	stderr   *capped
-	timedOut bool // the call's deadline passed
-	flooded  bool // an output stream went past its cap
-	died     bool // the runner is gone (killed, OOM, crashed)
-	// violation says how the reply stream broke the protocol (a forged or
-	// oversized marker line); the box is killed and the user's code is
-	// blamed, never the platform.
-	violation string
-	ended     bool // the box is no longer usable
+	done      ctlFrame
+	gotDone   bool
+	stdout    *headTail
+	stderr    *headTail
+	display   []core.Display
+	timedOut  bool   // the controller did not answer by the outer deadline
+	died      bool   // the container is gone (stdout closed)
+	broken    string // the frame stream was unreadable; the box was killed
+	abandoned bool   // the caller's ctx ended during the call
 }
 
-// startBox creates, attaches and starts a runner container and waits until
-// the runner says it is ready.
-func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt string, env map[string]string, kind, job, owner string, preload bool) (*box, error) {
-	extra := map[string]string{}
-	for k, v := range env {
-		extra[k] = v
+// startBox creates, attaches and starts a controller container and waits
+// until it says it is ready.
+func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt, kind, job, owner string, preload bool, life time.Duration) (*box, error) {
+	start := time.Now()
+	extra := map[string]string{
+		"AIRLOCK_PRELOAD":    "0",
+		"AIRLOCK_MAX_LIFE_S": strconv.FormatInt(int64(life/time.Second)+1, 10),
 	}
 	if preload {
 		extra["AIRLOCK_PRELOAD"] = "1"
 	}
-	life := e.cfg.SessionMaxLife + time.Hour
 	spec := containerSpec{
-		Image:   image,
-		Cmd:     []string{"python3", RunnerPath},
-		Env:     baseEnv(extra),
-		Limits:  lim,
-		Mount:   mnt,
-		Labels:  e.labels(kind, job, owner, life),
-		Runtime: e.cfg.Runtime,
-		Stdin:   true,
+		Image:      image,
+		Cmd:        []string{"python3", RunnerPath},
+		Env:        baseEnv(extra),
+		Limits:     lim,
+		Mount:      mnt,
+		Labels:     e.labels(kind, job, owner, life+time.Minute),
+		Runtime:    e.cfg.Runtime,
+		Stdin:      true,
+		Controller: true,
 	}
-	id, hj, err := e.createAttached(ctx, spec)
+	// A create abandoned midway may still make the container, unseen: let
+	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	id, hj, err := e.createAttached(cctx, spec)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
-	b := &box{id: id, image: image, limits: lim, created: time.Now(), hj: hj}
-	b.dm.r = hj.Reader
-	b.limits.OutputBytes = bootOutput
-	b.sp.maxReply = smallReply
-	bootCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	out, err := b.await(bootCtx, e, "ready", time.Now().Add(2*time.Minute), false)
-	if err == nil && (out.ended || out.flooded || out.violation != "" || out.reply.ID != "ready") {
-		err = fmt.Errorf("runner did not start (%s): %s", out.violation, out.stderr.text())
-	}
-	if err != nil {
+	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj}
+	b.lr.dm.r = hj.Reader
+	b.lr.log.limit = 64 << 10
+	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
+		b.kill(e)
 		e.destroy(b.id, &b.hj)
-		return nil, fmt.Errorf("sandbox: start runner in %s: %w", image, err)
+		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
 	}
+	e.metrics.boot(kind, time.Since(start), cgroupCPU(id))
 	return b, nil
 }
 
-// call sends one request and reads until its reply. In a session
-// (interruptible) a timeout or flood interrupts the code and waits
-// InterruptGrace for the runner to recover; otherwise the container is
-// killed at once.
-func (b *box) call(ctx context.Context, e *Engine, req runnerRequest, deadline time.Time, outputCap int, interruptible bool) (callOutcome, error) {
+// awaitReady reads until the controller's ready frame.
+func (b *box) awaitReady(ctx context.Context, deadline time.Time) error {
+	_ = b.hj.Conn.SetReadDeadline(deadline)
+	defer watchCtx(ctx, b.hj.Conn)()
+	for {
+		line, err := b.lr.next(smallFrame)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %w", core.ErrUnavailable, context.Cause(ctx))
+			}
+			return fmt.Errorf("%w: controller did not become ready (%v): %s", core.ErrUnavailable, err, b.lr.log.text())
+		}
+		var f ctlFrame
+		if json.Unmarshal(line, &f) == nil && f.T == "ready" {
+			return nil
+		}
+	}
+}
+
+// send writes one request line to the controller.
+func (b *box) send(req ctlRequest) error {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("sandbox: encode request: %w", err)
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	_ = b.hj.Conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := b.hj.Conn.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("sandbox: write to %s: %w", short(b.id), err)
+	}
+	return nil
+}
+
+// interrupt raises KeyboardInterrupt in the running call, if any. It does
+// not wait for the call and never takes the call lock.
+func (b *box) interrupt() error { return b.send(ctlRequest{ID: newID(), Op: "interrupt"}) }
+
+// interruptAck sends an interrupt and waits (up to wait) for the
+// controller's answer, which the running call's reader hands over. It
+// reports whether the controller had an exec running to interrupt.
+func (b *box) interruptAck(wait time.Duration) (bool, error) {
+	id := newID()
+	ch := make(chan ctlFrame, 1)
+	b.ackMu.Lock()
+	if b.acks == nil {
+		b.acks = map[string]chan ctlFrame{}
+	}
+	b.acks[id] = ch
+	b.ackMu.Unlock()
+	defer func() {
+		b.ackMu.Lock()
+		delete(b.acks, id)
+		b.ackMu.Unlock()
+	}()
+	if err := b.send(ctlRequest{ID: id, Op: "interrupt"}); err != nil {
+		return false, err
+	}
+	select {
+	case f := <-ch:
+		return f.Interrupted, nil
+	case <-time.After(wait):
+		return false, nil
+	}
+}
+
+// deliverAck hands a side request's done frame to its waiter, if any.
+func (b *box) deliverAck(f ctlFrame) {
+	b.ackMu.Lock()
+	ch := b.acks[f.ID]
+	b.ackMu.Unlock()
+	if ch != nil && f.T == "done" {
+		select {
+		case ch <- f:
+		default:
+		}
+	}
+}
+
+// call sends one request and reads frames until its done frame. Frames of
+// other ids (an earlier abandoned call, an interrupt's answer) are skipped.
+func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (callOutcome, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dead.Load() {
 		return callOutcome{}, core.ErrSessionNotFound
 	}
-	if outputCap > 0 {
-		b.limits.OutputBytes = outputCap
-	}
 	if err := ctx.Err(); err != nil {
 		return callOutcome{}, fmt.Errorf("sandbox: call abandoned before it started: %w", context.Cause(ctx))
 	}
-	b.sp.maxReply = e.replyBudget(req.Op)
+	defer b.busy.Store(false)
+	if o.output <= 0 {
+		o.output = smallFrame
+	}
+	if o.budget <= 0 {
+		o.budget = e.frameBudget(req.Op)
+	}
+	if o.grace <= 0 {
+		o.grace = e.cfg.InterruptGrace
+	}
 	req.ID = newID()
-	line, err := json.Marshal(req)
-	if err != nil {
-		return callOutcome{}, fmt.Errorf("sandbox: encode request: %w", err)
-	}
-	_ = b.hj.Conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if _, err := b.hj.Conn.Write(append(line, '\n')); err != nil {
+	if err := b.send(req); err != nil {
 		b.kill(e)
-		return callOutcome{died: true, ended: true, stdout: &capped{}, stderr: &capped{}}, nil
+		return callOutcome{died: true, stdout: newHeadTail(o.output), stderr: newHeadTail(o.output)}, nil
 	}
-	return b.await(ctx, e, req.ID, deadline, interruptible)
+	// Busy only once the request is written: an interrupt sent because of
+	// it then always reaches the controller after the request it targets.
+	b.busy.Store(true)
+	return b.await(ctx, e, req.ID, o)
 }
 
-// await reads frames until the reply with id arrives, the deadline passes,
-// an output cap is exceeded or the runner dies.
-func (b *box) await(ctx context.Context, e *Engine, id string, deadline time.Time, interruptible bool) (callOutcome, error) {
-	out := callOutcome{stdout: &capped{limit: b.limits.OutputBytes}, stderr: &capped{limit: b.limits.OutputBytes}}
-	_ = b.hj.Conn.SetReadDeadline(deadline)
-	defer watchCtx(ctx, b.hj.Conn)()
-	interrupted, cancelled := false, false
-	interrupt := func() {
-		if !interruptible {
-			b.kill(e)
-			out.ended = true
-			return
-		}
-		if !interrupted {
-			interrupted = true
-			e.signal(b.id, "SIGINT")
-			_ = b.hj.Conn.SetReadDeadline(time.Now().Add(e.cfg.InterruptGrace))
-		}
-	}
-	handle := func(p []byte) (bool, error) {
-		for len(p) > 0 {
-			reply, rest, err := b.sp.feed(p, out.stdout)
-			if err != nil {
-				return false, err
-			}
-			p = rest
-			if reply == nil {
-				break
-			}
-			var r runnerReply
-			if err := json.Unmarshal(reply, &r); err != nil {
-				return false, fmt.Errorf("%w: unreadable reply line: %v", errProtocol, err)
-			}
-			if r.ID == id {
-				out.reply = r
-				b.pending = append([]byte(nil), rest...)
-				if cancelled {
-					return true, fmt.Errorf("sandbox: call abandoned: %w", context.Cause(ctx))
-				}
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	if len(b.pending) > 0 {
-		p := b.pending
-		b.pending = nil
-		done, err := handle(p)
-		if errors.Is(err, errProtocol) || errors.Is(err, errReplyTooLarge) {
-			b.kill(e)
-			out.violation, out.ended = err.Error(), true
-			return out, nil
-		}
-		if err != nil || done {
-			return out, err
-		}
-	}
+// await reads the answer to request id. A caller that goes away interrupts
+// the call (then, in a session, restarts the kernel) and waits a grace
+// each time; only an unanswering controller gets its container killed.
+func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (callOutcome, error) {
+	out := callOutcome{stdout: newHeadTail(o.output), stderr: newHeadTail(o.output)}
+	conn := b.hj.Conn
+	_ = conn.SetReadDeadline(o.deadline)
+	defer watchCtx(ctx, conn)()
+	stage := 0 // after a disconnect: 1 interrupt sent, 2 restart sent
 	for {
-		stream, payload, err := b.dm.next()
+		line, err := b.lr.next(o.budget)
 		if err != nil {
 			switch {
-			case ctx.Err() != nil && interruptible && !interrupted:
-				// The caller left: stop the code but keep the session.
-				cancelled = true
-				interrupt()
-				continue
-			case ctx.Err() != nil && !interruptible:
-				b.kill(e)
-				return out, fmt.Errorf("sandbox: call abandoned: %w", context.Cause(ctx))
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				if !interruptible || interrupted {
+			case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil && stage == 0:
+				out.abandoned, stage = true, 1
+				if b.interrupt() != nil {
 					b.kill(e)
-					out.ended = true
-					if cancelled {
-						return out, fmt.Errorf("sandbox: call abandoned: %w", context.Cause(ctx))
-					}
-					if !out.flooded {
-						out.timedOut = true
-					}
 					return out, nil
 				}
-				out.timedOut = !out.flooded
-				interrupt()
-				continue
+				_ = conn.SetReadDeadline(time.Now().Add(o.grace))
+			case errors.Is(err, os.ErrDeadlineExceeded) && stage == 1 && o.session:
+				stage = 2
+				if b.send(ctlRequest{ID: newID(), Op: "restart"}) != nil {
+					b.kill(e)
+					return out, nil
+				}
+				_ = conn.SetReadDeadline(time.Now().Add(o.grace))
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				b.kill(e)
+				out.timedOut = !out.abandoned
+				return out, nil
+			case errors.Is(err, errLineTooLong):
+				b.kill(e)
+				out.broken = err.Error()
+				return out, nil
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 				b.dead.Store(true)
-				out.died, out.ended = true, true
+				out.died = true
 				return out, nil
 			default:
 				b.kill(e)
 				return out, fmt.Errorf("sandbox: read from %s: %w", short(b.id), err)
 			}
+			continue
 		}
-		switch stream {
-		case streamStderr:
-			_, _ = out.stderr.Write(payload)
-		case streamStdout:
-			done, err := handle(payload)
-			if errors.Is(err, errProtocol) || errors.Is(err, errReplyTooLarge) {
-				b.kill(e)
-				out.violation, out.ended = err.Error(), true
-				return out, nil
-			}
-			if err != nil {
-				b.kill(e)
-				return out, err
-			}
-			if done {
-				return out, nil
-			}
+		var f ctlFrame
+		if err := json.Unmarshal(line, &f); err != nil {
+			b.kill(e)
+			out.broken = "unreadable frame: " + err.Error()
+			return out, nil
 		}
-		if (out.stdout.over() || out.stderr.over()) && !out.flooded {
-			out.flooded = true
-			out.timedOut = false
-			interrupt()
-			if out.ended {
-				return out, nil
+		if f.ID != id {
+			b.deliverAck(f)
+			continue
+		}
+		switch f.T {
+		case "out":
+			if f.S == "stderr" {
+				out.stderr.write(f.D)
+				o.sink.emit(core.Event{Kind: core.EventStderr, Text: f.D})
+			} else {
+				out.stdout.write(f.D)
+				o.sink.emit(core.Event{Kind: core.EventStdout, Text: f.D})
 			}
+		case "display":
+			if m, err := f.displayData(); err == nil {
+				out.display = append(out.display, core.Display{Data: m})
+				o.sink.emit(core.Event{Kind: core.EventDisplay, Data: m})
+			}
+		case "done":
+			out.done, out.gotDone = f, true
+			return out, nil
 		}
 	}
 }
-
-// errProtocol marks a reply stream that broke the runner protocol.
-var errProtocol = errors.New("sandbox: runner protocol violated")
 
 // watchCtx unblocks reads on conn when ctx ends. The returned stop waits
 // for a callback already running, so it can never touch a later call.
@@ -313,8 +332,8 @@ func (b *box) kill(e *Engine) {
 	e.signal(b.id, "SIGKILL")
 }
 
-// signal sends a signal to a container's init, which forwards it to the
-// runner; bounded so a stuck daemon cannot hang a call.
+// signal sends a signal to a container's main process; bounded so a stuck
+// daemon cannot hang a call.
 func (e *Engine) signal(id, sig string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is the server-side policy for every execution.
@@ -35,8 +36,28 @@ type Config struct {
 	// NoRunner runs every request as the container's own command, even on
 	// images that carry the resident runner: no pool, sessions or artifacts.
 	NoRunner bool
-	// PoolSize is the number of warm containers kept per runner image (0 disables).
+	// PoolSize is the least number of idle generic (not yet owned) warm
+	// containers kept per controller image; 0 disables warm containers and
+	// owner reuse entirely (every call boots and destroys its own).
 	PoolSize int
+	// PoolMax bounds the generic containers per image when demand raises
+	// the target above PoolSize (default max(PoolSize, 4)).
+	PoolMax int
+	// WarmMemoryBudget bounds the sum of Limits.Memory over every warm
+	// container (generic or owned, idle) of the engine (default 2 GiB).
+	WarmMemoryBudget int64
+	// OwnerIdle is how long an owner's idle container is kept for that
+	// owner's next call before it is destroyed (default 2 min).
+	OwnerIdle time.Duration
+	// SingleUse gives every call its own container, destroyed afterwards,
+	// even when it came warm from the pool (no reuse within an owner).
+	SingleUse bool
+	// HardOutputBytes is the output past which the controller stops the
+	// program (status output_limit), per stream; below it Airlock keeps
+	// the head and tail of each stream (Limits.OutputBytes). Default 8 MiB.
+	HardOutputBytes int64
+	// Metrics receives the engine's Prometheus series (nil: none).
+	Metrics prometheus.Registerer
 	// SessionIdle, SessionMaxLife bound a session's life; MaxSessions and
 	// MaxSessionsPerOwner bound how many exist.
 	SessionIdle         time.Duration
@@ -71,6 +92,9 @@ func DefaultConfig() Config {
 		MaxArtifacts:        10,
 		MaxArtifactBytes:    8 << 20,
 		PoolSize:            0,
+		WarmMemoryBudget:    2 << 30,
+		OwnerIdle:           2 * time.Minute,
+		HardOutputBytes:     8 << 20,
 		SessionIdle:         15 * time.Minute,
 		SessionMaxLife:      2 * time.Hour,
 		MaxSessions:         16,

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -33,6 +34,8 @@ type Engine struct {
 	removals sync.WaitGroup // containers being removed
 	stop     chan struct{}
 	stopOnce sync.Once
+	metrics  *metrics
+	warmMem  atomic.Int64 // Limits.Memory summed over warm containers (idle or starting)
 }
 
 // New builds an Engine. It does not contact the daemon; call Ping or Reap
@@ -72,12 +75,24 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	if cfg.SessionIdle == 0 {
 		cfg.SessionIdle = def.SessionIdle
 	}
+	if cfg.PoolMax == 0 {
+		cfg.PoolMax = max(cfg.PoolSize, 4)
+	}
+	if cfg.WarmMemoryBudget == 0 {
+		cfg.WarmMemoryBudget = def.WarmMemoryBudget
+	}
+	if cfg.OwnerIdle == 0 {
+		cfg.OwnerIdle = def.OwnerIdle
+	}
+	if cfg.HardOutputBytes == 0 {
+		cfg.HardOutputBytes = def.HardOutputBytes
+	}
 	if cfg.Instance == "" {
 		cfg.Instance = newID()
 	}
 	host, _ := os.Hostname()
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
-		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{})}
+		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
 	return e
 }
@@ -208,7 +223,9 @@ func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
 		}
 		return false, fmt.Errorf("sandbox: inspect image %s: %w: %w", image, core.ErrUnavailable, err)
 	}
-	ok = info.Config != nil && info.Config.Labels["airlock.runner"] != ""
+	// Only the controller's exact path: an image with the older runner
+	// speaks another protocol and runs as a plain command instead.
+	ok = info.Config != nil && info.Config.Labels["airlock.runner"] == RunnerPath
 	e.mu.Lock()
 	e.runners[image] = ok
 	e.mu.Unlock()
@@ -247,17 +264,20 @@ func (e *Engine) destroy(id string, hj *types.HijackedResponse) {
 	go func() { defer e.removals.Done(); e.removeNow(id) }()
 }
 
-// removeNow force-removes a container, retrying briefly.
+// removeNow force-removes a container, retrying briefly; a removal
+// already in progress (AutoRemove) is waited for.
 func (e *Engine) removeNow(id string) {
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 10; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := e.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		cancel()
 		if err == nil || errdefs.IsNotFound(err) {
 			return
 		}
-		e.log.Warn("remove container failed", "container", short(id), "err", err)
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		if !errdefs.IsConflict(err) {
+			e.log.Warn("remove container failed", "container", short(id), "err", err)
+		}
+		time.Sleep(time.Duration(min(attempt+1, 5)) * 200 * time.Millisecond)
 	}
 }
 

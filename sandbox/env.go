@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 // secretWords mark a variable name as secret-looking.
 var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH", "SESSION", "COOKIE"}

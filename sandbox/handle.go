@@ -25,17 +25,41 @@ func (e *Engine) Handle(ctx context.Context, req core.Request) (core.Result, err
 		return core.Result{Status: core.StatusOK, SessionID: info.ID}, nil
 	case core.OpSessionClose:
 		return core.Result{Status: core.StatusOK}, e.CloseSession(req.Owner, req.SessionID)
-	case core.OpFilePut:
-		if err := e.PutFile(ctx, req.Owner, req.SessionID, req.Path, req.Data); err != nil {
-			return fileResult(err)
+	case core.OpSessionInfo:
+		info, err := e.Session(req.Owner, req.SessionID)
+		if err != nil {
+			return core.Result{}, err
 		}
-		return core.Result{Status: core.StatusOK}, nil
-	case core.OpFileGet:
-		data, err := e.GetFile(ctx, req.Owner, req.SessionID, req.Path)
+		return core.Result{Status: core.StatusOK, SessionID: info.ID, Session: &info}, nil
+	case core.OpSessionInterrupt:
+		ok, err := e.InterruptSession(ctx, req.Owner, req.SessionID)
+		if err != nil {
+			return core.Result{}, err
+		}
+		return core.Result{Status: core.StatusOK, Interrupted: ok}, nil
+	case core.OpSessionRestart:
+		if err := e.RestartSession(ctx, req.Owner, req.SessionID); err != nil {
+			return core.Result{}, err
+		}
+		return core.Result{Status: core.StatusOK, KernelRestarted: true}, nil
+	case core.OpFilePut:
+		size, err := e.PutFileAt(ctx, req.Owner, req.SessionID, req.Path, req.Offset, req.Data)
 		if err != nil {
 			return fileResult(err)
 		}
-		return core.Result{Status: core.StatusOK, Data: data}, nil
+		return core.Result{Status: core.StatusOK, Size: size}, nil
+	case core.OpFileGet:
+		data, size, err := e.GetFileAt(ctx, req.Owner, req.SessionID, req.Path, req.Offset, req.Length)
+		if err != nil {
+			return fileResult(err)
+		}
+		return core.Result{Status: core.StatusOK, Data: data, Size: size}, nil
+	case core.OpFileList:
+		entries, err := e.ListFiles(ctx, req.Owner, req.SessionID, req.Path)
+		if err != nil {
+			return fileResult(err)
+		}
+		return core.Result{Status: core.StatusOK, Entries: entries}, nil
 	default:
 		return core.Result{Status: core.StatusRejected, ExitCode: -1, Message: fmt.Sprintf("unknown operation %q", req.Op)}, nil
 	}

@@ -51,6 +51,10 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	cfg := DefaultConfig()
 	cfg.ReapInterval = 0
 	cfg.Instance = "test-" + newID()
+	// Other worktrees may move airlock/python:latest: pin the build under test.
+	if img := os.Getenv("AIRLOCK_TEST_PYTHON_IMAGE"); img != "" {
+		cfg.Images = map[core.Language]string{core.Python: img, core.Shell: cfg.Images[core.Shell]}
+	}
 	if mod != nil {
 		mod(&cfg)
 	}

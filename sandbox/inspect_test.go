@@ -38,7 +38,11 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(strings.Contains(strings.Join(h.SecurityOpt, ","), "no-new-privileges"), "no-new-privileges", h.SecurityOpt)
 	check(!strings.Contains(strings.Join(h.SecurityOpt, ","), "seccomp=unconfined") && !strings.Contains(strings.Join(h.SecurityOpt, ","), "apparmor=unconfined"), "seccomp/apparmor not disabled", h.SecurityOpt)
 	check(!h.Privileged, "privileged", h.Privileged)
-	check(h.Init != nil && *h.Init, "init", h.Init)
+	// The controller is pid 1 (docker-init would expose its stdio to user
+	// code), its stdin closes with Airlock's attach, and it removes itself.
+	check(h.Init != nil && !*h.Init, "no docker-init", h.Init)
+	check(h.AutoRemove, "auto-remove", h.AutoRemove)
+	check(cfg.StdinOnce && cfg.OpenStdin, "stdin once", cfg.StdinOnce)
 	check(h.IpcMode == "private", "ipc", h.IpcMode)
 	check(h.PidMode == "" && h.UTSMode == "" && h.UsernsMode == "" && h.CgroupnsMode != "host", "namespaces", []any{h.PidMode, h.UTSMode})
 	check(r.Memory == 96<<20 && r.MemorySwap == 96<<20, "memory = swap", []int64{r.Memory, r.MemorySwap})

@@ -3,28 +3,53 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
 )
 
-// pool keeps started runner containers with numpy, pandas and matplotlib
-// already imported. Each is handed out once and never returned.
+// pool keeps the warm containers of one controller image: idle generic
+// ones (controller ready, zygote preloaded, a spare kernel forked, never
+// used) and idle owned ones (each has served exactly one owner and only
+// ever serves that owner again). A one-shot call takes one of its owner's
+// idle containers, else a generic one (which becomes the owner's), else
+// boots one. After the call the controller has killed the call's processes
+// and emptied /work and /tmp, and the container goes back to its owner's
+// idle set until OwnerIdle passes.
 type pool struct {
 	e       *Engine
 	image   string
 	imageID string
 	limits  core.Limits
-	ready   chan *box
+	mu      sync.Mutex
+	generic []*box
+	owned   map[string][]idleBox // owner -> idle containers, most recent last
+	demand  []time.Time          // recent generic takes and cold misses
+	bootEst time.Duration        // running estimate of a boot's wall time
 	wake    chan struct{}
 	stop    chan struct{}
-	mu      sync.Mutex
 	closed  bool
 }
 
-// recycleAfter bounds how long a warm container waits before being replaced.
-const recycleAfter = 30 * time.Minute
+// idleBox is an owned container waiting for its owner's next call.
+type idleBox struct {
+	b     *box
+	since time.Time
+}
+
+// Ages: a generic container is replaced after recycleAfter; no container is
+// handed out within handoutMargin (plus the call's timeout) of its life.
+const (
+	recycleAfter  = 30 * time.Minute
+	handoutMargin = time.Minute
+	demandWindow  = time.Minute
+)
+
+// poolLife is how long a pooled container's controller lives: long enough
+// to become a session.
+func (e *Engine) poolLife() time.Duration { return e.cfg.SessionMaxLife + 10*time.Minute }
 
 // poolFor returns the pool of an image, starting it on first use.
 func (e *Engine) poolFor(image string) *pool {
@@ -33,17 +58,17 @@ func (e *Engine) poolFor(image string) *pool {
 	if p, ok := e.pools[image]; ok {
 		return p
 	}
-	p := &pool{e: e, image: image, limits: e.cfg.Defaults,
-		ready: make(chan *box, e.cfg.PoolSize), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[string][]idleBox{},
+		bootEst: 2 * time.Second, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	e.pools[image] = p
 	e.goBackground(p.fill)
 	return p
 }
 
-// takeWarm hands out a warm container for c, or nil when none matches:
-// pool containers carry the default limits, no mount and no extra env.
-func (e *Engine) takeWarm(c checked) *box {
-	if e.cfg.PoolSize <= 0 || c.mount != "" || len(c.Env) > 0 {
+// poolOf returns the pool that may serve c, or nil: pooled containers carry
+// the pool's limits and no mount.
+func (e *Engine) poolOf(c checked) *pool {
+	if e.cfg.PoolSize <= 0 || c.mount != "" || !c.runner {
 		return nil
 	}
 	e.mu.Lock()
@@ -52,36 +77,96 @@ func (e *Engine) takeWarm(c checked) *box {
 	if p == nil || !sameContainerLimits(p.limits, c.limits) {
 		return nil
 	}
-	b := p.take()
-	if b != nil {
-		// Labels cannot change after creation: log which job took which container.
-		e.log.Debug("warm container taken", "container", short(b.id), "job", c.JobID, "owner", c.Owner)
-	}
-	return b
+	return p
 }
 
 // sameContainerLimits compares the limits fixed at container creation.
-// Timeout and output caps are enforced by Airlock per call, so they may differ.
+// Timeout and output caps are enforced per call, so they may differ.
 func sameContainerLimits(a, b core.Limits) bool {
 	return a.Memory == b.Memory && a.CPUs == b.CPUs && a.Pids == b.Pids &&
 		a.TmpfsBytes == b.TmpfsBytes && a.NoFile == b.NoFile && a.FileSize == b.FileSize
 }
 
-// take returns a ready container or nil without waiting.
-func (p *pool) take() *box {
+// fresh reports whether b may still take a call of timeout.
+func (b *box) fresh(timeout time.Duration) bool {
+	return !b.dead.Load() && time.Since(b.created)+timeout+handoutMargin < b.life
+}
+
+// acquire hands out owner's idle container, else a generic one (now
+// owner's). It returns nil when neither exists; source says which.
+func (p *pool) acquire(owner string, timeout time.Duration) (*box, string) {
 	defer p.kick()
-	for {
-		select {
-		case b := <-p.ready:
-			if time.Since(b.created) > recycleAfter {
-				p.e.destroy(b.id, &b.hj)
-				continue
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.e.cfg.SingleUse {
+		list := p.owned[owner]
+		for len(list) > 0 {
+			ib := list[len(list)-1]
+			list = list[:len(list)-1]
+			p.e.warmMem.Add(-ib.b.limits.Memory)
+			if ib.b.fresh(timeout) {
+				p.setOwned(owner, list)
+				return ib.b, "owner"
 			}
-			return b
-		default:
-			return nil
+			p.e.retire(ib.b)
 		}
+		p.setOwned(owner, list)
 	}
+	p.demand = append(p.demand, time.Now())
+	for len(p.generic) > 0 {
+		b := p.generic[0]
+		p.generic = p.generic[1:]
+		p.e.warmMem.Add(-b.limits.Memory)
+		if b.fresh(timeout) {
+			b.owner = owner
+			// Labels cannot change after creation: log who took which container.
+			p.e.log.Debug("warm container taken", "container", short(b.id), "owner", owner)
+			return b, "generic"
+		}
+		p.e.retire(b)
+	}
+	return nil, "cold"
+}
+
+// takeGeneric hands out a generic container only (for a session).
+func (p *pool) takeGeneric(owner string, life time.Duration) *box {
+	defer p.kick()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.demand = append(p.demand, time.Now())
+	for len(p.generic) > 0 {
+		b := p.generic[0]
+		p.generic = p.generic[1:]
+		p.e.warmMem.Add(-b.limits.Memory)
+		if b.fresh(life) {
+			b.owner = owner
+			return b
+		}
+		p.e.retire(b)
+	}
+	return nil
+}
+
+func (p *pool) setOwned(owner string, list []idleBox) {
+	if len(list) == 0 {
+		delete(p.owned, owner)
+	} else {
+		p.owned[owner] = list
+	}
+}
+
+// release returns a container that served owner to owner's idle set, or
+// destroys it (single-use mode, dead, closing, over the memory budget).
+func (p *pool) release(b *box, owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner ||
+		p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget {
+		p.e.retire(b)
+		return
+	}
+	p.e.warmMem.Add(b.limits.Memory)
+	p.owned[owner] = append(p.owned[owner], idleBox{b: b, since: time.Now()})
 }
 
 func (p *pool) kick() {
@@ -91,37 +176,47 @@ func (p *pool) kick() {
 	}
 }
 
-// refillParallel is how many warm containers start at once. Each costs
-// about a CPU-second (pandas preloaded); on a 2-core machine starting two at
-// a time did not raise sustained throughput (make bench, API section), so
-// refills go one at a time.
-const refillParallel = 1
+// target is how many generic containers to keep: PoolSize plus the
+// generic demand expected while one container boots (takes per second over
+// the last minute times the boot time), within PoolMax.
+func (p *pool) target(now time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cut := 0
+	for cut < len(p.demand) && now.Sub(p.demand[cut]) > demandWindow {
+		cut++
+	}
+	p.demand = p.demand[cut:]
+	rate := float64(len(p.demand)) / demandWindow.Seconds()
+	t := p.e.cfg.PoolSize + int(math.Ceil(rate*p.bootEst.Seconds()))
+	return min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
+}
 
-// fill keeps the pool full (starting up to refillParallel containers at
-// once), checks idle containers' health and drains the pool when its image
-// tag moves to a new image.
+// fill keeps the generic set at its target (one boot at a time: on two
+// cores parallel boots did not raise throughput), expires idle owned
+// containers after OwnerIdle, replaces old or dead ones and drains the
+// pool when its image tag moves to a new image.
 func (p *pool) fill() {
-	tick := time.NewTicker(15 * time.Second)
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	backoff := time.Second
-	started := make(chan error, refillParallel)
-	starting := 0
+	checked := time.Now()
 	for {
-		for starting < refillParallel && len(p.ready)+starting < cap(p.ready) {
+		now := time.Now()
+		p.expire(now)
+		if now.Sub(checked) > 15*time.Second {
+			checked = now
 			if p.imageChanged() {
 				p.flush()
 			}
-			starting++
-			go func() { started <- p.startOne() }()
 		}
-		select {
-		case <-p.stop:
-			for ; starting > 0; starting-- {
-				<-started
-			}
-			return
-		case err := <-started:
-			starting--
+		p.mu.Lock()
+		have := len(p.generic)
+		p.mu.Unlock()
+		if have < p.target(now) && p.e.warmMem.Load()+p.limits.Memory <= p.e.cfg.WarmMemoryBudget {
+			p.e.warmMem.Add(p.limits.Memory)
+			err := p.startOne()
+			p.e.warmMem.Add(-p.limits.Memory)
 			if err == nil {
 				backoff = time.Second
 				continue
@@ -129,48 +224,82 @@ func (p *pool) fill() {
 			p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)
 			select {
 			case <-p.stop:
-				for ; starting > 0; starting-- {
-					<-started
-				}
 				return
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, time.Minute)
+			continue
+		}
+		select {
+		case <-p.stop:
+			return
 		case <-p.wake:
 		case <-tick.C:
-			if p.imageChanged() {
-				p.flush()
-			}
-			p.check()
 		}
 	}
 }
 
-// startOne starts a warm container and offers it to the pool; a closed or
-// full pool destroys it instead.
+// expire destroys owned containers idle past OwnerIdle and generic ones
+// past recycleAfter.
+func (p *pool) expire(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for owner, list := range p.owned {
+		keep := list[:0]
+		for _, ib := range list {
+			if now.Sub(ib.since) > p.e.cfg.OwnerIdle || ib.b.dead.Load() {
+				p.e.warmMem.Add(-ib.b.limits.Memory)
+				p.e.retire(ib.b)
+				continue
+			}
+			keep = append(keep, ib)
+		}
+		p.setOwned(owner, keep)
+	}
+	keep := p.generic[:0]
+	for _, b := range p.generic {
+		if now.Sub(b.created) > recycleAfter || b.dead.Load() {
+			p.e.warmMem.Add(-b.limits.Memory)
+			p.e.retire(b)
+			continue
+		}
+		keep = append(keep, b)
+	}
+	p.generic = keep
+	owned := 0
+	for _, l := range p.owned {
+		owned += len(l)
+	}
+	p.e.metrics.idle.WithLabelValues(p.image, "generic").Set(float64(len(p.generic)))
+	p.e.metrics.idle.WithLabelValues(p.image, "owned").Set(float64(owned))
+}
+
+// startOne boots a generic container and adds it to the pool.
 func (p *pool) startOne() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "", nil, "pool", "", "", true)
+	go func() { // drain cancels a boot in progress
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	b, err := p.e.startBox(ctx, p.image, p.limits, "", "pool", "", "", true, p.e.poolLife())
 	if err != nil {
 		return err
 	}
-	p.offer(b)
-	return nil
-}
-
-// offer puts a container in the pool without ever blocking.
-func (p *pool) offer(b *box) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed {
-		select {
-		case p.ready <- b:
-			return
-		default:
-		}
+	p.bootEst = (3*p.bootEst + time.Since(start)) / 4
+	if p.closed {
+		p.e.retire(b)
+		return nil
 	}
-	p.e.destroy(b.id, &b.hj)
+	p.e.warmMem.Add(b.limits.Memory)
+	p.generic = append(p.generic, b)
+	return nil
 }
 
 // imageChanged reports whether the pool's tag now names another image.
@@ -193,32 +322,21 @@ func (p *pool) imageChanged() bool {
 	return false
 }
 
-// check pings every idle container and replaces dead or old ones.
-func (p *pool) check() {
-	n := len(p.ready)
-	for i := 0; i < n; i++ {
-		select {
-		case b := <-p.ready:
-			if time.Since(b.created) > recycleAfter || !b.ping(p.e) {
-				p.e.destroy(b.id, &b.hj)
-				continue
-			}
-			p.offer(b)
-		default:
-			return
-		}
-	}
-}
-
 // flush destroys every idle container.
 func (p *pool) flush() {
-	for {
-		select {
-		case b := <-p.ready:
-			p.e.destroy(b.id, &b.hj)
-		default:
-			return
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.generic {
+		p.e.warmMem.Add(-b.limits.Memory)
+		p.e.retire(b)
+	}
+	p.generic = nil
+	for owner, list := range p.owned {
+		for _, ib := range list {
+			p.e.warmMem.Add(-ib.b.limits.Memory)
+			p.e.retire(ib.b)
 		}
+		delete(p.owned, owner)
 	}
 }
 
@@ -231,24 +349,25 @@ func (p *pool) drain() {
 	p.flush()
 }
 
-// ping checks that a box's runner answers.
-func (b *box) ping(e *Engine) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := b.call(ctx, e, runnerRequest{Op: "ping"}, time.Now().Add(5*time.Second), 0, false)
-	return err == nil && !out.ended && out.reply.Error == ""
+// retire removes a container off the caller's path (the forced removal
+// kills it; closing the attach already makes its controller exit).
+func (e *Engine) retire(b *box) {
+	b.dead.Store(true)
+	e.destroy(b.id, &b.hj)
 }
 
-// WaitWarm blocks until every pool has at least one ready container (or
+// WaitWarm blocks until every pool has at least one generic container (or
 // ctx ends). Without pools it returns at once.
 func (e *Engine) WaitWarm(ctx context.Context) error {
 	for {
 		e.mu.Lock()
 		cold := false
 		for _, p := range e.pools {
-			if len(p.ready) == 0 {
+			p.mu.Lock()
+			if len(p.generic) == 0 {
 				cold = true
 			}
+			p.mu.Unlock()
 		}
 		e.mu.Unlock()
 		if !cold {

@@ -11,20 +11,14 @@ import (
 )
 
 // SessionInfo describes a live session.
-type SessionInfo struct {
-	ID        string    `json:"id"`
-	Owner     string    `json:"owner"`
-	Created   time.Time `json:"created"`
-	LastUsed  time.Time `json:"last_used"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Container string    `json:"container"`
-}
+type SessionInfo = core.SessionInfo
 
 // session is one container serving one caller's successive calls.
 type session struct {
 	info  SessionInfo
 	box   *box
-	check checked // the limits, mount and env the container was made with
+	check checked           // the limits and mount the container was made with
+	env   map[string]string // the session's env, sent with every call
 }
 
 // sessions tracks live sessions and ends them on idle TTL or maximum life.
@@ -62,23 +56,26 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 	if err != nil {
 		return SessionInfo{}, nil, err
 	}
-	b := e.takeWarm(c)
+	life := e.cfg.SessionMaxLife + time.Minute
+	var b *box
+	if p := e.poolOf(c); p != nil {
+		b = p.takeGeneric(c.Owner, life)
+	}
 	if b == nil {
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, c.Env, "session", c.JobID, c.Owner, false)
+		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "session", c.JobID, c.Owner, false, life)
 		if err != nil {
 			s.release(slot)
 			return SessionInfo{}, nil, err
 		}
 	}
 	now := time.Now()
-	ss := &session{box: b, check: c, info: SessionInfo{ID: "s-" + newID(), Owner: c.Owner, Created: now,
+	ss := &session{box: b, check: c, env: c.Env, info: SessionInfo{ID: "s-" + newID(), Owner: c.Owner, Created: now,
 		LastUsed: now, ExpiresAt: now.Add(e.cfg.SessionMaxLife), Container: short(b.id)}}
 	s.mu.Lock()
 	delete(s.live, slot)
 	if s.closed {
 		s.mu.Unlock()
-		b.kill(e)
-		e.destroy(b.id, &b.hj)
+		e.retire(b)
 		return SessionInfo{}, nil, fmt.Errorf("sandbox: engine closing: %w", core.ErrUnavailable)
 	}
 	s.live[ss.info.ID] = ss
@@ -136,9 +133,25 @@ func (e *Engine) Session(owner, id string) (SessionInfo, error) {
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	e.sessions.mu.Lock()
-	defer e.sessions.mu.Unlock()
-	return ss.info, nil
+	return e.sessions.describe(ss), nil
+}
+
+// describe returns a session's info with its current state and resource use.
+func (s *sessions) describe(ss *session) SessionInfo {
+	s.mu.Lock()
+	info := ss.info
+	s.mu.Unlock()
+	info.State = "idle"
+	if ss.box.busy.Load() {
+		info.State = "busy"
+	}
+	if cpu := cgroupCPU(ss.box.id); cpu >= 0 {
+		info.CPUMS = cpu * 1000
+	}
+	if mem := cgroupMemory(ss.box.id); mem >= 0 {
+		info.MemBytes = mem
+	}
+	return info
 }
 
 // Sessions lists live sessions of owner (all when owner is empty).
@@ -146,12 +159,18 @@ func (e *Engine) Sessions(owner string) []SessionInfo {
 	s := e.sessions
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []SessionInfo
+	var mine []*session
 	for _, ss := range s.live {
 		if ss.box != nil && (owner == "" || ss.info.Owner == owner) {
-			out = append(out, ss.info)
+			mine = append(mine, ss)
 		}
 	}
+	s.mu.Unlock()
+	out := make([]SessionInfo, 0, len(mine))
+	for _, ss := range mine {
+		out = append(out, s.describe(ss))
+	}
+	s.mu.Lock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out
 }
@@ -175,8 +194,7 @@ func (s *sessions) end(ss *session) {
 	}
 	delete(s.live, ss.info.ID)
 	s.mu.Unlock()
-	ss.box.kill(s.e)
-	s.e.destroy(ss.box.id, &ss.box.hj)
+	s.e.retire(ss.box)
 }
 
 // touch records that the session was used.
@@ -187,17 +205,18 @@ func (s *sessions) touch(ss *session) {
 }
 
 // SessionExec runs code in a session: Python state and the work folder
-// persist between calls. A timeout interrupts the code; if the interpreter
-// does not recover the session is destroyed and Result.SessionEnded says so.
+// persist between calls. The controller stops the code at its timeout and
+// restarts a kernel that died (Result.KernelRestarted); a caller that goes
+// away interrupts its call and the session lives on. Only a controller that
+// stops answering ends the session (Result.SessionEnded).
 func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result, error) {
-	start := time.Now()
 	ss, err := e.sessions.get(req.Owner, req.SessionID)
 	if err != nil {
 		return core.Result{}, err
 	}
 	// The container's limits were fixed when the session opened; per call
 	// only the timeout and output cap may change.
-	req.Mount, req.Env, req.Image = "", nil, ss.check.image
+	req.Mount, req.Image = "", ss.check.image
 	call := req.Limits
 	req.Limits = ss.check.limits
 	req.Limits.Timeout, req.Limits.OutputBytes = call.Timeout, call.OutputBytes
@@ -205,60 +224,77 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 	if err != nil || rej != nil {
 		return deref(rej), err
 	}
+	env := map[string]string{}
+	for k, v := range ss.env {
+		env[k] = v
+	}
+	for k, v := range c.Env {
+		env[k] = v
+	}
 	e.sessions.touch(ss)
-	res, err := e.runOn(ctx, ss.box, c, true)
+	res, err := e.runOn(ctx, ss.box, c, true, env)
 	if res.SessionEnded || ss.box.dead.Load() {
 		res.SessionEnded = true
 		e.sessions.end(ss)
 	}
-	e.sessions.touch(ss)
-	res.DurationMS = time.Since(start).Milliseconds()
+	e.sessions.mu.Lock()
+	ss.info.LastUsed = time.Now()
+	if err == nil {
+		ss.info.ExecCount++
+	}
+	e.sessions.mu.Unlock()
 	return res, err
 }
 
-// PutFile writes data to path (relative to /work) in a session.
-func (e *Engine) PutFile(ctx context.Context, owner, id, path string, data []byte) error {
-	if len(data) > e.cfg.MaxFileBytes {
-		return fmt.Errorf("sandbox: file is %d bytes, over the %d-byte limit: %w", len(data), e.cfg.MaxFileBytes, core.ErrTooLarge)
-	}
-	if err := checkWorkPath(path); err != nil {
-		return err
-	}
-	_, err := e.fileOp(ctx, owner, id, runnerRequest{Op: "put", Path: path, Data: data})
-	return err
-}
-
-// GetFile reads path (relative to /work) from a session, never following a
-// symlink and never more than the file size limit.
-func (e *Engine) GetFile(ctx context.Context, owner, id, path string) ([]byte, error) {
-	if err := checkWorkPath(path); err != nil {
-		return nil, err
-	}
-	r, err := e.fileOp(ctx, owner, id, runnerRequest{Op: "get", Path: path, MaxBytes: e.cfg.MaxFileBytes})
-	return r.Data, err
-}
-
-func (e *Engine) fileOp(ctx context.Context, owner, id string, req runnerRequest) (runnerReply, error) {
+// InterruptSession raises KeyboardInterrupt in the session's running call.
+// It reports whether a call was running; the session keeps its state.
+func (e *Engine) InterruptSession(ctx context.Context, owner, id string) (bool, error) {
 	ss, err := e.sessions.get(owner, id)
 	if err != nil {
-		return runnerReply{}, err
+		return false, err
+	}
+	// The controller says whether it had the exec running; a request still
+	// queued behind the previous call's cleanup is retried briefly.
+	deadline := time.Now().Add(3 * time.Second)
+	for ss.box.busy.Load() && time.Now().Before(deadline) {
+		hit, err := ss.box.interruptAck(time.Second)
+		if err != nil {
+			return false, fmt.Errorf("sandbox: interrupt session %s: %w: %w", id, core.ErrUnavailable, err)
+		}
+		if hit {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("sandbox: interrupt session %s: %w", id, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false, nil
+}
+
+// RestartSession replaces the session's Python process with a fresh one:
+// files are kept, Python state is dropped. A running call ends as
+// interrupted (with KernelRestarted) first.
+func (e *Engine) RestartSession(ctx context.Context, owner, id string) error {
+	ss, err := e.sessions.get(owner, id)
+	if err != nil {
+		return err
+	}
+	if ss.box.busy.Load() {
+		// Ends the running call at once; its own restart follows below.
+		_ = ss.box.send(ctlRequest{ID: newID(), Op: "restart"})
+	}
+	out, err := ss.box.call(ctx, e, ctlRequest{Op: "restart"}, callOpts{deadline: time.Now().Add(30 * time.Second), session: true})
+	if err != nil {
+		return err
+	}
+	if !out.gotDone || out.done.Fail != "" {
+		e.sessions.end(ss)
+		return fmt.Errorf("sandbox: restart session %s failed (%s): %w", id, out.done.Fail, core.ErrSessionNotFound)
 	}
 	e.sessions.touch(ss)
-	out, err := ss.box.call(ctx, e, req, time.Now().Add(30*time.Second), 0, true)
-	if err != nil {
-		return runnerReply{}, err
-	}
-	if out.ended || ss.box.dead.Load() {
-		e.sessions.end(ss)
-		return runnerReply{}, fmt.Errorf("sandbox: session %s ended during a file operation: %w", id, core.ErrSessionNotFound)
-	}
-	if out.timedOut || out.flooded || out.reply.Status == "interrupted" {
-		return runnerReply{}, fmt.Errorf("sandbox: %s %s did not finish (is it a pipe or device?): %w", req.Op, req.Path, core.ErrInvalid)
-	}
-	if out.reply.Error != "" {
-		return runnerReply{}, fmt.Errorf("sandbox: %s %s: %w: %s", req.Op, req.Path, core.ErrInvalid, out.reply.Error)
-	}
-	return out.reply, nil
+	return nil
 }
 
 // janitor ends sessions past their idle TTL or maximum life.
@@ -287,9 +323,8 @@ func (s *sessions) janitor(stop <-chan struct{}) {
 		s.mu.Unlock()
 		for _, ss := range old {
 			s.e.log.Info("session expired", "session", ss.info.ID, "owner", ss.info.Owner)
-			ss.box.kill(s.e)
 			ss.box.mu.Unlock()
-			s.e.destroy(ss.box.id, &ss.box.hj)
+			s.e.retire(ss.box)
 		}
 	}
 }

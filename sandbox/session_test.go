@@ -57,7 +57,7 @@ func TestSessionState(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := sexec(t, e, s.info.ID, s.info.Owner, core.Python, fmt.Sprintf("import pandas as pd\nsecret = %q\ndf = pd.DataFrame({'a': range(10)})\nopen('/work/mine.txt','w').write(secret)", s.val), core.Limits{})
+			r := sexec(t, e, s.info.ID, s.info.Owner, core.Python, fmt.Sprintf("import pandas as pd\nsecret = %q\ndf = pd.DataFrame({'a': range(10)})\nopen('/work/mine.txt','w').write(secret)", s.val), core.Limits{Timeout: time.Minute})
 			if r.Status != core.StatusOK {
 				t.Errorf("set state: %s", brief(r))
 			}
@@ -110,11 +110,12 @@ func TestSessionTimeout(t *testing.T) {
 		t.Fatalf("shell timeout: %s", brief(r))
 	}
 	r = sexec(t, e, s.ID, "o", core.Python, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(1000)", core.Limits{Timeout: time.Second})
-	if r.Status != core.StatusTimeout || !r.SessionEnded {
-		t.Fatalf("uninterruptible code must end the session: %s", brief(r))
+	if r.Status != core.StatusTimeout || r.SessionEnded || !r.KernelRestarted {
+		t.Fatalf("uninterruptible code must restart the kernel, not end the session: %s", brief(r))
 	}
-	if _, err := e.SessionExec(context.Background(), core.Request{SessionID: s.ID, Owner: "o", Code: "1"}); !errors.Is(err, core.ErrSessionNotFound) {
-		t.Fatalf("half-alive session: %v", err)
+	r = sexec(t, e, s.ID, "o", core.Python, "print('x' in globals())", core.Limits{})
+	if r.Status != core.StatusOK || r.Stdout != "False\n" {
+		t.Fatalf("session after a kernel restart: %s", brief(r))
 	}
 }
 
@@ -141,7 +142,7 @@ func TestSessionFloodAndOOM(t *testing.T) {
 }
 
 func TestSessionLimitsAndExpiry(t *testing.T) {
-	e := newTestEngine(t, func(c *Config) { c.MaxSessionsPerOwner = 1; c.MaxSessions = 2; c.SessionIdle = time.Second })
+	e := newTestEngine(t, func(c *Config) { c.MaxSessionsPerOwner = 1; c.MaxSessions = 2; c.SessionIdle = 10 * time.Second })
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ print('done')`})
 			t.Fatalf("bad digest or size for %s", a.Name)
 		}
 	}
-	if f := r.Artifacts[2]; f.Name != "outputs/sub/table.csv" || string(f.Data) != "a,b\n1,2\n" || f.MIME != "text/csv" {
+	if f := r.Artifacts[2]; f.Name != "outputs/sub/table.csv" || string(f.Data) != "a,b\n1,2\n" || !strings.HasPrefix(f.MIME, "text/csv") {
 		t.Fatalf("output file artifact: %s %s %d %q", f.Name, f.MIME, f.Size, f.Data)
 	}
 	// Count and size caps.
@@ -244,7 +245,7 @@ func TestFilesAndSymlinks(t *testing.T) {
 	}
 	// Planted symlinks: never followed, for download, upload or artifacts.
 	r = sexec(t, e, s.ID, "o", core.Shell, "ln -s /etc/passwd /work/outputs/out.txt; ln -s /etc /work/etcdir; ln -s /etc/passwd /work/link.txt", core.Limits{})
-	if len(r.Artifacts) != 0 || len(r.Warnings) == 0 {
+	if len(r.Artifacts) != 0 {
 		t.Fatalf("symlink in outputs returned as artifact: %s", brief(r))
 	}
 	for _, p := range []string{"outputs/out.txt", "etcdir/passwd", "link.txt"} {
@@ -282,7 +283,8 @@ func TestPoolNeverReuses(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 8; i++ {
 		waitPool(t, e)
-		r := run(t, e, core.Request{Language: core.Python, Code: "import socket, sys; print(socket.gethostname()); print('pandas' in sys.modules)"})
+		// Each call is another owner's: no container may serve two of them.
+		r := run(t, e, core.Request{Owner: "owner-" + itoa(i), Language: core.Python, Code: "import socket, sys; print(socket.gethostname()); print('pandas' in sys.modules)"})
 		host, preloaded, _ := strings.Cut(strings.TrimSpace(r.Stdout), "\n")
 		if seen[host] {
 			t.Fatalf("container %s handed out twice", host)
@@ -328,13 +330,21 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 	}
 	_ = cmd.Process.Kill() // SIGKILL: no cleanup runs
 	_ = cmd.Wait()
+	// The containers remove themselves (their stdin closed with the dead
+	// process); the reaper, the second line, takes whatever is left.
 	e := newTestEngine(t, nil)
-	n, err := e.Reap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left := list(); left != 0 || n < 2 {
-		t.Fatalf("reaper removed %d, %d containers of the dead owner remain", n, left)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		if _, err := e.Reap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if list() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers of the dead owner remain", list())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -409,27 +419,28 @@ func TestCloseDuringCall(t *testing.T) {
 // never a platform error, and Airlock's memory stays bounded.
 func TestProtocolAbuse(t *testing.T) {
 	e := newTestEngine(t, nil)
+	// The old runner's marker is now plain output of the call.
 	r := run(t, e, core.Request{Language: core.Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})
-	if r.Status != core.StatusError || !strings.Contains(r.Message, "protocol") {
+	if r.Status != core.StatusOK || r.Stdout != "\x1e\x1eAIRLOCK oops\n" {
 		t.Fatalf("forged marker: %s", brief(r))
 	}
 	var base, peak uint64
 	base, peak = heapDuring(func() {
 		r = run(t, e, core.Request{Language: core.Python, Limits: core.Limits{Timeout: time.Minute}, Code: `import sys
-sys.stdout.write("\x1e\x1eAIRLOCK ")
+sys.stdout.write('{"t": "done", ')
 for _ in range(90):
     sys.stdout.write("x" * (1 << 20))
 sys.stdout.flush()`})
 	})
-	if r.Status != core.StatusError || !strings.Contains(r.Message, "budget") {
-		t.Fatalf("oversized reply: %s", brief(r))
+	if r.Status != core.StatusOutputLimit || !r.Truncated {
+		t.Fatalf("90 MiB of output: %s", brief(r))
 	}
 	if peak > base+48<<20 {
-		t.Fatalf("a 90 MiB fake reply grew the heap from %d to %d MiB", base>>20, peak>>20)
+		t.Fatalf("90 MiB of output grew the heap from %d to %d MiB", base>>20, peak>>20)
 	}
 	s := openSession(t, e, "o")
 	r = sexec(t, e, s.ID, "o", core.Shell, `cd /work/outputs && for i in $(seq 200); do ln -s /etc/passwd l$i; done`, core.Limits{})
-	if len(r.Warnings) > 21 || !strings.Contains(strings.Join(r.Warnings, "\n"), "more warnings") {
+	if len(r.Warnings) > 21 || len(r.Artifacts) != 0 { // symlinks are skipped; warnings stay bounded
 		t.Fatalf("%d warnings returned", len(r.Warnings))
 	}
 	sexec(t, e, s.ID, "o", core.Python, "import os; os.mkfifo('/work/pipe.csv')", core.Limits{})

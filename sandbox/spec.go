@@ -35,6 +35,12 @@ type containerSpec struct {
 	Labels  map[string]string
 	Runtime string
 	Stdin   bool
+	// Controller: the container's main process is the controller. It runs
+	// as pid 1 (no docker-init, which user code could use to reach the
+	// controller's stdio), its stdin closes when Airlock's attach goes away
+	// (StdinOnce: the dead man's switch) and a stopped container removes
+	// itself (AutoRemove).
+	Controller bool
 }
 
 // build turns a spec into the Docker create payloads. Every isolation
@@ -53,26 +59,26 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		AttachStdout:    true,
 		AttachStderr:    true,
 		OpenStdin:       s.Stdin,
-		StdinOnce:       false,
+		StdinOnce:       s.Controller,
 		Tty:             false,
 		StopSignal:      "SIGKILL",
 	}
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", l.TmpfsBytes)
-	initTrue := true
+	useInit := !s.Controller
 	pids := l.Pids
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges:true"},
-		Init:           &initTrue,
+		Init:           &useInit,
 		IpcMode:        "private",
 		CgroupnsMode:   "private",
 		PidMode:        "",
 		UTSMode:        "",
 		Privileged:     false,
 		Runtime:        s.Runtime,
-		AutoRemove:     false,
+		AutoRemove:     s.Controller,
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 		Tmpfs: map[string]string{
 			"/tmp":  tmpfs + ",mode=1777",

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -98,78 +97,4 @@ func safeUTF8(b []byte) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
-}
-
-// marker opens a runner reply line on stdout; see images/python/rootfs/opt/airlock/runner.py.
-var marker = []byte("\x1e\x1eAIRLOCK ")
-
-// errReplyTooLarge: a runner reply line went past maxReply.
-var errReplyTooLarge = errors.New("sandbox: runner reply line over its size budget")
-
-// splitter separates user stdout from runner reply lines. It holds back a
-// possible partial marker at the end of a chunk so a marker split across
-// frames is still found.
-type splitter struct {
-	maxReply int
-	tail     []byte // possible start of a marker
-	inReply  bool
-	reply    []byte
-}
-
-// feed consumes a stdout chunk, writing user output to out. It returns a
-// complete reply line (without marker and newline) when one ends in p, and
-// the bytes after it, which belong to whatever comes next.
-func (s *splitter) feed(p []byte, out io.Writer) (reply, rest []byte, err error) {
-	if s.inReply {
-		if i := bytes.IndexByte(p, '\n'); i >= 0 {
-			s.reply = append(s.reply, p[:i]...)
-			s.inReply = false
-			r := s.reply
-			s.reply = nil
-			return r, p[i+1:], nil
-		}
-		s.reply = append(s.reply, p...)
-		if len(s.reply) > s.maxReply {
-			return nil, nil, errReplyTooLarge
-		}
-		return nil, nil, nil
-	}
-	buf := p
-	if len(s.tail) > 0 {
-		buf = append(s.tail, p...)
-		s.tail = nil
-	}
-	if i := bytes.Index(buf, marker); i >= 0 {
-		_, _ = out.Write(buf[:i])
-		s.inReply = true
-		rest := append([]byte(nil), buf[i+len(marker):]...)
-		return s.feed(rest, out)
-	}
-	keep := partialSuffix(buf, marker)
-	_, _ = out.Write(buf[:len(buf)-keep])
-	if keep > 0 {
-		s.tail = append([]byte(nil), buf[len(buf)-keep:]...)
-	}
-	return nil, nil, nil
-}
-
-// flush writes a held-back partial marker as ordinary output.
-func (s *splitter) flush(out io.Writer) {
-	_, _ = out.Write(s.tail)
-	s.tail = nil
-}
-
-// partialSuffix is the length of the longest suffix of b that is a proper
-// prefix of m.
-func partialSuffix(b, m []byte) int {
-	n := len(m) - 1
-	if n > len(b) {
-		n = len(b)
-	}
-	for ; n > 0; n-- {
-		if bytes.Equal(b[len(b)-n:], m[:n]) {
-			return n
-		}
-	}
-	return 0
 }

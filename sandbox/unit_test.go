@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -110,42 +111,91 @@ func TestCheckWorkPath(t *testing.T) {
 	}
 }
 
-func TestSplitterFindsMarkerAcrossChunks(t *testing.T) {
-	stream := "hello\n\x1e\x1eAIRLOCK {\"id\":\"old\"}\nmore" + string(marker) + `{"id":"x","exit_code":3}` + "\nafter"
-	for size := 1; size <= len(stream); size++ {
-		var out bytes.Buffer
-		s := splitter{maxReply: 1 << 20}
-		var replies []string
-		after := ""
-		for i := 0; i < len(stream) && len(replies) < 2; i += size {
-			p := []byte(stream[i:min(i+size, len(stream))])
-			for len(p) > 0 {
-				r, tail, err := s.feed(p, &out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r == nil {
-					break
-				}
-				replies = append(replies, string(r))
-				p = tail
-				if len(replies) == 2 {
-					after = string(tail) + stream[min(i+size, len(stream)):]
-					break
-				}
-			}
-		}
-		if len(replies) != 2 || replies[1] != `{"id":"x","exit_code":3}` || out.String() != "hello\nmore" || after != "after" {
-			t.Fatalf("chunk %d: replies %q out %q after %q", size, replies, out.String(), after)
-		}
+func TestHeadTailKeepsBothEnds(t *testing.T) {
+	h := newHeadTail(10 + markerRoom)
+	for i := 0; i < 1000; i++ {
+		h.write(fmt.Sprintf("%03d\n", i))
+	}
+	got := h.text()
+	if !strings.HasPrefix(got, "000\n0") || !strings.HasSuffix(got, "\n999\n") {
+		t.Fatalf("head/tail lost: %q", got)
+	}
+	if h.dropped() != 4000-10 || !strings.Contains(got, "[... 3990 bytes dropped ...]") {
+		t.Fatalf("dropped %d: %q", h.dropped(), got)
+	}
+	if len(h.tail) > 10 || len(h.head) > 5 {
+		t.Fatalf("buffers grew: head %d tail %d", len(h.head), len(h.tail))
+	}
+	small := newHeadTail(100)
+	small.write("abc")
+	small.write("def")
+	if small.text() != "abcdef" || small.dropped() != 0 {
+		t.Fatalf("small: %q %d", small.text(), small.dropped())
 	}
 }
 
-func TestSplitterBoundsReply(t *testing.T) {
-	s := splitter{maxReply: 10}
-	_, _, err := s.feed(append(append([]byte{}, marker...), strings.Repeat("x", 100)...), io.Discard)
-	if !errors.Is(err, errReplyTooLarge) {
-		t.Fatalf("unbounded reply: %v", err)
+func TestLineReaderAcrossFrames(t *testing.T) {
+	var raw []byte
+	line := `{"t":"out","id":"x","s":"stdout","d":"hi"}` + "\n" + `{"t":"done","id":"x"}` + "\n"
+	for i := 0; i < len(line); i += 7 {
+		raw = append(raw, frame(streamStdout, line[i:min(i+7, len(line))])...)
+		raw = append(raw, frame(streamStderr, "log")...)
+	}
+	lr := lineReader{dm: demux{r: bytes.NewReader(raw)}, log: capped{limit: 100}}
+	a, err := lr.next(1 << 10)
+	if err != nil || !strings.Contains(string(a), `"out"`) {
+		t.Fatalf("first line %q %v", a, err)
+	}
+	b, err := lr.next(1 << 10)
+	if err != nil || string(b) != `{"t":"done","id":"x"}` {
+		t.Fatalf("second line %q %v", b, err)
+	}
+	if !strings.HasPrefix(lr.log.text(), "loglog") {
+		t.Fatalf("controller log %q", lr.log.text())
+	}
+	long := lineReader{dm: demux{r: bytes.NewReader(frame(streamStdout, strings.Repeat("x", 5000)))}}
+	if _, err := long.next(100); !errors.Is(err, errLineTooLong) {
+		t.Fatalf("unbounded line: %v", err)
+	}
+}
+
+func TestCheckArtifacts(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nrest")
+	in := []ctlArtifact{
+		{Name: "a.png", MIME: "text/html", Size: 999, SHA256: "forged", Data: png},
+		{Name: "../etc/passwd", Data: []byte("x")},
+		{Name: "/abs", Data: []byte("x")},
+		{Name: "a/./b", Data: []byte("x")},
+		{Name: "outputs/data.bin", Data: []byte("plain text")},
+		{Name: "big.txt", Data: make([]byte, 100)},
+		{Name: "c.txt", Data: []byte("c")},
+		{Name: "d.txt", Data: []byte("d")},
+	}
+	out, warn := checkArtifacts(in, 3, 50)
+	if len(out) != 3 || out[0].MIME != "image/png" || out[0].Size != int64(len(png)) || out[0].SHA256 == "forged" {
+		t.Fatalf("artifacts %+v", out)
+	}
+	if out[1].Name != "outputs/data.bin" || !strings.HasPrefix(out[1].MIME, "text/plain") || out[2].Name != "c.txt" {
+		t.Fatalf("artifacts %+v", out)
+	}
+	if len(warn) != 5 {
+		t.Fatalf("warnings %q", warn)
+	}
+}
+
+func TestForwarderNeverBlocks(t *testing.T) {
+	block := make(chan struct{})
+	f := newForwarder(func(core.Event) { <-block })
+	start := time.Now()
+	for i := 0; i < sinkBuffer*3; i++ {
+		f.emit(core.Event{Kind: core.EventStdout, Text: "x"})
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("emit blocked on a slow sink")
+	}
+	close(block)
+	if n := f.close(); n < sinkBuffer {
+		t.Fatalf("dropped %d, want at least %d", n, sinkBuffer)
 	}
 }
 

@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/core"
+)
+
+// ctlRequest is one line on the controller's stdin; see
+// images/python/PROTOCOL.md for every field.
+type ctlRequest struct {
+	ID               string            `json:"id"`
+	Op               string            `json:"op"`
+	Mode             string            `json:"mode,omitempty"`
+	Lang             string            `json:"lang,omitempty"`
+	Code             string            `json:"code,omitempty"`
+	Env              map[string]string `json:"env,omitempty"`
+	Stdin            string            `json:"stdin,omitempty"`
+	TimeoutMS        int64             `json:"timeout_ms,omitempty"`
+	HardOutputBytes  int64             `json:"hard_output_bytes,omitempty"`
+	MaxArtifacts     int               `json:"max_artifacts,omitempty"`
+	MaxArtifactBytes int               `json:"max_artifact_bytes,omitempty"`
+	Background       bool              `json:"background,omitempty"`
+	Path             string            `json:"path,omitempty"`
+	Data             []byte            `json:"data,omitempty"`
+	MaxBytes         int64             `json:"max_bytes,omitempty"`
+	Offset           int64             `json:"offset,omitempty"`
+	Length           int64             `json:"length,omitempty"`
+}
+
+// ctlArtifact is an artifact as the controller reports it; Go re-checks it.
+type ctlArtifact struct {
+	Name   string `json:"name"`
+	MIME   string `json:"mime"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Data   []byte `json:"data"`
+}
+
+// ctlFrame is one line from the controller: ready, out, display or done.
+type ctlFrame struct {
+	T    string          `json:"t"`
+	ID   string          `json:"id"`
+	S    string          `json:"s"`
+	D    string          `json:"d"`
+	Data json.RawMessage `json:"data"`
+	// ready
+	BootMS   float64  `json:"boot_ms"`
+	Warnings []string `json:"warnings"`
+	// done of exec
+	Status          string          `json:"status"`
+	ExitCode        int             `json:"exit_code"`
+	Error           *core.ExecError `json:"error"`
+	ExecutionCount  int             `json:"execution_count"`
+	DurationMS      float64         `json:"duration_ms"`
+	Artifacts       []ctlArtifact   `json:"artifacts"`
+	KernelRestarted bool            `json:"kernel_restarted"`
+	Message         string          `json:"message"`
+	// done of other ops
+	Fail        string           `json:"fail"`
+	Size        int64            `json:"size"`
+	SHA256      string           `json:"sha256"`
+	Entries     []core.FileEntry `json:"entries"`
+	Pong        bool             `json:"pong"`
+	Interrupted bool             `json:"interrupted"`
+	Procs       int              `json:"procs"`
+	CPUMS       float64          `json:"cpu_ms"`
+	MemBytes    int64            `json:"mem_bytes"`
+}
+
+// bytesData decodes a done frame's base64 "data" (get op).
+func (f *ctlFrame) bytesData() ([]byte, error) {
+	if len(f.Data) == 0 || string(f.Data) == "null" {
+		return nil, nil
+	}
+	var b []byte
+	if err := json.Unmarshal(f.Data, &b); err != nil {
+		return nil, fmt.Errorf("sandbox: file data: %w", err)
+	}
+	return b, nil
+}
+
+// displayData decodes a display frame's MIME bundle.
+func (f *ctlFrame) displayData() (map[string]string, error) {
+	var m map[string]string
+	if err := json.Unmarshal(f.Data, &m); err != nil {
+		return nil, fmt.Errorf("sandbox: display data: %w", err)
+	}
+	return m, nil
+}
+
+// errLineTooLong: a controller line went past its size budget.
+var errLineTooLong = errors.New("sandbox: controller frame over its size budget")
+
+// lineReader turns the container's multiplexed output into controller
+// lines (stdout) and keeps the controller's own log (stderr), bounded. It
+// keeps its place across read errors so a deadline can fire mid-line.
+type lineReader struct {
+	dm  demux
+	buf []byte
+	log capped // the controller's stderr: diagnostics only
+}
+
+// next returns the next complete line (without "\n"), valid until the
+// following call. A line longer than max is an error.
+func (l *lineReader) next(max int) ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+			line := l.buf[:i]
+			rest := l.buf[i+1:]
+			// Hand out a copy-free view; compact before the next read.
+			out := append([]byte(nil), line...)
+			l.buf = append(l.buf[:0], rest...)
+			return out, nil
+		}
+		if len(l.buf) > max {
+			return nil, errLineTooLong
+		}
+		stream, payload, err := l.dm.next()
+		if err != nil {
+			return nil, err
+		}
+		switch stream {
+		case streamStdout:
+			l.buf = append(l.buf, payload...)
+		case streamStderr:
+			_, _ = l.log.Write(payload)
+		}
+	}
+}

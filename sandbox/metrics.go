@@ -1,0 +1,77 @@
+package sandbox
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the engine's Prometheus series; with no Registerer they are
+// kept but never exported.
+type metrics struct {
+	bootWall *prometheus.HistogramVec
+	bootCPU  *prometheus.HistogramVec
+	warm     *prometheus.CounterVec
+	idle     *prometheus.GaugeVec
+	sources  [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
+}
+
+// callSources are the values of the warm counter's source label.
+var callSources = [3]string{"owner", "generic", "cold"}
+
+// call counts one one-shot call by where its container came from.
+func (m *metrics) call(source string) {
+	m.warm.WithLabelValues(source).Inc()
+	for i, s := range callSources {
+		if s == source {
+			m.sources[i].Add(1)
+		}
+	}
+}
+
+// WarmStats returns how many one-shot runner calls took their owner's
+// warm container ("owner"), a generic warm one ("generic") or a new one
+// ("cold") since the engine started.
+func (e *Engine) WarmStats() map[string]int64 {
+	out := map[string]int64{}
+	for i, s := range callSources {
+		out[s] = e.metrics.sources[i].Load()
+	}
+	return out
+}
+
+// newMetrics builds the series and registers them with reg (nil: none).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		bootWall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "airlock_sandbox_boot_seconds", Help: "Wall time from container create to controller ready.",
+			Buckets: []float64{0.25, 0.5, 1, 1.5, 2, 3, 5, 8, 13, 20},
+		}, []string{"kind"}),
+		bootCPU: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "airlock_sandbox_boot_cpu_seconds", Help: "CPU time a container used until its controller was ready (cgroup cpuacct).",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 8},
+		}, []string{"kind"}),
+		warm: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_sandbox_calls_total",
+			Help: "One-shot runner calls by where their container came from: owner (warm hit), generic (warm, new to the owner), cold (booted for the call).",
+		}, []string{"source"}),
+		idle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "airlock_sandbox_idle_containers", Help: "Idle warm containers: generic or owned.",
+		}, []string{"image", "kind"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle} {
+			_ = reg.Register(c)
+		}
+	}
+	return m
+}
+
+// boot records one container's start cost; cpu < 0 means unknown.
+func (m *metrics) boot(kind string, wall time.Duration, cpu float64) {
+	m.bootWall.WithLabelValues(kind).Observe(wall.Seconds())
+	if cpu >= 0 {
+		m.bootCPU.WithLabelValues(kind).Observe(cpu)
+	}
+}
