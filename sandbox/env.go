@@ -6,23 +6,15 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/secrets"
 )
 
 var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
-// secretWords mark a variable name as secret-looking.
-var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH", "SESSION", "COOKIE"}
-
-// LooksSecret reports whether an environment variable name suggests a secret.
-func LooksSecret(name string) bool {
-	up := strings.ToUpper(name)
-	for _, w := range secretWords {
-		if strings.Contains(up, w) {
-			return true
-		}
-	}
-	return false
-}
+// LooksSecret reports whether an environment variable name suggests a
+// secret; the word list is internal/secrets', shared with the redactors.
+func LooksSecret(name string) bool { return secrets.LooksSecret(name) }
 
 // baseEnv is what every container starts with; nothing comes from the host.
 func baseEnv(extra map[string]string) []string {

@@ -17,7 +17,7 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	eng, err := sf.engine(logger(stderr, false))
+	eng, err := sf.engine(logger(stderr, false), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -16,25 +17,49 @@ import (
 
 // sandboxFlags are the flags shared by commands that run a sandbox engine.
 type sandboxFlags struct {
-	pool    int
-	runtime string
-	python  string
-	shell   string
+	pool       int
+	poolMax    int
+	singleUse  bool
+	ownerIdle  time.Duration
+	warmMemory string
+	runtime    string
+	python     string
+	shell      string
 }
 
 // register adds the flags; pool is the default warm-pool size (long-lived
 // processes keep one, one-shot commands do not).
 func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", pool), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
+	fs.IntVar(&f.poolMax, "pool-max", envInt("AIRLOCK_POOL_MAX", 0), "most generic warm containers the demand-driven refill keeps per image (0: the default; env AIRLOCK_POOL_MAX)")
+	fs.BoolVar(&f.singleUse, "single-use", os.Getenv("AIRLOCK_SINGLE_USE") == "1", "one container per one-shot call, destroyed after it, instead of per-owner warm containers (env AIRLOCK_SINGLE_USE=1)")
+	fs.DurationVar(&f.ownerIdle, "owner-idle", 0, "how long an owner's idle warm container is kept before it is destroyed (0: the default, 2m)")
+	fs.StringVar(&f.warmMemory, "warm-memory", os.Getenv("AIRLOCK_WARM_MEMORY"), "memory budget of all warm containers together, e.g. 2g (default 2g; env AIRLOCK_WARM_MEMORY)")
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
 }
 
-// engine builds a sandbox engine from the flags.
-func (f *sandboxFlags) engine(log *slog.Logger) (*sandbox.Engine, error) {
+// engine builds a sandbox engine from the flags; its metrics go to reg
+// (nil: none).
+func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*sandbox.Engine, error) {
 	cfg := sandbox.DefaultConfig()
 	cfg.PoolSize = f.pool
+	cfg.SingleUse = f.singleUse
+	cfg.Metrics = reg
+	if f.poolMax > 0 {
+		cfg.PoolMax = f.poolMax
+	}
+	if f.ownerIdle > 0 {
+		cfg.OwnerIdle = f.ownerIdle
+	}
+	if f.warmMemory != "" {
+		n, err := units.RAMInBytes(f.warmMemory)
+		if err != nil {
+			return nil, fmt.Errorf("--warm-memory %q: %w", f.warmMemory, err)
+		}
+		cfg.WarmMemoryBudget = n
+	}
 	cfg.Runtime = f.runtime
 	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
 	dc, err := sandbox.NewDockerClient()

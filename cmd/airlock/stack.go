@@ -67,14 +67,14 @@ type stackEngine interface {
 }
 
 // engineFactory builds the worker's engine; tests pass a fake.
-type engineFactory func(log *slog.Logger) (stackEngine, error)
+type engineFactory func(log *slog.Logger, reg prometheus.Registerer) (stackEngine, error)
 
 // buildStack wires the graph on the real sandbox engine. Without Redis the
 // queue is in-process and a worker always runs here; with Redis a worker
 // runs here only when concurrency > 0, and pending approvals (the
 // dispatcher's held calls and the agent's) live in Redis next to the queue.
 func buildStack(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, error) {
-	return buildStackWith(ctx, f, log, func(log *slog.Logger) (stackEngine, error) { return f.engine(log) })
+	return buildStackWith(ctx, f, log, func(log *slog.Logger, reg prometheus.Registerer) (stackEngine, error) { return f.engine(log, reg) })
 }
 
 // buildStackWith is buildStack with the engine from newEngine.
@@ -103,7 +103,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		conc = 2
 	}
 	if conc > 0 {
-		eng, err := newEngine(log)
+		eng, err := newEngine(log, s.metrics)
 		if err != nil {
 			s.close()
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeEngine stands in for the sandbox engine: it answers every request
@@ -97,7 +98,7 @@ func checkChain(t *testing.T, st *stack, eng *fakeEngine) {
 func TestBuildStackInProcess(t *testing.T) {
 	eng := &fakeEngine{}
 	f := &stackFlags{queueName: "t"}
-	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger) (stackEngine, error) { return eng, nil })
+	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger, prometheus.Registerer) (stackEngine, error) { return eng, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestBuildStackRedis(t *testing.T) {
 	srv := redistest.Start(t, false)
 	eng := &fakeEngine{}
 	f := &stackFlags{redis: srv.URL(), queueName: "wire", concurrency: 1}
-	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger) (stackEngine, error) { return eng, nil })
+	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger, prometheus.Registerer) (stackEngine, error) { return eng, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestBuildStackRedis(t *testing.T) {
 func TestBuildStackNoWorker(t *testing.T) {
 	srv := redistest.Start(t, false)
 	f := &stackFlags{redis: srv.URL(), queueName: "nowork"}
-	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger) (stackEngine, error) {
+	st, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger, prometheus.Registerer) (stackEngine, error) {
 		t.Fatal("with --redis and --concurrency 0 no engine is built")
 		return nil, nil
 	})
@@ -149,7 +150,7 @@ func TestBuildStackNoWorker(t *testing.T) {
 
 func TestBuildStackEngineError(t *testing.T) {
 	f := &stackFlags{queueName: "t"}
-	_, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger) (stackEngine, error) {
+	_, err := buildStackWith(context.Background(), f, slog.New(slog.DiscardHandler), func(*slog.Logger, prometheus.Registerer) (stackEngine, error) {
 		return nil, errors.New("no docker here")
 	})
 	if err == nil || !strings.Contains(err.Error(), "no docker here") {
