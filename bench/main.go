@@ -7,7 +7,9 @@
 // 2 the warm pool in-process, 3 the job queue (Redis and in-process), 4 the
 // HTTP API under load, 5 MCP over streamable HTTP against the REST API, 6
 // one-shot calls at the paces users create (an agent's call a second,
-// back-to-back, concurrent clients, several owners). Variants are
+// back-to-back, concurrent clients, several owners), 7 tenancy (server RSS
+// under concurrent maximum-size uploads from two keys, and the server CPU
+// of a call returning the maximum number of artifacts). Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
 // quiet.go), section 6 deliberately does not.
 package main
@@ -54,6 +56,7 @@ func run() int {
 		{"4", "api", sectionAPI},
 		{"5", "mcp", sectionMCP},
 		{"6", "owners", sectionOwners},
+		{"7", "tenancy", sectionTenancy},
 	}
 	failed := 0
 	for _, s := range sections {
