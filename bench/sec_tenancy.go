@@ -16,12 +16,13 @@ import (
 	"github.com/airlock-dev/airlock/client"
 )
 
-// tenancyKeys are the two API keys (owners) of section 7's server.
-var tenancyKeys = []string{"bench-tenant-a", "bench-tenant-b"}
+// tenancyKeys are the two API keys (owners) of section 7's server
+// (keys of at least 16 characters, as the keys file requires).
+var tenancyKeys = []string{"bench7-tenant-a-key-0001", "bench7-tenant-b-key-0002"}
 
 // tenancyRounds is how many times each call of the artifact part runs
 // (interleaved); few, as each costs a cold container on a busy machine.
-const tenancyRounds = 3
+const tenancyRounds = 5
 
 // artifactSnippet writes 40 small files under outputs/ and shows one
 // matplotlib figure: more artifacts than one call may return.
@@ -189,13 +190,13 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 	// Empty the work folders (64 MiB tmpfs each) before the next round.
 	for k, ids := range sessions {
 		for _, id := range ids {
-			r, err := clients[k].CallSessionTool(ctx, id, client.ToolCall{Name: "execute_shell",
-				Arguments: map[string]any{"command": "rm -f /work/upload-*.bin"}})
+			r, err := clients[k].CallSessionTool(ctx, id, client.ToolCall{Name: "run_python",
+				Arguments: map[string]any{"code": "import glob, os\nfor p in glob.glob('/work/upload-*.bin'):\n    os.remove(p)"}})
 			if err != nil {
 				return nil, fmt.Errorf("clean session %s: %w", id, err)
 			}
 			if r.Result.Status != client.StatusOK {
-				return nil, fmt.Errorf("clean session %s: status %s: %s", id, r.Result.Status, r.Result.Stderr)
+				return nil, fmt.Errorf("clean session %s: status %s: %s %s", id, r.Result.Status, r.Result.Reason, r.Result.Stderr)
 			}
 		}
 	}
@@ -203,7 +204,7 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 		return nil, err
 	}
 	res.notes = append(res.notes,
-		"Status mix: HTTP status of each upload (429 with its error code); uploads start together, one goroutine each, the same body from one buffer in the bench.",
+		"Status mix: HTTP status of each upload (429 with its error code); uploads start together, one goroutine each, the same body from one buffer in the bench. A key may run MaxUploadsPerKey (4) uploads at once, 429 quota beyond, and the server MaxUploads (16), 429 busy beyond (api/README.md): 8 per key at once is over the first by design, hence the second row.",
 		"VmRSS sampled every 20 ms during the round; VmHWM is the kernel's high-water mark of the server process (the whole life of the process, so \"after\" never falls below \"before\"). The worker is embedded: its chunk handling counts here too.",
 		fmt.Sprintf("Upload i of a key goes to session i mod %d of that key, as `upload-<i div %d>.bin`; the work folders are emptied between rounds.", len(sessions[0]), len(sessions[0])))
 	return res, nil
@@ -213,12 +214,12 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 // call may keep against print(1), with the server's CPU time for each.
 func tenancyArtifacts(ctx context.Context, q *quieter, srv *server, c *client.Client) (*table, error) {
 	t := &table{title: "7b. Tenancy — a call returning the maximum number of artifacts (`POST /v1/tool-calls` run_python)",
-		head: []string{"call", "runs", "wall time p50 (max)", "server CPU per call (mean, min–max)", "artifacts returned / kept (with url)", "warnings"}}
+		head: []string{"call", "runs", "wall time p50 (max)", "server CPU per call, /proc stat ticks (mean, min–max)", "server CPU per call, schedstat (mean, min–max)", "artifacts returned / kept (with url)", "warnings"}}
 	type variant struct {
 		name, code, want string
 		wall             series
-		cpu              []time.Duration
-		arts, kept       int
+		cpu, sched       []time.Duration
+		arts, kept, imgs int
 		warnings         []string
 		fails            []string
 	}
@@ -236,10 +237,12 @@ func tenancyArtifacts(ctx context.Context, q *quieter, srv *server, c *client.Cl
 			if err != nil {
 				return nil, err
 			}
+			sched0 := procSchedNS(srv.pid())
 			start := time.Now()
 			res, err := c.CallTool(ctx, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": v.code}})
 			wall := time.Since(start)
 			cpu1, cerr := procCPU(srv.pid())
+			sched1 := procSchedNS(srv.pid())
 			if cerr != nil {
 				return nil, cerr
 			}
@@ -252,11 +255,15 @@ func tenancyArtifacts(ctx context.Context, q *quieter, srv *server, c *client.Cl
 			}
 			v.wall.add(wall)
 			v.cpu = append(v.cpu, cpu1-cpu0)
+			v.sched = append(v.sched, sched1-sched0)
 			v.arts = len(res.Result.Artifacts)
-			v.kept = 0
+			v.kept, v.imgs = 0, 0
 			for _, a := range res.Result.Artifacts {
 				if a.URL != "" {
 					v.kept++
+				}
+				if strings.HasPrefix(a.MIME, "image/") {
+					v.imgs++
 				}
 			}
 			v.warnings = res.Result.Warnings
@@ -265,15 +272,15 @@ func tenancyArtifacts(ctx context.Context, q *quieter, srv *server, c *client.Cl
 	for _, v := range vs {
 		warn := "—"
 		if len(v.warnings) > 0 {
-			warn = strings.Join(v.warnings, "; ")
+			warn = fmt.Sprintf("%d, first: `%s`; last: `%s`", len(v.warnings), v.warnings[0], v.warnings[len(v.warnings)-1])
 		}
-		t.row(v.name, strconv.Itoa(len(v.wall.d)), ms(v.wall.pct(50))+" ("+ms(v.wall.max())+")", cpuSummary(v.cpu),
-			fmt.Sprintf("%d / %d", v.arts, v.kept), warn)
+		t.row(v.name, strconv.Itoa(len(v.wall.d)), ms(v.wall.pct(50))+" ("+ms(v.wall.max())+")", cpuSummary(v.cpu), cpuSummary(v.sched),
+			fmt.Sprintf("%d / %d (%d image)", v.arts, v.kept, v.imgs), warn)
 		if len(v.fails) > 0 {
 			t.note("%s: %d failed calls (first: %s)", v.name, len(v.fails), v.fails[0])
 		}
 	}
-	t.note("Server CPU: utime+stime of the `airlock serve` process from /proc/<pid>/stat before and after the call (10 ms ticks; the embedded worker included, the container and dockerd not). The warm pool refilling after a call runs in the same process, so a call's figure includes what of that refill overlapped it.")
+	t.note("Server CPU: utime+stime of the `airlock serve` process from /proc/<pid>/stat before and after the call (10 ms ticks, so a call under 10 ms often reads 0), and the sum of the first field (ns on CPU) of /proc/<pid>/task/*/schedstat over its threads. The embedded worker is included, the container and dockerd are not. The warm pool refilling after a call runs in the same process, so a call's figure includes what of that refill overlapped it.")
 	t.note("Artifacts: the last run's result. The API caps a call at ArtifactMaxPerCall (32) and re-checks in Go; the sandbox engine's own default cap (MaxArtifacts, 10) applies first under `airlock serve`.")
 	return t, nil
 }
@@ -301,6 +308,28 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
 	return time.Duration(ut+st) * tick, nil
+}
+
+// procSchedNS returns the time pid's live threads have spent on a CPU,
+// from the first field of /proc/PID/task/*/schedstat (nanoseconds); 0
+// when unreadable. Threads that exited are not counted.
+func procSchedNS(pid int) time.Duration {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for _, p := range tasks {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(raw)); len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += n
+		}
+	}
+	return time.Duration(sum)
 }
 
 // cpuSummary renders CPU times as "40 ms (30–50 ms)".
