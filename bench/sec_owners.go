@@ -15,8 +15,9 @@ import (
 	"github.com/airlock-dev/airlock/client"
 )
 
-// ownerKeys are the API keys (owners) of section 5's server.
-var ownerKeys = []string{"bench-owner-a", "bench-owner-b", "bench-owner-c", "bench-owner-d"}
+// ownerKeys are the API keys (owners) of section 6's server (at least
+// 16 characters, as the keys file requires).
+var ownerKeys = []string{"bench-owner-a-key-0001", "bench-owner-b-key-0002", "bench-owner-c-key-0003", "bench-owner-d-key-0004"}
 
 // sectionOwners is issue 12's bench, through the HTTP API of a real
 // `airlock serve` with four keys: calls at an agent's pace (one a second,
