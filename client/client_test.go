@@ -155,7 +155,7 @@ func TestOneShotCallsAndArtifacts(t *testing.T) {
 func TestSessionLifecycle(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, airlockURL, keyAlice)
-	s, err := c.CreateSession(ctx, &client.Limits{MemoryBytes: 512 << 20})
+	s, err := c.CreateSession(ctx, &client.Limits{MemoryBytes: 128 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
