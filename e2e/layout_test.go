@@ -16,7 +16,7 @@ func TestLayoutNoDockerAboveSandbox(t *testing.T) {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
 		}
 		for _, dep := range strings.Fields(string(out)) {
-			if strings.HasPrefix(dep, "github.com/docker/") {
+			if strings.HasPrefix(dep, "github.com/docker/docker") {
 				t.Errorf("%s depends on %s", pkg, dep)
 				break
 			}
