@@ -51,6 +51,11 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	cfg := DefaultConfig()
 	cfg.ReapInterval = 0
 	cfg.Instance = "test-" + newID()
+	// AIRLOCK_TEST_PYTHON_IMAGE runs the tests on another python image
+	// (e.g. a content-hash tag matching this tree while :latest moves on).
+	if img := os.Getenv("AIRLOCK_TEST_PYTHON_IMAGE"); img != "" {
+		cfg.Images[core.Python] = img
+	}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -83,7 +83,7 @@ func TestResolveMount(t *testing.T) {
 	}
 	for p, want := range map[string]string{
 		"relative/dir":             "absolute",
-		filepath.Join(dir, "nope"): "no such file",
+		filepath.Join(dir, "nope"): "does not exist",
 		file:                       "not a directory",
 		"/":                        "host root",
 		"/var":                     "Docker socket",
@@ -91,8 +91,12 @@ func TestResolveMount(t *testing.T) {
 		"/sys":                     "system folder",
 		"/dev/shm":                 "system folder",
 	} {
-		if _, err := resolveMount(p); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("resolveMount(%q) = %v, want %q", p, err, want)
+		_, err := resolveMount(p)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("resolveMount(%q) = %v, want %q (core.ErrInvalid)", p, err, want)
+		}
+		if err != nil && p != "/" && strings.Contains(err.Error(), p) {
+			t.Errorf("resolveMount(%q) quotes the host path: %v", p, err)
 		}
 	}
 }
