@@ -227,3 +227,40 @@ func (b *box) uidForTest(e *Engine) int {
 	defer e.uids.mu.Unlock()
 	return e.uids.byCtr[b.id]
 }
+
+// TestMountinfoHostPaths pins what a sandbox's /proc/self/mountinfo still
+// tells about the host. The cgroup lines carry no container id (private
+// cgroup namespace). The input folder's host path appears exactly once, as
+// the root field of the /workspace line: a bind mount (also a Docker local
+// volume with o=bind) always shows the source's path within its
+// filesystem, so hiding it needs a fresh superblock (see doc.go). When that
+// is fixed this test must change to want 0.
+func TestMountinfoHostPaths(t *testing.T) {
+	e := newTestEngine(t, nil)
+	dir := filepath.Join(t.TempDir(), "hostname-marker-"+newID())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, e, core.Request{Language: core.Shell, Mount: dir, Code: "cat /proc/self/mountinfo; echo ===; cat /proc/self/cgroup"})
+	if r.Status != core.StatusOK {
+		t.Fatal(brief(r))
+	}
+	mountinfo, cgroup, _ := strings.Cut(r.Stdout, "===")
+	var ws []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		if strings.Contains(line, filepath.Base(dir)) {
+			ws = append(ws, line)
+		}
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], "/sys/fs/cgroup") && f[3] != "/" {
+			t.Errorf("cgroup mount shows a host cgroup path: %q", line)
+		}
+	}
+	if len(ws) != 1 || strings.Fields(ws[0])[4] != WorkspacePath || strings.Fields(ws[0])[3] != dir {
+		t.Fatalf("the input folder's host path should appear only as the /workspace root field, got %q", ws)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(cgroup), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) != 3 || parts[2] != "/" {
+			t.Errorf("/proc/self/cgroup shows a host path: %q", line)
+		}
+	}
+}
