@@ -264,3 +264,8 @@ func TestMountinfoHostPaths(t *testing.T) {
 		}
 	}
 }
+
+func atoiOr0(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

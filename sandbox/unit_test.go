@@ -268,7 +268,7 @@ func TestDirectExecWithFakeDocker(t *testing.T) {
 	if f.called("remove") != 1 {
 		t.Fatalf("container not removed: %v", f.calls)
 	}
-	if cfg.User != SandboxUser || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
+	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
 		t.Fatalf("config %+v", cfg)
 	}
 	if !strings.Contains(strings.Join(cfg.Env, " "), "TZ=UTC") || cfg.Labels[LabelManaged] != "true" {
