@@ -72,6 +72,9 @@ type Config struct {
 	// Instance labels this process's containers so a reaper can tell its own
 	// live ones from a crashed process's leftovers.
 	Instance string
+	// UIDRange is where each sandbox container's own uid comes from (issue
+	// 10), so per-uid kernel limits are not shared; zero means DefaultUIDRange.
+	UIDRange IDRange
 }
 
 // DefaultConfig returns conservative defaults.

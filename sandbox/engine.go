@@ -36,6 +36,8 @@ type Engine struct {
 	stopOnce sync.Once
 	metrics  *metrics
 	warmMem  atomic.Int64 // Limits.Memory summed over warm containers (idle or starting)
+	// uids gives each live container its own uid (issue 10, uid.go).
+	uids *uidAllocator
 }
 
 // New builds an Engine. It does not contact the daemon; call Ping or Reap
@@ -94,6 +96,11 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
 		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
+	// Issue 10: one uid per container from cfg.UIDRange (uid.go).
+	if e.cfg.UIDRange == (IDRange{}) {
+		e.cfg.UIDRange = DefaultUIDRange
+	}
+	e.uids = newUIDAllocator(e.cfg.UIDRange)
 	return e
 }
 
@@ -235,14 +242,20 @@ func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
 // createAttached creates a container and attaches to it before starting it,
 // so no output is missed. On failure nothing is left behind.
 func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, types.HijackedResponse, error) {
+	release, err := e.assignIdentity(&s)
+	if err != nil {
+		return "", types.HijackedResponse{}, err
+	}
 	cfg, host := s.build()
 	created, err := e.docker.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
+		release()
 		if errdefs.IsNotFound(err) {
 			return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
 		}
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, core.ErrUnavailable, err)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %s", s.Image, core.ErrUnavailable, scrubPath(err.Error(), s.Mount))
 	}
+	e.uids.bind(s.Identity.UID, created.ID)
 	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: s.Stdin, Stdout: true, Stderr: true})
 	if err != nil {
 		e.destroy(created.ID, nil)
@@ -250,7 +263,7 @@ func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, t
 	}
 	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		e.destroy(created.ID, &hj)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %s", short(created.ID), core.ErrUnavailable, scrubPath(err.Error(), s.Mount))
 	}
 	return created.ID, hj, nil
 }
@@ -272,6 +285,7 @@ func (e *Engine) removeNow(id string) {
 		err := e.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		cancel()
 		if err == nil || errdefs.IsNotFound(err) {
+			e.uids.removed(id)
 			return
 		}
 		if !errdefs.IsConflict(err) {

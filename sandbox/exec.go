@@ -46,6 +46,10 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 	if c.mount, err = resolveMount(req.Mount); err != nil {
 		return reject("%v", err)
 	}
+	// Issue 10: a private input folder is readable in the sandbox or refused.
+	if _, err := inputIdentity(c.mount); err != nil {
+		return reject("%v", err)
+	}
 	if err := checkEnv(req.Env, e.cfg.EnvAllow, e.cfg.SecretEnvAllow); err != nil {
 		return checked{}, nil, core.E("sandbox.check", core.ErrInvalid, err)
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,11 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(len(r.Devices) == 0 && len(h.Binds) == 0, "devices and binds", h.Binds)
 	check(h.LogConfig.Type == "json-file" && h.LogConfig.Config["max-size"] != "", "bounded logs", h.LogConfig)
 	check(h.Tmpfs["/tmp"] != "" && strings.Contains(h.Tmpfs["/work"], "size="), "tmpfs", h.Tmpfs)
-	check(cfg.User == SandboxUser, "user", cfg.User)
+	uid := strconv.Itoa(ss.box.uidForTest(e))
+	check(cfg.User == uid+":"+uid && cfg.Labels[LabelUID] == uid && DefaultUIDRange.contains(ss.box.uidForTest(e)), "own uid from the range", cfg.User)
+	check(strings.Contains(h.Tmpfs["/work"], ",uid="+uid+",gid="+uid) && strings.Contains(h.Tmpfs["/tmp"], ",uid="+uid), "tmpfs owned by the container's uid", h.Tmpfs)
+	check(h.OomScoreAdj == SandboxOOMScoreAdj && h.OomScoreAdj > 0, "oom score adj", h.OomScoreAdj)
+	check(h.ShmSize == MaxShmBytes, "/dev/shm capped", h.ShmSize)
 	check(len(h.Mounts) == 1 && h.Mounts[0].ReadOnly && h.Mounts[0].Target == WorkspacePath, "read-only workspace", h.Mounts)
 	for _, m := range c.Mounts {
 		check(!strings.Contains(m.Source, "docker.sock"), "docker socket never mounted", m.Source)

@@ -271,7 +271,8 @@ except OSError as e:
 					t.Fatalf("non-zero capability set %q", c[0])
 				}
 			}
-			if strings.Contains(r.Stdout, "uid=0\n") || !strings.Contains(r.Stdout, "uid=10001") {
+			uid := regexp.MustCompile(`uid=(\d+)`).FindStringSubmatch(r.Stdout + "uid=0")
+			if n, _ := strconv.Atoi(uid[1]); !DefaultUIDRange.contains(n) {
 				t.Fatalf("wrong uid: %q", r.Stdout)
 			}
 			if !regexp.MustCompile(`NoNewPrivs:\s*1`).MatchString(r.Stdout) {

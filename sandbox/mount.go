@@ -1,9 +1,12 @@
 package sandbox
 
 import (
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // WorkspacePath is where a request's host folder appears, read-only.
@@ -18,31 +21,39 @@ func resolveMount(p string) (string, error) {
 	if p == "" {
 		return "", nil
 	}
+	// Messages name "the input folder", never its host path: a client names
+	// inputs by name, and the path would tell it about the host's layout.
+	refuse := func(why string) (string, error) {
+		return "", core.Errorf("", core.ErrInvalid, "the input folder "+why)
+	}
 	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("mount %q: path must be absolute", p)
+		return refuse("is not an absolute path")
 	}
 	real, err := filepath.EvalSymlinks(filepath.Clean(p))
 	if err != nil {
-		return "", fmt.Errorf("mount %q: %w", p, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return refuse("does not exist")
+		}
+		return refuse("cannot be resolved: " + errnoText(err))
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("mount %q: %w", p, err)
+		return refuse("cannot be examined: " + errnoText(err))
 	}
 	if !st.IsDir() {
-		return "", fmt.Errorf("mount %q: not a directory", p)
+		return refuse("is not a directory")
 	}
 	if real == "/" {
-		return "", fmt.Errorf("mount %q: the host root cannot be mounted", p)
+		return refuse("is the host root, which cannot be mounted")
 	}
 	for _, sys := range []string{"/proc", "/sys", "/dev", "/run", "/var/run"} {
 		if rel, err := filepath.Rel(sys, real); err == nil && filepath.IsLocal(rel) || real == sys {
-			return "", fmt.Errorf("mount %q: system folder %s cannot be mounted", p, sys)
+			return refuse("is a system folder, which cannot be mounted")
 		}
 	}
 	for _, s := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
 		if rel, err := filepath.Rel(real, s); err == nil && filepath.IsLocal(rel) {
-			return "", fmt.Errorf("mount %q: contains the Docker socket", p)
+			return refuse("contains the Docker socket, so it cannot be mounted")
 		}
 	}
 	return real, nil

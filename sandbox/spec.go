@@ -41,6 +41,9 @@ type containerSpec struct {
 	// (StdinOnce: the dead man's switch) and a stopped container removes
 	// itself (AutoRemove).
 	Controller bool
+	// Identity is the uid:gid the container runs as (issue 10: one uid per
+	// container, or an input folder's owner); zero means SandboxUser.
+	Identity identity
 }
 
 // build turns a spec into the Docker create payloads. Every isolation
@@ -108,6 +111,8 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate, NonRecursive: true},
 		}}
 	}
+	// Issue 10: per-container uid, OomScoreAdj, capped /dev/shm (tenant.go).
+	s.isolateTenant(cfg, host)
 	return cfg, host
 }
 

@@ -84,7 +84,7 @@ func TestResolveMount(t *testing.T) {
 	}
 	for p, want := range map[string]string{
 		"relative/dir":             "absolute",
-		filepath.Join(dir, "nope"): "no such file",
+		filepath.Join(dir, "nope"): "does not exist",
 		file:                       "not a directory",
 		"/":                        "host root",
 		"/var":                     "Docker socket",
@@ -92,8 +92,12 @@ func TestResolveMount(t *testing.T) {
 		"/sys":                     "system folder",
 		"/dev/shm":                 "system folder",
 	} {
-		if _, err := resolveMount(p); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("resolveMount(%q) = %v, want %q", p, err, want)
+		_, err := resolveMount(p)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("resolveMount(%q) = %v, want %q (core.ErrInvalid)", p, err, want)
+		}
+		if err != nil && p != "/" && strings.Contains(err.Error(), p) {
+			t.Errorf("resolveMount(%q) quotes the host path: %v", p, err)
 		}
 	}
 }
@@ -314,7 +318,7 @@ func TestDirectExecWithFakeDocker(t *testing.T) {
 	if f.called("remove") != 1 {
 		t.Fatalf("container not removed: %v", f.calls)
 	}
-	if cfg.User != SandboxUser || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
+	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
 		t.Fatalf("config %+v", cfg)
 	}
 	if !strings.Contains(strings.Join(cfg.Env, " "), "TZ=UTC") || cfg.Labels[LabelManaged] != "true" {
