@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"strings"
 
@@ -127,4 +128,40 @@ func ExampleClient_FollowRun() {
 	// true final_answer
 	// true run_finished
 	// done Paris
+}
+
+func ExampleClient_CallToolStream() {
+	ctx := context.Background()
+	c, err := client.New(airlockURL, client.WithAPIKey(airlockKey))
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := c.CallToolStream(ctx, client.ToolCall{Name: "run_python",
+		Arguments: map[string]any{"code": "import time\nfor i in range(3): print(i); time.sleep(0.2)"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break // the result has arrived
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		if ev.Kind == client.CallStdout {
+			fmt.Printf("live: %q\n", ev.Text)
+		}
+	}
+	res, err := s.Result()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Result.Status)
+	// Output:
+	// live: "0\n"
+	// live: "1\n"
+	// live: "2\n"
+	// ok
 }

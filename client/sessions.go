@@ -9,12 +9,17 @@ import (
 
 // CreateSession opens a session: one sandbox that keeps state between
 // calls until DeleteSession or its idle timeout (POST /v1/sessions).
-// limits may be nil.
+// limits may be nil. CreateSessionWith takes the other options.
 func (c *Client) CreateSession(ctx context.Context, limits *Limits) (*Session, error) {
+	return c.CreateSessionWith(ctx, SessionOptions{Limits: limits})
+}
+
+// CreateSessionWith opens a session with opts (POST /v1/sessions), e.g.
+// with Background set; a key whose policy does not allow background
+// processes gets an *APIError with CodeBadRequest.
+func (c *Client) CreateSessionWith(ctx context.Context, opts SessionOptions) (*Session, error) {
 	r := &request{method: http.MethodPost, path: "/v1/sessions"}
-	if err := r.jsonBody(struct {
-		Limits *Limits `json:"limits,omitempty"`
-	}{limits}); err != nil {
+	if err := r.jsonBody(opts); err != nil {
 		return nil, err
 	}
 	var s Session
@@ -29,6 +34,50 @@ func (c *Client) CreateSession(ctx context.Context, limits *Limits) (*Session, e
 func (c *Client) GetSession(ctx context.Context, id string) (*Session, error) {
 	var s Session
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/sessions/" + seg(id)}, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListSessions returns the caller's open sessions, oldest first, each
+// with its live state and resource use (GET /v1/sessions). Sessions of
+// other API keys are never listed.
+func (c *Client) ListSessions(ctx context.Context) ([]Session, error) {
+	var out struct {
+		Sessions []Session `json:"sessions"`
+	}
+	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/sessions"}, &out); err != nil {
+		return nil, err
+	}
+	return out.Sessions, nil
+}
+
+// InterruptSession raises KeyboardInterrupt in the call session id is
+// running (POST /v1/sessions/{id}/interrupt) and reports whether one was
+// running. The interrupted call ends as an error result; the session
+// keeps its variables and files.
+func (c *Client) InterruptSession(ctx context.Context, id string) (bool, error) {
+	if id == "" {
+		return false, fmt.Errorf("airlock client: InterruptSession: empty session id")
+	}
+	var out struct {
+		Interrupted bool `json:"interrupted"`
+	}
+	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/sessions/" + seg(id) + "/interrupt"}, &out); err != nil {
+		return false, err
+	}
+	return out.Interrupted, nil
+}
+
+// RestartSession replaces the Python process of session id (POST
+// /v1/sessions/{id}/restart): its variables are gone, its files are
+// kept. It returns the session's record.
+func (c *Client) RestartSession(ctx context.Context, id string) (*Session, error) {
+	if id == "" {
+		return nil, fmt.Errorf("airlock client: RestartSession: empty session id")
+	}
+	var s Session
+	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/sessions/" + seg(id) + "/restart"}, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

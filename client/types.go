@@ -137,6 +137,39 @@ type ToolResult struct {
 	Artifacts     []Artifact        `json:"artifacts"`
 	SessionID     string            `json:"session_id,omitempty"`
 	SessionEnded  bool              `json:"session_ended,omitempty"`
+	// Error is the exception the code raised (Python), if any.
+	Error *ExecError `json:"error,omitempty"`
+	// ExecutionCount numbers the calls of a Python session (1, 2, ...).
+	ExecutionCount int `json:"execution_count,omitempty"`
+	// Display holds the rich outputs: the last expression's value and
+	// display() calls, each a MIME bundle.
+	Display []Display `json:"display,omitempty"`
+	// Dropped counts output bytes left out of Stdout and Stderr (the
+	// middle of a stream past its cap); nil when nothing was dropped.
+	Dropped *Dropped `json:"dropped,omitempty"`
+	// KernelRestarted says the session's Python process died during the
+	// call and was replaced: variables are gone, files are kept.
+	KernelRestarted bool `json:"kernel_restarted,omitempty"`
+}
+
+// ExecError is an exception the user's code raised: its class name, its
+// message and the formatted traceback lines.
+type ExecError struct {
+	Name      string   `json:"name"`
+	Value     string   `json:"value"`
+	Traceback []string `json:"traceback"`
+}
+
+// Display is one rich output: a MIME bundle keyed by media type
+// ("text/plain", "text/html", "image/png" as base64, ...).
+type Display struct {
+	Data map[string]string `json:"data"`
+}
+
+// Dropped counts the output bytes left out of a result's streams.
+type Dropped struct {
+	Stdout int64 `json:"stdout"`
+	Stderr int64 `json:"stderr"`
 }
 
 // ToolCallResponse is the answer of a tool call: the message for the model
@@ -153,6 +186,43 @@ type Session struct {
 	LastUsed time.Time `json:"last_used"`
 	// ExpiresAt is when the session ends unless it is used again.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Background says whether processes its calls start may outlive the
+	// calls (asked for at creation; the key's policy must allow it).
+	Background bool `json:"background"`
+	// The fields below are filled by GetSession, ListSessions and
+	// RestartSession, not by CreateSession.
+
+	// CreatedAt and LastUsedAt repeat Created and LastUsed.
+	CreatedAt  time.Time `json:"created_at,omitzero"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+	// AgeSeconds is how long the session has existed.
+	AgeSeconds float64 `json:"age_seconds,omitempty"`
+	// State is SessionIdle, SessionBusy or SessionUnknown (the sandbox did
+	// not answer in time; the live fields are then nil).
+	State string `json:"state,omitempty"`
+	// ExecutionCount is the number of calls the session has run.
+	ExecutionCount *int `json:"execution_count,omitempty"`
+	// CPUMS is the CPU time the session's sandbox has used, in milliseconds.
+	CPUMS *float64 `json:"cpu_ms,omitempty"`
+	// MemBytes is the sandbox's current memory use.
+	MemBytes *int64 `json:"mem_bytes,omitempty"`
+}
+
+// Session states (Session.State).
+const (
+	SessionIdle    = "idle"
+	SessionBusy    = "busy"
+	SessionUnknown = "unknown"
+)
+
+// SessionOptions configure a new session; the zero value takes the
+// server's defaults.
+type SessionOptions struct {
+	// Limits lower the server's defaults for the session; nil keeps them.
+	Limits *Limits `json:"limits,omitempty"`
+	// Background lets processes the session's calls start keep running
+	// after each call returns; the key's policy must allow it (else 400).
+	Background bool `json:"background,omitempty"`
 }
 
 // FileWritten is the answer of a file upload.

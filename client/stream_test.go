@@ -1,0 +1,137 @@
+package client_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+)
+
+// streamed is what a test read from a CallStream: the events with the
+// time each arrived, and the result with its time.
+type streamed struct {
+	events []client.CallEvent
+	at     []time.Time
+	res    *client.ToolCallResponse
+	resAt  time.Time
+}
+
+// readStream reads s to its end; it fails t on any error.
+func readStream(t *testing.T, s *client.CallStream) streamed {
+	t.Helper()
+	defer s.Close()
+	var out streamed
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next after %d events: %v", len(out.events), err)
+		}
+		out.events, out.at = append(out.events, ev), append(out.at, time.Now())
+	}
+	res, err := s.Result()
+	if err != nil || res == nil {
+		t.Fatalf("Result: %+v %v", res, err)
+	}
+	out.res, out.resAt = res, time.Now()
+	return out
+}
+
+// comparable zeroes the fields of r that differ from one run to the next.
+func comparable(r client.ToolCallResponse) client.ToolCallResponse {
+	r.Result.DurationMS = 0
+	return r
+}
+
+func TestCallToolStream(t *testing.T) {
+	ctx := testCtx(t)
+	c := newClient(t, airlockURL, keyAlice)
+	code := "import time\nfor i in range(3): print(i); time.sleep(0.5)"
+	call := client.ToolCall{ID: "call_stream1", Name: "run_python", Arguments: map[string]any{"code": code}}
+	s, err := c.CallToolStream(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readStream(t, s)
+	var text strings.Builder
+	for i, ev := range got.events {
+		if ev.Kind != client.CallStdout {
+			t.Fatalf("event %d: %+v, want only stdout", i, ev)
+		}
+		text.WriteString(ev.Text)
+	}
+	if text.String() != "0\n1\n2\n" || len(got.events) < 2 {
+		t.Fatalf("stdout events %+v, want 0 1 2 in at least two pieces", got.events)
+	}
+	// The first line came while the code still slept: well before the end.
+	if lead := got.resAt.Sub(got.at[0]); lead < 700*time.Millisecond {
+		t.Fatalf("first stdout event only %v before the result: not streamed", lead)
+	}
+	if got.res.Result.Status != client.StatusOK || got.res.Result.Stdout != "0\n1\n2\n" || got.res.Message.ToolCallID != "call_stream1" {
+		t.Fatalf("result %+v", got.res)
+	}
+	plain, err := c.CallTool(ctx, call)
+	mustOK(t, plain, err)
+	if a, b := comparable(*got.res), comparable(*plain); !reflect.DeepEqual(a, b) {
+		t.Fatalf("streamed result differs from the JSON answer:\nstream %+v\njson   %+v", a, b)
+	}
+}
+
+func TestCallSessionToolStream(t *testing.T) {
+	ctx := testCtx(t)
+	c := newClient(t, airlockURL, keyAlice)
+	sess, err := c.CreateSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeleteSession(ctx, sess.ID) })
+	code := "import sys\nprint('out')\nprint('err', file=sys.stderr)\nx = 41\nx + 1"
+	s, err := c.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readStream(t, s)
+	kinds := map[string]string{}
+	for _, ev := range got.events {
+		switch ev.Kind {
+		case client.CallStdout, client.CallStderr:
+			kinds[ev.Kind] += ev.Text
+		case client.CallDisplay:
+			kinds[ev.Kind] += ev.Data["text/plain"]
+		}
+	}
+	want := map[string]string{client.CallStdout: "out\n", client.CallStderr: "err\n", client.CallDisplay: "42"}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("events %+v, want %v", got.events, want)
+	}
+	r := got.res.Result
+	if r.Status != client.StatusOK || r.SessionID != sess.ID || r.ExecutionCount != 1 ||
+		len(r.Display) != 1 || r.Display[0].Data["text/plain"] != "42" {
+		t.Fatalf("result %+v", r)
+	}
+	// An exception is a result with the error's name, value and traceback.
+	s, err = c.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1/0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = readStream(t, s).res.Result
+	if r.Status != client.StatusError || r.Error == nil || r.Error.Name != "ZeroDivisionError" ||
+		len(r.Error.Traceback) == 0 || r.ExecutionCount != 2 {
+		t.Fatalf("error result %+v (error %+v)", r, r.Error)
+	}
+	// A refused request is an *APIError before any event.
+	bob := newClient(t, airlockURL, keyBob)
+	_, err = bob.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}})
+	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	_, err = c.CallToolStream(ctx, client.ToolCall{Name: "no_such_tool", Arguments: map[string]any{}})
+	if err == nil {
+		t.Fatal("unknown tool: no error")
+	}
+}
