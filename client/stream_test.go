@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +45,13 @@ func readStream(t *testing.T, s *client.CallStream) streamed {
 	return out
 }
 
+// msDuration is the call's duration in a tool message.
+var msDuration = regexp.MustCompile(`[0-9]+ ms`)
+
 // comparable zeroes the fields of r that differ from one run to the next.
 func comparable(r client.ToolCallResponse) client.ToolCallResponse {
 	r.Result.DurationMS = 0
+	r.Message.Content = msDuration.ReplaceAllString(r.Message.Content, "N ms")
 	return r
 }
 
@@ -107,11 +112,11 @@ func TestCallSessionToolStream(t *testing.T) {
 			kinds[ev.Kind] += ev.Data["text/plain"]
 		}
 	}
-	want := map[string]string{client.CallStdout: "out\n", client.CallStderr: "err\n", client.CallDisplay: "42"}
-	if !reflect.DeepEqual(kinds, want) {
+	r := got.res.Result
+	want := map[string]string{client.CallStdout: r.Stdout, client.CallStderr: "err\n", client.CallDisplay: "42"}
+	if !reflect.DeepEqual(kinds, want) || !strings.HasPrefix(r.Stdout, "out\n") || r.Stderr != "err\n" {
 		t.Fatalf("events %+v, want %v", got.events, want)
 	}
-	r := got.res.Result
 	if r.Status != client.StatusOK || r.SessionID != sess.ID || r.ExecutionCount != 1 ||
 		len(r.Display) != 1 || r.Display[0].Data["text/plain"] != "42" {
 		t.Fatalf("result %+v", r)
@@ -130,8 +135,46 @@ func TestCallSessionToolStream(t *testing.T) {
 	bob := newClient(t, airlockURL, keyBob)
 	_, err = bob.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}})
 	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
-	_, err = c.CallToolStream(ctx, client.ToolCall{Name: "no_such_tool", Arguments: map[string]any{}})
-	if err == nil {
-		t.Fatal("unknown tool: no error")
+	// A call of a tool that does not exist is a result, as without streaming.
+	s, err = c.CallToolStream(ctx, client.ToolCall{Name: "no_such_tool", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if r := readStream(t, s).res.Result; r.Status != client.StatusRejected {
+		t.Fatalf("unknown tool: %+v", r)
+	}
+}
+
+func TestCallStreamErrorEvent(t *testing.T) {
+	ctx := testCtx(t)
+	c := newClient(t, airlockURL, keyAlice)
+	sess, err := c.CreateSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python",
+		Arguments: map[string]any{"code": "import time\nprint('started', flush=True)\ntime.sleep(30)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ev, err := s.Next(); err != nil || ev.Text != "started\n" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	// The session closes under the running call: the stream ends with an
+	// "error" event, an *APIError from Next and Result.
+	if err := c.DeleteSession(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result()
+	var ae *client.APIError
+	if !errors.As(err, &ae) || res != nil || ae.StatusCode < 400 || ae.Code == "" || ae.Method != http.MethodPost ||
+		ae.Path != "/v1/sessions/"+sess.ID+"/tool-calls" {
+		t.Fatalf("result %+v, error %v (%+v)", res, err, ae)
+	}
+	if _, err := s.Next(); !errors.Is(err, ae) {
+		t.Fatalf("Next after the error event: %v, want the same error", err)
+	}
+	t.Logf("error event: %v", ae)
+
 }
