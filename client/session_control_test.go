@@ -2,9 +2,12 @@ package client_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/client"
 )
 
@@ -149,5 +152,34 @@ func TestBackgroundNeedsPolicy(t *testing.T) {
 	ae := apiError(t, err, http.StatusBadRequest, client.CodeBadRequest)
 	if ae.Details["policy"] != "background" {
 		t.Fatalf("details %v", ae.Details)
+	}
+
+	// A key whose policy allows it gets a background session, and every
+	// route says so.
+	keys := filepath.Join(t.TempDir(), "keys")
+	const keyCarol = "carol-client-key-0123456789a"
+	if err := os.WriteFile(keys, []byte("carol:"+keyCarol+" background=true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := api.LoadKeys(keys, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := newClient(t, serve(t, func(c *api.Config) { c.Keys = ks }), keyCarol)
+	s, err := carol.CreateSessionWith(ctx, client.SessionOptions{Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = carol.DeleteSession(ctx, s.ID) })
+	got, err := carol.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := carol.ListSessions(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if !s.Background || !got.Background || !list[0].Background {
+		t.Fatalf("background: create %v, get %v, list %v", s.Background, got.Background, list[0].Background)
 	}
 }
