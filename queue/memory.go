@@ -359,7 +359,9 @@ func popLive(s *[]*memJob) *memJob {
 // run executes one job and records its outcome.
 func (w *memWorker) run(hctx context.Context, mj *memJob) {
 	q := w.q
+	q.mu.Lock() // a caller's abort may drop mj.job.Payload meanwhile
 	j := mj.job
+	q.mu.Unlock()
 	q.m.wait.Observe(time.Since(j.EnqueuedAt).Seconds())
 	if j.Attempt > 1 {
 		q.m.retries.Inc()
