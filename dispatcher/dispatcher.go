@@ -315,47 +315,40 @@ func mapSandboxStatus(s core.Status) Status {
 	return StatusInternal
 }
 
-// lowerLimits returns a with each field lowered to b's where b is set and smaller.
+// lowerLimits returns a with each field lowered to b's where b is set and
+// smaller (an unset field of a takes b's).
 func lowerLimits(a, b core.Limits) core.Limits {
-	low64 := func(x, y int64) int64 {
-		if y > 0 && (x == 0 || y < x) {
-			return y
-		}
-		return x
-	}
-	a.Memory = low64(a.Memory, b.Memory)
-	a.Pids = low64(a.Pids, b.Pids)
-	a.TmpfsBytes = low64(a.TmpfsBytes, b.TmpfsBytes)
-	a.NoFile = low64(a.NoFile, b.NoFile)
-	a.FileSize = low64(a.FileSize, b.FileSize)
-	a.Timeout = time.Duration(low64(int64(a.Timeout), int64(b.Timeout)))
-	a.OutputBytes = int(low64(int64(a.OutputBytes), int64(b.OutputBytes)))
-	if b.CPUs > 0 && (a.CPUs == 0 || b.CPUs < a.CPUs) {
-		a.CPUs = b.CPUs
-	}
-	return a
+	return mergeLimits(a, b, func(x, y float64) bool { return y > 0 && (x == 0 || y < x) })
 }
 
 // capLimits lowers each set field of l to c's where c is set: a call's
-// limits can only go down from the ceiling.
+// limits can only go down from the ceiling (an unset field stays unset).
 func capLimits(l, c core.Limits) core.Limits {
-	low := func(x, y int64) int64 {
-		if x > 0 && y > 0 && x > y {
-			return y
+	return mergeLimits(l, c, func(x, y float64) bool { return x > 0 && y > 0 && x > y })
+}
+
+// mergeLimits sets each field of a to b's where take says so.
+func mergeLimits(a, b core.Limits, take func(x, y float64) bool) core.Limits {
+	i64 := func(x *int64, y int64) {
+		if take(float64(*x), float64(y)) {
+			*x = y
 		}
-		return x
 	}
-	l.Memory = low(l.Memory, c.Memory)
-	l.Pids = low(l.Pids, c.Pids)
-	l.TmpfsBytes = low(l.TmpfsBytes, c.TmpfsBytes)
-	l.NoFile = low(l.NoFile, c.NoFile)
-	l.FileSize = low(l.FileSize, c.FileSize)
-	l.Timeout = time.Duration(low(int64(l.Timeout), int64(c.Timeout)))
-	l.OutputBytes = int(low(int64(l.OutputBytes), int64(c.OutputBytes)))
-	if l.CPUs > 0 && c.CPUs > 0 && l.CPUs > c.CPUs {
-		l.CPUs = c.CPUs
+	i64(&a.Memory, b.Memory)
+	i64(&a.Pids, b.Pids)
+	i64(&a.TmpfsBytes, b.TmpfsBytes)
+	i64(&a.NoFile, b.NoFile)
+	i64(&a.FileSize, b.FileSize)
+	if take(float64(a.Timeout), float64(b.Timeout)) {
+		a.Timeout = b.Timeout
 	}
-	return l
+	if take(float64(a.OutputBytes), float64(b.OutputBytes)) {
+		a.OutputBytes = b.OutputBytes
+	}
+	if take(a.CPUs, b.CPUs) {
+		a.CPUs = b.CPUs
+	}
+	return a
 }
 
 // overLimits returns base with each field set in over replaced by it.
