@@ -83,7 +83,23 @@ type Request struct {
 	Offset int64 `json:"offset,omitempty"`
 	// Length bounds the bytes OpFileGet returns (0: the server maximum).
 	Length int64 `json:"length,omitempty"`
+	// Lane is the queue lane the call waits in: LaneInteractive ("") or
+	// LaneBatch, which workers serve only when no interactive call waits.
+	Lane Lane `json:"lane,omitempty"`
+	// IdempotencyKey, when set, makes the execution at most once per owner
+	// and key: a second submission with the same key attaches to the first
+	// one's job and gets its result instead of running again.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// Lane is a queue lane: interactive calls go before batch items.
+type Lane string
+
+// The lanes.
+const (
+	LaneInteractive Lane = ""
+	LaneBatch       Lane = "batch"
+)
 
 // ExecError is an exception the code raised, as structured data.
 type ExecError struct {

@@ -242,6 +242,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		req.Mount = call.Mount
 	}
 	req.Background = req.Background || call.Background
+	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, overLimits(d.cfg.Ceiling, call.Ceiling)))
 	if d.exec == nil {
 		return platformResult(ErrNoExecutor, tool), "failed"

@@ -31,6 +31,12 @@ type Call struct {
 	// allowed; it travels as core.Request.Background.
 	Background bool   `json:"background,omitempty"`
 	Caller     string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	// Lane and IdempotencyKey travel as core.Request.Lane and
+	// core.Request.IdempotencyKey (set by the transport: batch items use
+	// core.LaneBatch; the API keys a tool call by its Idempotency-Key
+	// header or call id).
+	Lane           core.Lane `json:"lane,omitempty"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the
