@@ -3,10 +3,13 @@ package state_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,4 +179,104 @@ func TestBoltLockedByAnotherProcess(t *testing.T) {
 		t.Fatalf("child took %v to fail", took)
 	}
 	t.Logf("second process: %s", strings.TrimSpace(string(out)))
+}
+
+// TestBoltCloseWakesRange checks that Close ends a waiting Range with
+// ErrUnavailable instead of leaving it until its wait runs out.
+func TestBoltCloseWakesRange(t *testing.T) {
+	t.Parallel()
+	b := openBolt(t, t.TempDir())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Range(context.Background(), state.Key{Kind: "run", ID: "r"}, 0, 0, time.Minute)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, state.ErrUnavailable) {
+			t.Fatalf("Range after Close = %v; want ErrUnavailable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake the waiting Range")
+	}
+}
+
+// TestBoltKill9 kills a child process (this test binary) with SIGKILL
+// while it appends and writes records as fast as it can, then opens the
+// file: it opens at once (the lock died with the process), and what is
+// there is consistent: a dense log from 1, and the record's version equal
+// to its value (both written in one transaction).
+func TestBoltKill9(t *testing.T) {
+	if p := os.Getenv("STATE_TEST_BOLT_WRITER"); p != "" {
+		b, err := state.OpenBolt(p)
+		if err != nil {
+			os.Exit(5)
+		}
+		k := state.Key{Kind: "run", Owner: "alice", ID: "r"}
+		for i := int64(1); ; i++ {
+			if _, err := b.Append(context.Background(), k, []byte("ev"), 0, 0); err != nil {
+				os.Exit(6)
+			}
+			cond := i - 1
+			if i == 1 {
+				cond = -1 // create
+			}
+			if _, err := b.Put(context.Background(), k, []byte(strconv.FormatInt(i, 10)), state.PutOptions{IfVersion: cond}); err != nil {
+				os.Exit(7)
+			}
+			if i == 20 {
+				os.Stdout.WriteString("READY\n")
+			}
+		}
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kill.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBoltKill9$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "STATE_TEST_BOLT_WRITER="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "READY\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("writer did not start: %q, %v", buf, err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	start := time.Now()
+	b := openBolt(t, path)
+	defer b.Close()
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Fatalf("reopen after kill -9 took %v", d)
+	}
+	k := state.Key{Kind: "run", Owner: "alice", ID: "r"}
+	es, err := b.Range(bctx(t), k, 0, 0, 0)
+	if err != nil || len(es) < 20 {
+		t.Fatalf("log after kill -9: %d entries, %v", len(es), err)
+	}
+	for i, e := range es {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d has seq %d", i, e.Seq)
+		}
+	}
+	it, err := b.Get(bctx(t), k)
+	if err != nil || string(it.Value) != strconv.FormatInt(it.Version, 10) {
+		t.Fatalf("record after kill -9: %+v, %v", it, err)
+	}
+	if n := int64(len(es)); it.Version != n && it.Version != n-1 {
+		t.Fatalf("record version %d with %d log entries", it.Version, n)
+	}
+	t.Logf("after kill -9: %d log entries, record version %d", len(es), it.Version)
 }

@@ -159,3 +159,123 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// TestRedisTwoReplicas uses two stores on two separate clients, as two
+// serve replicas would: a record written through one is read, CASed and
+// deleted through the other, and a Range waiting on one is woken by an
+// Append through the other.
+func TestRedisTwoReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, false)
+	a := state.NewRedis(srv.Client(t), "rep:")
+	b := state.NewRedis(srv.Client(t), "rep:")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	k := state.Key{Kind: "session", Owner: "alice", ID: "s1"}
+	if _, err := a.Put(ctx, k, []byte("from a"), state.PutOptions{IfVersion: -1}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := b.Get(ctx, k)
+	if err != nil || string(it.Value) != "from a" {
+		t.Fatalf("b reads %+v, %v", it, err)
+	}
+	if _, err := b.Put(ctx, k, []byte("from b"), state.PutOptions{IfVersion: it.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Put(ctx, k, []byte("stale a"), state.PutOptions{IfVersion: it.Version}); !errors.Is(err, state.ErrConflict) {
+		t.Fatalf("stale CAS through a = %v; want conflict", err)
+	}
+	done := make(chan []state.Entry, 1)
+	go func() {
+		es, _ := b.Range(ctx, k, 0, 0, 10*time.Second)
+		done <- es
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := a.Append(ctx, k, []byte("ev1"), 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case es := <-done:
+		if len(es) != 1 || es[0].Seq != 1 || string(es[0].Data) != "ev1" {
+			t.Fatalf("b's Range = %+v", es)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b's Range was not woken by a's Append")
+	}
+	if err := b.Delete(ctx, k, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ctx, k); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("a after b's delete = %v", err)
+	}
+}
+
+// cmdCounter is a go-redis hook counting the commands a client sends.
+type cmdCounter struct{ n atomic.Int64 }
+
+func (c *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !connSetup(cmd) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if !connSetup(cmd) {
+				c.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// connSetup reports the commands go-redis sends on a new connection
+// (HELLO, CLIENT SETINFO), which are not the operation's.
+func connSetup(cmd redis.Cmder) bool { return cmd.Name() == "client" || cmd.Name() == "hello" }
+
+// TestRedisCommandsPerCall counts the commands each operation sends (with
+// the scripts loaded), so a regression to several round trips shows.
+func TestRedisCommandsPerCall(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, false)
+	rdb := srv.Client(t)
+	var cnt cmdCounter
+	rdb.AddHook(&cnt)
+	s := state.NewRedis(rdb, "cost:")
+	ctx := context.Background()
+	k := state.Key{Kind: "session", Owner: "alice", ID: "s1"}
+	// Load the scripts first (EVALSHA falls back to EVAL once).
+	_, _ = s.Put(ctx, k, []byte("x"), state.PutOptions{})
+	_, _ = s.Get(ctx, k)
+	_, _ = s.Append(ctx, k, []byte("x"), 0, 0)
+	_, _ = s.Add(ctx, k, 1, 0, 0)
+	_ = s.Delete(ctx, state.Key{Kind: "session", Owner: "alice", ID: "none"}, 0)
+	for _, c := range []struct {
+		name string
+		want int64
+		op   func() error
+	}{
+		{"put", 1, func() error { _, err := s.Put(ctx, k, []byte("y"), state.PutOptions{TTL: time.Minute}); return err }},
+		{"get", 1, func() error { _, err := s.Get(ctx, k); return err }},
+		{"append", 1, func() error { _, err := s.Append(ctx, k, []byte("y"), 0, time.Minute); return err }},
+		{"range", 1, func() error { _, err := s.Range(ctx, k, 0, 10, 0); return err }},
+		{"range-wait", 1, func() error { _, err := s.Range(ctx, k, 0, 10, time.Second); return err }},
+		{"add", 1, func() error { _, err := s.Add(ctx, k, 1, 10, time.Minute); return err }},
+		{"list-1", 3, func() error { _, err := s.List(ctx, k.Kind, k.Owner, "", 10); return err }},
+		{"delete", 1, func() error { return s.Delete(ctx, k, 0) }},
+	} {
+		before := cnt.n.Load()
+		if err := c.op(); err != nil {
+			t.Fatal(err)
+		}
+		if n := cnt.n.Load() - before; n != c.want {
+			t.Fatalf("%s sends %d Redis commands; want %d", c.name, n, c.want)
+		}
+	}
+}

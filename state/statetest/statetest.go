@@ -5,7 +5,7 @@
 // context cancellation), counters (limits, removal at 0, TTL) and
 // concurrency (CAS increments that lose nothing).
 //
-// It uses real time with short TTLs (hundreds of milliseconds), so it runs
+// It uses real time with short TTLs (up to a second), so it runs
 // against Redis's own expiry as well as the embedded stores.
 package statetest
 
@@ -158,21 +158,23 @@ func testDelete(t *testing.T, s state.Store) {
 }
 
 func testRecordTTL(t *testing.T, s state.Store) {
-	k := key("ttl")
+	long := key("long")
 	before := time.Now()
-	mustPut(t, s, k, "short", state.PutOptions{TTL: 400 * time.Millisecond})
-	it, err := s.Get(ctx(t), k)
+	mustPut(t, s, long, "long", state.PutOptions{TTL: time.Minute})
+	it, err := s.Get(ctx(t), long)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.Expires.Before(before.Add(200*time.Millisecond)) || it.Expires.After(time.Now().Add(500*time.Millisecond)) {
-		t.Fatalf("expires %v; want about 400ms after %v", it.Expires, before)
+	if it.Expires.Before(before.Add(time.Minute-5*time.Second)) || it.Expires.After(time.Now().Add(time.Minute+time.Second)) {
+		t.Fatalf("expires %v; want about a minute after %v", it.Expires, before)
 	}
+	k := key("ttl")
+	mustPut(t, s, k, "short", state.PutOptions{TTL: 300 * time.Millisecond})
 	// A rewrite without TTL keeps it for good.
 	keep := key("keep")
-	mustPut(t, s, keep, "a", state.PutOptions{TTL: 300 * time.Millisecond})
+	mustPut(t, s, keep, "a", state.PutOptions{TTL: 500 * time.Millisecond})
 	mustPut(t, s, keep, "b", state.PutOptions{IfVersion: 1})
-	time.Sleep(800 * time.Millisecond)
+	time.Sleep(900 * time.Millisecond)
 	_, err = s.Get(ctx(t), k)
 	wantErr(t, err, state.ErrNotFound, "get expired")
 	if v := mustPut(t, s, k, "new", state.PutOptions{IfVersion: -1}); v != 1 {
@@ -439,14 +441,14 @@ func testLogDelete(t *testing.T, s state.Store) {
 	}
 	appendN(t, s, k, 1, 1, 0, 0) // starts over at 1
 	tk := key("ttl-log")
-	appendN(t, s, tk, 1, 2, 0, 300*time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
-	appendN(t, s, tk, 3, 3, 0, 300*time.Millisecond) // refreshes the TTL
-	time.Sleep(200 * time.Millisecond)
+	appendN(t, s, tk, 1, 2, 0, time.Second)
+	time.Sleep(600 * time.Millisecond)
+	appendN(t, s, tk, 3, 3, 0, time.Second) // refreshes the TTL
+	time.Sleep(600 * time.Millisecond)
 	if got := rangeOf(t, s, tk, 0, 0); got != "1,2,3," {
 		t.Fatalf("log with a refreshed TTL = %q", got)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if got := rangeOf(t, s, tk, 0, 0); got != "" {
 		t.Fatalf("expired log = %q", got)
 	}
@@ -571,18 +573,18 @@ func testCounterLimit(t *testing.T, s state.Store) {
 
 func testCounterTTL(t *testing.T, s state.Store) {
 	k := key("window")
-	if _, err := s.Add(ctx(t), k, 2, 0, 300*time.Millisecond); err != nil {
+	if _, err := s.Add(ctx(t), k, 2, 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if v, err := s.Add(ctx(t), k, 1, 0, 300*time.Millisecond); err != nil || v != 3 {
+	time.Sleep(600 * time.Millisecond)
+	if v, err := s.Add(ctx(t), k, 1, 0, time.Second); err != nil || v != 3 {
 		t.Fatalf("Add within TTL = %d, %v; want 3", v, err)
 	}
-	time.Sleep(200 * time.Millisecond) // refreshed: still there
+	time.Sleep(600 * time.Millisecond) // refreshed: still there
 	if v, err := s.Add(ctx(t), k, 1, 0, 0); err != nil || v != 4 {
 		t.Fatalf("Add after refresh = %d, %v; want 4", v, err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if v, err := s.Add(ctx(t), k, 1, 0, 0); err != nil || v != 1 {
 		t.Fatalf("Add after expiry = %d, %v; want 1", v, err)
 	}
