@@ -46,7 +46,9 @@ type Redis struct {
 
 // NewRedis returns a Store on rdb with every key under prefix (for
 // example "airlock:state:"). The client stays the caller's: Close does
-// not close it.
+// not close it. Build it with ContextTimeoutEnabled (as queue.Dial does) so
+// a caller's deadline bounds a call to a stalled Redis; without it the
+// client's read timeout does.
 func NewRedis(rdb redis.UniversalClient, prefix string) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix}
 }
@@ -86,15 +88,21 @@ func (r *Redis) check(op string, kind string) error {
 }
 
 // mapErr turns a Redis failure into this package's errors: OOM, loading,
-// read-only replicas, cluster-down and connection failures are
-// ErrUnavailable; a done context keeps its error; anything else (a bug:
-// wrong type, script error) is core.ErrInternal.
+// read-only replicas, cluster-down, connection failures and a caller's
+// deadline passing while Redis does not answer are ErrUnavailable; a
+// cancelled context keeps its error; anything else (a bug: wrong type,
+// script error) is core.ErrInternal.
 func (r *Redis) mapErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isNetErr(err)) {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("state: redis %s: %w", op, ctx.Err())
+	}
+	if ctx.Err() != nil {
+		// The caller's deadline passed waiting for Redis: an outage to the
+		// caller (503), with the deadline kept for errors.Is.
+		return fmt.Errorf("state: redis %s: %w: %w", op, ErrUnavailable, ctx.Err())
 	}
 	var re redis.Error
 	if errors.As(err, &re) && !isNetErr(err) {

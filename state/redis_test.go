@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 func TestRedisContract(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, false)
-	rdb := srv.Client(t)
+	// Configured as serve's client is (queue.Dial): context deadlines bound calls.
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port()), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
 	var n atomic.Int64
 	statetest.Run(t, func(t *testing.T) state.Store {
 		return state.NewRedis(rdb, fmt.Sprintf("test%d:", n.Add(1)))
@@ -277,5 +280,61 @@ func TestRedisCommandsPerCall(t *testing.T) {
 		if n := cnt.n.Load() - before; n != c.want {
 			t.Fatalf("%s sends %d Redis commands; want %d", c.name, n, c.want)
 		}
+	}
+}
+
+// TestRedisPaused stops a real redis-server with SIGSTOP: a Put with a
+// 500ms deadline on a ContextTimeoutEnabled client returns ErrUnavailable
+// within the deadline (not a hang) and, once Redis is
+// continued, the store works again.
+func TestRedisPaused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, false)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port()), ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	s := state.NewRedis(rdb, "pause:")
+	k := state.Key{Kind: "run", Owner: "alice", ID: "r"}
+	if _, err := s.Put(context.Background(), k, []byte("x"), state.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proc int
+	for _, line := range strings.Split(pid, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			fmt.Sscan(v, &proc)
+		}
+	}
+	if proc == 0 {
+		t.Fatal("no process_id in INFO")
+	}
+	if err := syscall.Kill(proc, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(proc, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	start := time.Now()
+	_, err = s.Put(ctx, k, []byte("y"), state.PutOptions{})
+	cancel()
+	if !errors.Is(err, state.ErrUnavailable) || core.CodeOf(err) != core.ErrUnavailable {
+		t.Fatalf("put on a paused Redis = %v; want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("put on a paused Redis took %v", d)
+	}
+	resume()
+	c2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if _, err := s.Get(c2, k); err != nil {
+		t.Fatalf("get after resume: %v", err)
 	}
 }
