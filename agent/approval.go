@@ -23,6 +23,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		}
 		if res.ApprovalToken == "" {
 			out[i].res = platformFailure(calls[i], dispatcher.StatusInternal, errors.New("pending approval without a token"))
+			recordResult(r, i, out[i].res)
 			l.emitResult(r, step, calls[i], out[i].res)
 			continue
 		}
@@ -31,10 +32,12 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		if err := l.store.Put(ctx, p); err != nil {
 			out[i].res = platformFailure(calls[i], dispatcher.StatusUnavailable, fmt.Errorf("record pending approval: %w", err))
 			_, _ = l.tools.Reject(context.WithoutCancel(ctx), res.ApprovalToken, "approval could not be recorded")
+			recordResult(r, i, out[i].res)
 			l.emitResult(r, step, calls[i], out[i].res)
 			continue
 		}
 		waiting[p.Token] = i
+		recordToken(r, i, p.Token)
 		r.update(func(r *run) {
 			r.pending = append(r.pending, p.Token)
 			r.status = RunWaitingApproval
@@ -62,6 +65,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 				r.pending = remove(r.pending, d.token)
 				r.usage.ToolMS += time.Since(start).Milliseconds()
 			})
+			recordResult(r, i, res)
 			l.emitResult(r, step, calls[i], res)
 		}
 	}
