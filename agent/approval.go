@@ -37,11 +37,11 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 			continue
 		}
 		waiting[p.Token] = i
-		recordToken(r, i, p.Token)
 		r.update(func(r *run) {
 			r.pending = append(r.pending, p.Token)
 			r.status = RunWaitingApproval
 		})
+		recordToken(r, i, p.Token)
 		r.log.emit(EventApprovalNeeded, step, map[string]any{
 			"token": p.Token, "id": p.CallID, "name": p.Name, "arguments": p.Arguments, "content": res.Content,
 		})
@@ -58,6 +58,12 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 				continue
 			}
 			delete(waiting, d.token)
+			r.update(func(r *run) {
+				if r.decided == nil {
+					r.decided = map[string]bool{}
+				}
+				r.decided[d.token] = true
+			})
 			start := time.Now()
 			res := l.decide(ctx, calls[i], d)
 			out[i] = callOutcome{res: res, ran: true}
@@ -74,6 +80,9 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 			r.status = RunRunning
 		}
 	})
+	if r.save != nil {
+		r.save()
+	}
 }
 
 // decide carries out one decision.
@@ -132,6 +141,12 @@ func (l *loop) releasePending(r *run) {
 		}
 	}
 	for _, d := range r.inbox.drain() { // decided just as the run ended: never run
+		r.mu.Lock()
+		applied := r.decided[d.token]
+		r.mu.Unlock()
+		if applied {
+			continue
+		}
 		if _, err := l.tools.Reject(ctx, d.token, "the run ended before the decision was applied"); err != nil {
 			l.logger.Warn("release decided approval", "run", r.id, "err", l.redact.String(err.Error()))
 		}

@@ -442,9 +442,7 @@ func (m *Manager) Approve(owner, runID, token string, approve bool, reason strin
 			return fmt.Errorf("record approval decision: %w", err)
 		}
 		m.logger.Warn("record approval decision", "run", runID, "err", err)
-	}
-	if r != nil {
-		r.inbox.push(decision{token: token, approve: approve, reason: reason})
+		r.inbox.push(decision{token: token, approve: approve, reason: reason}) // this replica drives it
 	}
 	return nil
 }

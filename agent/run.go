@@ -31,6 +31,7 @@ type run struct {
 	// asked for through another replica.
 	cp        *checkpoint
 	cancelReq bool
+	decided   map[string]bool // approval tokens whose decision was applied
 
 	// pmu serialises writes of the stored record; version is its last
 	// version written, lastWrite when, lost that another replica holds it.
