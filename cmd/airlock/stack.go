@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -55,6 +56,10 @@ type stack struct {
 	disp     *dispatcher.Dispatcher
 	rdb      *redis.Client // nil without --redis
 	agentApr approvals.Store
+	// runState holds agent runs (records, checkpoints, event logs) for
+	// agent.ManagerConfig.Store; nil keeps them in this process's memory.
+	// With --redis it must be a store shared by every replica.
+	runState state.Store
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
 }
