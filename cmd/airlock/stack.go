@@ -17,10 +17,10 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
-	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // stackFlags choose how tool calls reach sandboxes.
