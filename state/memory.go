@@ -69,6 +69,9 @@ func (m *Memory) check() error {
 
 // Put writes a record.
 func (m *Memory) Put(_ context.Context, k Key, value []byte, opt PutOptions) (int64, error) {
+	if err := checkSize("put", k, len(value)); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.check(); err != nil {
@@ -147,6 +150,9 @@ func (m *Memory) List(_ context.Context, kind, owner, after string, limit int) (
 
 // Append adds an entry to a log.
 func (m *Memory) Append(_ context.Context, k Key, data []byte, maxLen int, ttl time.Duration) (int64, error) {
+	if err := checkSize("append", k, len(data)); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.check(); err != nil {
