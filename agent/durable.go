@@ -245,13 +245,20 @@ func (m *Manager) holdLease(ctx context.Context, r *run) {
 }
 
 // followDecisions hands the approval decisions appended to the run's
-// decision log (from any replica) to the loop until ctx is done. The log
+// decision log (from any replica) to the loop until ctx is done, polling
+// every PollWait. The log
 // is read from its start, so a taken-over run sees decisions made before.
 func (m *Manager) followDecisions(ctx context.Context, r *run) {
 	key := decisionsKey(r.owner, r.id)
 	var next int64
 	for ctx.Err() == nil {
-		entries, err := m.store.Range(ctx, key, next, 64, m.cfg.PollWait)
+		// Polled, not blocking: one follower per run must not hold a
+		// store connection all the time.
+		entries, err := m.store.Range(ctx, key, next, 64, 0)
+		if err == nil && len(entries) == 0 {
+			_ = sleepCtx(ctx, m.cfg.PollWait)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				m.logger.Warn("read approval decisions", "run", r.id, "err", err)

@@ -96,6 +96,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		s.rdb = rdb
 		dcfg.Approvals = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":approvals}", 0)
 		s.agentApr = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":agent}", 0)
+		s.runState = state.NewRedis(rdb, "airlock:"+f.queueName+":state:")
 	}
 	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName}, queue.Deps{Logger: log, Registerer: s.metrics})
 	if err != nil {
