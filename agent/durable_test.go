@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
+	"github.com/airlock-dev/airlock/internal/redistest"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -88,7 +89,13 @@ type replicas struct {
 // newReplicas starts n Managers with short leases.
 func newReplicas(t *testing.T, n int, tools func() *fakeTools, turns ...agenttest.Turn) *replicas {
 	t.Helper()
-	rs := &replicas{t: t, srv: agenttest.NewServer(turns...), shared: state.NewMemory(nil)}
+	return newReplicasOn(t, state.NewMemory(nil), n, tools, turns...)
+}
+
+// newReplicasOn is newReplicas sharing the given store.
+func newReplicasOn(t *testing.T, shared state.Store, n int, tools func() *fakeTools, turns ...agenttest.Turn) *replicas {
+	t.Helper()
+	rs := &replicas{t: t, srv: agenttest.NewServer(turns...), shared: shared}
 	tr := &http.Transport{}
 	pending := approvals.NewMemory(nil)
 	for i := range n {
@@ -159,6 +166,17 @@ func (rs *replicas) keyCounts() map[string]int {
 }
 
 func TestRunTakenOverFromCheckpointRunsEveryToolOnce(t *testing.T) {
+	takeover(t, state.NewMemory(nil))
+}
+
+func TestRunTakenOverOnRedis(t *testing.T) {
+	srv := redistest.Start(t, false)
+	takeover(t, state.NewRedis(srv.Client(t), "test:runs:"))
+}
+
+// takeover kills the replica driving a 5-step run before its step 3 and
+// checks the other finishes it, each tool call run once.
+func takeover(t *testing.T, shared state.Store) {
 	var rs *replicas
 	killed := make(chan struct{})
 	kill := func(req agenttest.Request) agenttest.Reply {
@@ -168,7 +186,7 @@ func TestRunTakenOverFromCheckpointRunsEveryToolOnce(t *testing.T) {
 		<-req.Ctx.Done()
 		return agenttest.Reply{Content: "lost"}
 	}
-	rs = newReplicas(t, 2, func() *fakeTools { return &fakeTools{} },
+	rs = newReplicasOn(t, shared, 2, func() *fakeTools { return &fakeTools{} },
 		agenttest.CallTools(py("a1", "1")), agenttest.CallTools(py("a2", "2")), kill,
 		agenttest.CallTools(py("a3", "3")), agenttest.CallTools(py("a4", "4")), agenttest.Say("done"))
 	v, err := rs.ms[0].Start(RunRequest{Goal: "five steps", Owner: "alice", SessionID: "s1"})
