@@ -99,6 +99,31 @@ func (c *checkpoint) conversation() []message {
 	return msgs
 }
 
+// maxStoredContent bounds one message content in a checkpoint written
+// after the full one was too large for the store.
+const maxStoredContent = 16 << 10
+
+// compacted returns a copy with every content over limit cut to its head
+// and tail.
+func (c *checkpoint) compacted(limit int) *checkpoint {
+	out := c.clone()
+	cut := func(s string) string {
+		if len(s) <= limit {
+			return s
+		}
+		return s[:limit/2] + "\n[... cut: the run's checkpoint was too large ...]\n" + s[len(s)-limit/2:]
+	}
+	for i := range out.Msgs {
+		out.Msgs[i].Content = cut(out.Msgs[i].Content)
+	}
+	if out.Turn != nil {
+		for k, v := range out.Turn.Results {
+			out.Turn.Results[k] = cut(v)
+		}
+	}
+	return out
+}
+
 // final reports whether s is a final state.
 func (s RunStatus) final() bool {
 	return s != RunRunning && s != RunWaitingApproval && s != ""
@@ -192,6 +217,12 @@ func (m *Manager) persistWith(r *run, change func(*runRecord)) error {
 			change(&rec)
 		}
 		v, err := m.putRecord(ctx, rec, r.version)
+		if errors.Is(err, state.ErrTooLarge) && rec.Checkpoint != nil {
+			// A huge conversation: keep the lease and a checkpoint with
+			// long contents cut, rather than no checkpoint at all.
+			rec.Checkpoint = rec.Checkpoint.compacted(maxStoredContent)
+			v, err = m.putRecord(ctx, rec, r.version)
+		}
 		if err == nil {
 			r.version, r.lastWrite = v, m.cfg.Now()
 			return nil

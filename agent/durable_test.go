@@ -391,3 +391,16 @@ func TestFollowUpOfRunningRunConflicts(t *testing.T) {
 	close(release)
 	h.wait(v.ID)
 }
+
+func TestCheckpointCompactedKeepsEveryMessage(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	cp := &checkpoint{Step: 2, Msgs: []message{{Role: "user", Content: "goal"}, {Role: "tool", ToolCallID: "a", Content: big}},
+		Turn: &turn{Calls: []toolCall{{ID: "b", Name: "run_python"}}, Results: map[int]string{0: big}}}
+	c := cp.compacted(1024)
+	if len(c.Msgs) != 2 || c.Msgs[0].Content != "goal" || len(c.Msgs[1].Content) > 2048 || len(c.Turn.Results[0]) > 2048 {
+		t.Fatalf("compacted: %d msgs, sizes %d %d", len(c.Msgs), len(c.Msgs[1].Content), len(c.Turn.Results[0]))
+	}
+	if len(cp.Msgs[1].Content) != len(big) {
+		t.Fatal("compacted changed the original")
+	}
+}
