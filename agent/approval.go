@@ -23,6 +23,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		}
 		if res.ApprovalToken == "" {
 			out[i].res = platformFailure(calls[i], dispatcher.StatusInternal, errors.New("pending approval without a token"))
+			recordResult(r, i, out[i].res)
 			l.emitResult(r, step, calls[i], out[i].res)
 			continue
 		}
@@ -31,6 +32,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		if err := l.store.Put(ctx, p); err != nil {
 			out[i].res = platformFailure(calls[i], dispatcher.StatusUnavailable, fmt.Errorf("record pending approval: %w", err))
 			_, _ = l.tools.Reject(context.WithoutCancel(ctx), res.ApprovalToken, "approval could not be recorded")
+			recordResult(r, i, out[i].res)
 			l.emitResult(r, step, calls[i], out[i].res)
 			continue
 		}
@@ -39,6 +41,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 			r.pending = append(r.pending, p.Token)
 			r.status = RunWaitingApproval
 		})
+		recordToken(r, i, p.Token)
 		r.log.emit(EventApprovalNeeded, step, map[string]any{
 			"token": p.Token, "id": p.CallID, "name": p.Name, "arguments": p.Arguments, "content": res.Content,
 		})
@@ -55,6 +58,12 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 				continue
 			}
 			delete(waiting, d.token)
+			r.update(func(r *run) {
+				if r.decided == nil {
+					r.decided = map[string]bool{}
+				}
+				r.decided[d.token] = true
+			})
 			start := time.Now()
 			res := l.decide(ctx, calls[i], d)
 			out[i] = callOutcome{res: res, ran: true}
@@ -62,6 +71,7 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 				r.pending = remove(r.pending, d.token)
 				r.usage.ToolMS += time.Since(start).Milliseconds()
 			})
+			recordResult(r, i, res)
 			l.emitResult(r, step, calls[i], res)
 		}
 	}
@@ -70,6 +80,9 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 			r.status = RunRunning
 		}
 	})
+	if r.save != nil {
+		r.save()
+	}
 }
 
 // decide carries out one decision.
@@ -128,6 +141,12 @@ func (l *loop) releasePending(r *run) {
 		}
 	}
 	for _, d := range r.inbox.drain() { // decided just as the run ended: never run
+		r.mu.Lock()
+		applied := r.decided[d.token]
+		r.mu.Unlock()
+		if applied {
+			continue
+		}
 		if _, err := l.tools.Reject(ctx, d.token, "the run ended before the decision was applied"); err != nil {
 			l.logger.Warn("release decided approval", "run", r.id, "err", l.redact.String(err.Error()))
 		}

@@ -22,12 +22,27 @@ type callOutcome struct {
 // Tool time (Usage.ToolMS) is the wall time of the concurrent batch plus
 // that of approved executions, not the time spent waiting for a human.
 // It returns the tool message contents in the model's order, or a non-nil
-// stop error when the run must end on a repeated call.
-func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall, seen *repeats) ([]string, error) {
+// stop error when the run must end on a repeated call. Every answer is
+// recorded in the run's checkpoint as it arrives; the calls t already has
+// an answer for (a taken-over run) are not run again, those it has an
+// approval token for wait for that decision again.
+func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall, seen *repeats, t *turn) ([]string, error) {
 	out := make([]callOutcome, len(calls))
 	runnable := make([]int, 0, len(calls))
 	var stop error
+	recorded := map[int]bool{}
 	for i, c := range calls {
+		if _, ok := t.Results[i]; ok {
+			recorded[i] = true
+			seen.see(c.Name, c.Arguments)
+			continue
+		}
+		if tok, ok := t.Tokens[i]; ok {
+			seen.see(c.Name, c.Arguments)
+			out[i] = callOutcome{res: dispatcher.Result{CallID: c.ID, Name: c.Name,
+				Status: dispatcher.StatusPendingApproval, ApprovalToken: tok}, ran: true}
+			continue
+		}
 		r.log.emit(EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
 		switch {
 		case i >= l.cfg.MaxCallsPerTurn:
@@ -66,8 +81,9 @@ func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall,
 				out[i].res = platformFailure(calls[i], dispatcher.StatusInternal, context.Cause(ctx))
 				return
 			}
-			out[i] = callOutcome{res: l.runOne(ctx, r, calls[i]), ran: true}
-			if out[i].res.Status != dispatcher.StatusPendingApproval {
+			out[i] = callOutcome{res: l.runOne(ctx, r, step, i, calls[i]), ran: true}
+			if out[i].res.Status != dispatcher.StatusPendingApproval && ctx.Err() == nil {
+				recordResult(r, i, out[i].res)
 				l.emitResult(r, step, calls[i], out[i].res)
 			}
 		}()
@@ -75,7 +91,8 @@ func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall,
 	wg.Wait()
 	r.update(func(r *run) { r.usage.ToolMS += time.Since(batch).Milliseconds() })
 	for i := range out {
-		if !out[i].ran {
+		if !out[i].ran && !recorded[i] {
+			recordResult(r, i, out[i].res)
 			l.emitResult(r, step, calls[i], out[i].res)
 		}
 	}
@@ -84,14 +101,53 @@ func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall,
 	}
 	contents := make([]string, len(calls))
 	for i := range out {
+		if recorded[i] {
+			contents[i] = t.Results[i]
+			continue
+		}
 		contents[i] = toolContent(out[i].res)
 	}
 	return contents, nil
 }
 
+// recordResult records call i's answer in the run's checkpoint before the
+// loop moves on, so a takeover never runs it again.
+func recordResult(r *run, i int, res dispatcher.Result) {
+	r.checkpoint(func(cp *checkpoint) {
+		if cp.Turn == nil {
+			return
+		}
+		if cp.Turn.Results == nil {
+			cp.Turn.Results = map[int]string{}
+		}
+		cp.Turn.Results[i] = toolContent(res)
+		delete(cp.Turn.Tokens, i)
+	})
+}
+
+// recordToken records that call i waits for approval token.
+func recordToken(r *run, i int, token string) {
+	r.checkpoint(func(cp *checkpoint) {
+		if cp.Turn == nil {
+			return
+		}
+		if cp.Turn.Tokens == nil {
+			cp.Turn.Tokens = map[int]string{}
+		}
+		cp.Turn.Tokens[i] = token
+	})
+}
+
+// idempotencyKey is the dispatcher's key for call index of step: a run
+// resumed on another replica that repeats the call attaches to the first
+// execution instead of starting a second.
+func idempotencyKey(runID string, step, index int) string {
+	return fmt.Sprintf("%s/%d/%d", runID, step, index)
+}
+
 // runOne sends one call through Tools.Run; a panic becomes an internal
 // result rather than a crash.
-func (l *loop) runOne(ctx context.Context, r *run, c toolCall) (res dispatcher.Result) {
+func (l *loop) runOne(ctx context.Context, r *run, step, index int, c toolCall) (res dispatcher.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.logger.Error("tool call panicked", "run", r.id, "tool", c.Name, "panic", fmt.Sprint(p))
@@ -102,6 +158,7 @@ func (l *loop) runOne(ctx context.Context, r *run, c toolCall) (res dispatcher.R
 	res = l.tools.Run(ctx, dispatcher.Call{
 		ID: c.ID, Name: c.Name, Arguments: json.RawMessage(c.Arguments),
 		Owner: r.owner, SessionID: r.req.SessionID, Mount: r.req.Mount, Caller: l.caller,
+		IdempotencyKey: idempotencyKey(r.id, step, index),
 	})
 	if res.CallID == "" {
 		res.CallID = c.ID

@@ -17,6 +17,19 @@
 // numbers (for SSE resume), and may pause waiting for a human to approve
 // a tool call.
 //
+// Runs live in a state.Store (ManagerConfig.Store): a record per run
+// (kind "run": request, status, usage, the holding replica's lease and a
+// checkpoint of the conversation, the step and the tool results recorded
+// so far), its event log (kind "runevents", so an event's Seq is the
+// log's), its approval decisions (kind "rundecisions") and a server-wide
+// index of runs not yet final ("runs-active"). Managers sharing a store
+// answer for each other's runs; the driving one renews its lease by
+// compare and swap, and when a lease runs out another takes the run over
+// from its checkpoint. A model call in flight may be repeated; a tool
+// call whose result was recorded is not, and a repeated one carries the
+// same dispatcher.Call.IdempotencyKey (run/step/index). A follow-up run
+// (RunRequest.PreviousRunID) starts from a finished run's conversation.
+//
 // Package agenttest holds a scripted fake OpenAI-compatible server for
 // tests, including end-to-end tests against real sandboxes.
 package agent

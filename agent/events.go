@@ -3,103 +3,114 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"log/slog"
 	"time"
+
+	"github.com/airlock-dev/airlock/state"
 )
 
-// eventLog is a run's events, appended by the loop and followed by any
-// number of readers. Seq numbers are dense from 1.
+// eventLog appends a run's events to its log in the state store (kind
+// "runevents"), so Event.Seq is the store's dense sequence number and any
+// replica sharing the store can replay and follow it.
 type eventLog struct {
-	mu      sync.Mutex
-	events  []Event
-	changed chan struct{} // closed and replaced on every append and on close
-	closed  bool
-	now     func() time.Time
-	redact  *redactor
+	store  state.Store
+	key    state.Key
+	now    func() time.Time
+	redact *redactor
+	logger *slog.Logger
+	ttl    time.Duration
 }
 
-// newEventLog returns an empty, open log.
-func newEventLog(now func() time.Time, r *redactor) *eventLog {
-	return &eventLog{changed: make(chan struct{}), now: now, redact: r}
+// eventsKey names the event log of owner's run id.
+func eventsKey(owner, id string) state.Key {
+	return state.Key{Kind: "runevents", Owner: owner, ID: id}
 }
 
 // emit appends an event whose data is v encoded as JSON, secrets hidden.
+// A store failure is logged: the run goes on, the event is lost.
 func (l *eventLog) emit(typ EventType, step int, v any) Event {
 	data, err := json.Marshal(v)
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
 	}
 	data = l.redact.Bytes(data)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ev := Event{Seq: len(l.events) + 1, Type: typ, Time: l.now(), Step: step, Data: data}
-	if l.closed {
+	ev := Event{Type: typ, Time: l.now(), Step: step, Data: data}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		l.logger.Warn("encode run event", "run", l.key.ID, "err", err)
 		return ev
 	}
-	l.events = append(l.events, ev)
-	close(l.changed)
-	l.changed = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	seq, err := l.store.Append(ctx, l.key, b, 0, l.ttl)
+	if err != nil {
+		l.logger.Warn("append run event", "run", l.key.ID, "type", typ, "err", err)
+		return ev
+	}
+	ev.Seq = int(seq)
 	return ev
 }
 
-// close marks the log complete: readers finish once they have all events.
-func (l *eventLog) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.closed = true
-		close(l.changed)
+// decodeEvent reads one stored event; its Seq is the entry's.
+func decodeEvent(e state.Entry) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(e.Data, &ev); err != nil {
+		return Event{}, err
 	}
+	ev.Seq = int(e.Seq)
+	return ev, nil
 }
 
-// since returns the events with Seq > after, whether the log is closed,
-// and a channel closed on the next change.
-func (l *eventLog) since(after int) ([]Event, bool, <-chan struct{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if after < 0 {
-		after = 0
-	}
-	var out []Event
-	if after < len(l.events) {
-		out = append(out, l.events[after:]...)
-	}
-	return out, l.closed, l.changed
-}
-
-// all returns a copy of every event so far.
-func (l *eventLog) all() []Event {
-	evs, _, _ := l.since(0)
-	return evs
-}
-
-// follow streams events with Seq > after until the log is closed and
-// drained, or ctx is done; the channel is then closed.
-func (l *eventLog) follow(ctx context.Context, after int) <-chan Event {
+// followEvents streams the events of owner's run id with Seq > after
+// until a run_finished event is delivered (or the run is final and the
+// log drained), or ctx is done; the channel is then closed.
+func (m *Manager) followEvents(ctx context.Context, owner, id string, after int) <-chan Event {
 	out := make(chan Event, 16)
+	key := eventsKey(owner, id)
 	go func() {
 		defer close(out)
-		next := after
+		next := int64(max(after, 0))
+		idle := 0
 		for {
-			evs, closed, changed := l.since(next)
-			for _, ev := range evs {
-				select {
-				case out <- ev:
-					next = ev.Seq
-				case <-ctx.Done():
+			entries, err := m.store.Range(ctx, key, next, 256, m.cfg.PollWait)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				m.logger.Warn("read run events", "run", id, "err", err)
+				if sleepCtx(ctx, m.cfg.PollWait) != nil {
 					return
 				}
 			}
-			if len(evs) > 0 {
+			for _, e := range entries {
+				ev, err := decodeEvent(e)
+				next = e.Seq
+				if err != nil {
+					m.logger.Warn("decode run event", "run", id, "seq", e.Seq, "err", err)
+					continue
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Type == EventRunFinished {
+					return
+				}
+			}
+			if len(entries) > 0 {
+				idle = 0
 				continue
 			}
-			if closed {
-				return
-			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				return
+			// Nothing new: a run that ended without a run_finished event
+			// (trimmed log, failed append) must not be followed forever.
+			if idle++; idle%3 == 0 {
+				rec, err := m.getRecord(ctx, owner, id)
+				if err == nil && rec.Status.final() {
+					if entries, err := m.store.Range(ctx, key, next, 1, 0); err == nil && len(entries) == 0 {
+						return
+					}
+				}
 			}
 		}
 	}()

@@ -35,13 +35,13 @@ type outcome struct {
 	err    error
 }
 
-// execute runs r to the end and records the outcome.
+// execute runs r to the end and returns the outcome; the Manager then
+// releases what is left pending (unless the run is handed over).
 func (l *loop) execute(ctx context.Context, r *run) outcome {
 	o := l.steps(ctx, r)
 	if o.err != nil {
 		l.logger.Warn("run ended with an error", "run", r.id, "status", o.status, "err", l.redact.String(o.err.Error()))
 	}
-	l.releasePending(r)
 	return o
 }
 
@@ -65,18 +65,27 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 	if l.cfg.SystemPrompt != "" {
 		system = strings.TrimSpace(system + "\n\n" + l.cfg.SystemPrompt)
 	}
-	msgs, err := initialMessages(system, r.req)
-	if err != nil {
-		return outcome{status: RunFailed, err: err}
+	r.mu.Lock()
+	cp := r.cp.clone()
+	r.mu.Unlock()
+	var msgs []message
+	if cp != nil && len(cp.Msgs) > 0 {
+		msgs = cp.Msgs // resumed (takeover) or continued (follow-up)
+	} else {
+		var err error
+		if msgs, err = initialMessages(system, r.req); err != nil {
+			return outcome{status: RunFailed, err: err}
+		}
 	}
 	ids := newIDAssigner()
+	seen := newRepeats(l.cfg.MaxRepeats)
 	for _, m := range msgs {
 		ids.observe(m.ToolCallID)
 		for _, c := range m.ToolCalls {
 			ids.observe(c.ID)
+			seen.see(c.Name, c.Arguments)
 		}
 	}
-	seen := newRepeats(l.cfg.MaxRepeats)
 	maxSteps := l.cfg.MaxSteps
 	if r.req.MaxSteps > 0 { // a request may lower the limit, never raise it
 		maxSteps = min(r.req.MaxSteps, maxSteps)
@@ -85,64 +94,98 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 	if modelName == "" {
 		modelName = l.model.provider.Model
 	}
-	for step := 1; ; step++ {
+	first := 1
+	var resumed *turn
+	if cp != nil && cp.Step > 0 {
+		first, resumed = cp.Step, cp.Turn
+	}
+	for step := first; ; step++ {
 		if ctx.Err() != nil {
 			return ctxOutcome(ctx)
 		}
 		last := step > maxSteps
-		r.update(func(r *run) { r.steps = step })
-		r.log.emit(EventStepStarted, step, map[string]any{"max_steps": maxSteps, "final": last})
-		req := chatRequest{Model: modelName, Stream: l.cfg.Stream, Temp: l.cfg.Temperature, Step: step}
-		stepSchema := schema
-		if last {
-			msgs = append(msgs, message{Role: "user", Content: l.cfg.ConcludePrompt})
-			stepSchema = 0
+		var rep reply
+		var calls []toolCall
+		t := resumed
+		resumed = nil
+		if t != nil {
+			// Taken over after the model answered this step: its answer
+			// and the tool results recorded so far are reused.
+			rep = reply{Content: t.Content, FinishReason: t.FinishReason, ToolCalls: t.Calls}
+			calls = t.Calls
+			for _, c := range calls {
+				ids.observe(c.ID)
+			}
 		} else {
-			req.Tools = tools
-		}
-		if l.cfg.ContextBudget > 0 {
-			limit := int(float64(l.cfg.ContextBudget) * l.cfg.ContextHighWater)
-			if n := shortenContext(msgs, stepSchema, limit, l.cfg.ShortenedChars); n > 0 {
-				l.logger.Info("shortened old tool results", "run", r.id, "step", step, "count", n)
-			}
-		}
-		req.Messages = msgs
-		start := time.Now()
-		rep, err := l.model.chat(ctx, req, func(attempt int, wait time.Duration, err error) {
-			r.log.emit(EventError, step, map[string]any{
-				"message": "model call failed: " + err.Error(), "retrying": true, "attempt": attempt, "wait_ms": wait.Milliseconds(),
+			r.checkpoint(func(cp *checkpoint) {
+				cp.Step, cp.Msgs, cp.Turn = step, append([]message(nil), msgs...), nil
+				r.steps = step
 			})
-		})
-		su := stepUsage(rep, msgs, stepSchema, time.Since(start))
-		r.update(func(r *run) { addUsage(&r.usage, su) })
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctxOutcome(ctx)
+			r.log.emit(EventStepStarted, step, map[string]any{"max_steps": maxSteps, "final": last})
+			req := chatRequest{Model: modelName, Stream: l.cfg.Stream, Temp: l.cfg.Temperature, Step: step}
+			stepSchema := schema
+			if last {
+				msgs = append(msgs, message{Role: "user", Content: l.cfg.ConcludePrompt})
+				stepSchema = 0
+			} else {
+				req.Tools = tools
 			}
-			return outcome{status: RunFailed, err: err}
-		}
-		calls := rep.ToolCalls
-		if last {
-			calls = nil // a server that ignores "no tools" still gets no tool run
-		}
-		ids.assign(calls)
-		for i := range calls {
-			calls[i].Arguments = l.redact.String(calls[i].Arguments)
+			if l.cfg.ContextBudget > 0 {
+				limit := int(float64(l.cfg.ContextBudget) * l.cfg.ContextHighWater)
+				if n := shortenContext(msgs, stepSchema, limit, l.cfg.ShortenedChars); n > 0 {
+					l.logger.Info("shortened old tool results", "run", r.id, "step", step, "count", n)
+				}
+			}
+			req.Messages = msgs
+			start := time.Now()
+			var err error
+			rep, err = l.model.chat(ctx, req, func(attempt int, wait time.Duration, err error) {
+				r.log.emit(EventError, step, map[string]any{
+					"message": "model call failed: " + err.Error(), "retrying": true, "attempt": attempt, "wait_ms": wait.Milliseconds(),
+				})
+			})
+			su := stepUsage(rep, msgs, stepSchema, time.Since(start))
+			r.update(func(r *run) { addUsage(&r.usage, su) })
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctxOutcome(ctx)
+				}
+				return outcome{status: RunFailed, err: err}
+			}
+			calls = rep.ToolCalls
+			if last {
+				calls = nil // a server that ignores "no tools" still gets no tool run
+			}
+			ids.assign(calls)
+			for i := range calls {
+				calls[i].Arguments = l.redact.String(calls[i].Arguments)
+			}
+			if len(calls) > 0 {
+				r.checkpoint(func(cp *checkpoint) {
+					cp.Msgs = append([]message(nil), msgs...)
+					cp.Turn = &turn{Content: rep.Content, FinishReason: rep.FinishReason, Calls: append([]toolCall(nil), calls...),
+						Results: map[int]string{}, Tokens: map[int]string{}}
+				})
+			}
+			r.log.emit(EventAssistantMessage, step, assistantData(rep, calls, su))
+			t = &turn{}
 		}
 		msgs = append(msgs, message{Role: "assistant", Content: rep.Content, ToolCalls: calls})
-		r.log.emit(EventAssistantMessage, step, assistantData(rep, calls, su))
 		if len(calls) == 0 {
 			status := RunDone
 			if last {
 				status = RunMaxSteps
 			}
+			r.update(func(r *run) {
+				r.cp = &checkpoint{Step: step, Msgs: append([]message(nil), msgs...)}
+			})
 			r.log.emit(EventFinalAnswer, step, map[string]any{"content": rep.Content})
 			return outcome{status: status, final: rep.Content}
 		}
 		if b := l.cfg.TokenBudget; b > 0 && r.view().Usage.TotalTokens >= b {
 			return outcome{status: RunBudget, err: fmt.Errorf("token budget of %d spent", b)}
 		}
-		results, stop := l.runCalls(ctx, r, step, calls, seen)
+		results, stop := l.runCalls(ctx, r, step, calls, seen, t)
 		if ctx.Err() != nil {
 			return ctxOutcome(ctx)
 		}

@@ -12,21 +12,21 @@ import (
 // message is one conversation entry, kept in a provider-neutral form so the
 // loop can estimate and shorten it before every request.
 type message struct {
-	Role       string // system, user, assistant, tool
-	Content    string
-	ToolCalls  []toolCall // assistant only
-	ToolCallID string     // tool only
-	Shortened  bool       // tool content already shortened
+	Role       string     `json:"role"` // system, user, assistant, tool
+	Content    string     `json:"content"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`   // assistant only
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool only
+	Shortened  bool       `json:"shortened,omitempty"`    // tool content already shortened
 }
 
 // toolCall is one normalised call from the model.
 type toolCall struct {
-	ID        string
-	Name      string
-	Arguments string // JSON text as echoed back to the model
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // JSON text as echoed back to the model
 	// ArgsErr is set when Arguments are not a JSON object; the call is
-	// answered with an error and not run.
-	ArgsErr error
+	// answered with an error and not run (not stored: the answer is).
+	ArgsErr error `json:"-"`
 }
 
 // chars is the message's size in characters, for token estimates.

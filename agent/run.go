@@ -15,6 +15,7 @@ type run struct {
 	created time.Time
 	log     *eventLog
 	inbox   *mailbox
+	ctx     context.Context // the loop's, made with cancel
 	cancel  context.CancelCauseFunc
 	done    chan struct{} // closed when the loop has returned
 
@@ -26,6 +27,33 @@ type run struct {
 	errMsg  string
 	ended   time.Time
 	pending []string
+	// cp is the checkpoint a takeover resumes from; cancelReq a cancel
+	// asked for through another replica.
+	cp        *checkpoint
+	cancelReq bool
+	decided   map[string]bool // approval tokens whose decision was applied
+
+	// pmu serialises writes of the stored record; version is its last
+	// version written, lastWrite when, lost that another replica holds it.
+	pmu       sync.Mutex
+	version   int64
+	lastWrite time.Time
+	lost      bool
+	// save persists the run (checkpoint and lease); set by the Manager.
+	save func()
+}
+
+// checkpoint records where the loop stands and persists it.
+func (r *run) checkpoint(f func(cp *checkpoint)) {
+	r.update(func(r *run) {
+		if r.cp == nil {
+			r.cp = &checkpoint{}
+		}
+		f(r.cp)
+	})
+	if r.save != nil {
+		r.save()
+	}
 }
 
 // view returns a snapshot.

@@ -66,7 +66,11 @@ type RunRequest struct {
 	MaxSteps  int             `json:"max_steps,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
 	Mount     string          `json:"mount,omitempty"` // host folder already authorised by the caller
-	Owner     string          `json:"-"`
+	// PreviousRunID continues that finished run's conversation: the new
+	// run starts with its full conversation plus Goal (or Messages), on
+	// its session unless SessionID says otherwise.
+	PreviousRunID string `json:"previous_run_id,omitempty"`
+	Owner         string `json:"-"`
 }
 
 // RunView is a snapshot of a run.

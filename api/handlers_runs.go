@@ -20,6 +20,9 @@ type startRunRequest struct {
 	MaxSteps  int             `json:"max_steps,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
 	Input     string          `json:"input,omitempty"` // an allowed input folder name
+	// PreviousRunID continues that finished run's conversation (follow-up
+	// question); the session defaults to the previous run's.
+	PreviousRunID string `json:"previous_run_id,omitempty"`
 }
 
 // approvalRequest is the body of POST /v1/runs/{id}/approvals/{token}.
@@ -90,7 +93,7 @@ func (s *Server) startRun(c *gin.Context) {
 	}
 	view, err := s.deps.Runs.Start(agent.RunRequest{
 		Goal: req.Goal, Messages: req.Messages, Model: req.Model, MaxSteps: req.MaxSteps,
-		SessionID: req.SessionID, Mount: mount, Owner: who,
+		SessionID: req.SessionID, Mount: mount, Owner: who, PreviousRunID: req.PreviousRunID,
 	})
 	if err != nil {
 		fail(c, s.runError(err))

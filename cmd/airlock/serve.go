@@ -39,7 +39,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer st.close()
 	provider := o.provider
 	// With --redis, pending approvals live in Redis next to the queue.
-	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr}
+	// Runs live in st.runState: with a shared store any replica serves
+	// them and takes over those whose replica died.
+	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr,
+		Store: st.runState}
 	runs := agent.NewManager(mcfg, agentTools{st.disp}, provider, log)
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
