@@ -132,9 +132,9 @@ func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispa
 	}
 	if call.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
-		s.sessions.remove(call.SessionID)
+		s.sessions.remove(call.Owner, call.SessionID)
 	} else if call.SessionID != "" {
-		s.sessions.touch(call.SessionID) // the sandbox counts idle time from the call's end
+		s.sessions.touch(call.Owner, call.SessionID) // the sandbox counts idle time from the call's end
 	}
 	out := s.buildResponse(call.Owner, call.SessionID, res)
 	if e := statusError(res, out.Message); e != nil {
