@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+)
+
+// TestStatelessReplicas is issue 13's stateless replicas with real
+// processes: two `airlock serve --redis` replicas and one worker on one
+// real Redis; a session's requests alternate between the replicas (open on
+// A, upload on B, call on A, list on B, download on A), then the replica
+// that served the last request is killed with -9 and the session goes on
+// through the other, which finally deletes it.
+func TestStatelessReplicas(t *testing.T) {
+	requireDocker(t)
+	rs := redistest.Start(t, true)
+	qname := fmt.Sprintf("e2erep%d", time.Now().UnixNano())
+	a := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	b := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	w := startProc(t, "airlock worker", "worker", "--redis", rs.URL(), "--queue", qname, "--concurrency", "2", "--pool", "1")
+	w.waitLog("worker started", startTimeout)
+	for _, s := range []*server{a, b} {
+		ready := do(t, "GET", s.URL+"/readyz", nil).must(t, http.StatusOK).JSON(t)
+		if checks, _ := ready["checks"].(map[string]any); checks["state"] != "ok" {
+			t.Errorf("/readyz of %s: %v", s.URL, ready)
+		}
+	}
+
+	sid, _ := do(t, "POST", a.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+	do(t, "GET", b.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusOK)
+	do(t, "PUT", b.URL+"/v1/sessions/"+sid+"/files/in.txt", []byte("hello from B\n")).must(t, http.StatusOK)
+	call := func(s *server, id, code string) string {
+		t.Helper()
+		r := do(t, "POST", s.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall(id, "run_python", map[string]any{"code": code}))
+		return decodeCall(t, r.must(t, http.StatusOK)).mustOK(t)
+	}
+	if got := call(a, "c1", "x = open('in.txt').read().strip()\nopen('out.txt','w').write(x.upper())\nprint(x)"); got != "hello from B\n" {
+		t.Errorf("call on A printed %q", got)
+	}
+	list := do(t, "GET", b.URL+"/v1/sessions", nil).must(t, http.StatusOK)
+	if !strings.Contains(string(list.Body), sid) {
+		t.Errorf("B's list misses session %s made on A: %s", sid, list.Body)
+	}
+	if got := string(do(t, "GET", a.URL+"/v1/sessions/"+sid+"/files/out.txt", nil).must(t, http.StatusOK).Body); got != "HELLO FROM B" {
+		t.Errorf("download on A: %q", got)
+	}
+
+	// A served the last request: kill it; the session goes on through B,
+	// with its Python state intact.
+	a.proc.signal(syscall.SIGKILL)
+	a.proc.wait(10 * time.Second)
+	if got := call(b, "c2", "print(x * 2)"); got != "hello from Bhello from B\n" {
+		t.Errorf("call on B after A died printed %q", got)
+	}
+	do(t, "DELETE", b.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNoContent)
+	do(t, "GET", b.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNotFound)
+}
