@@ -104,6 +104,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}
+	s.artifacts.st = deps.State
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
 	return s, nil
