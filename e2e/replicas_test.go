@@ -51,6 +51,13 @@ func TestStatelessReplicas(t *testing.T) {
 		t.Errorf("download on A: %q", got)
 	}
 
+	// An artifact made through A downloads through B.
+	url, size := plotCall(t, a)
+	mustPNG(t, b.URL, url, size)
+	if got := string(do(t, "GET", a.URL+"/v1/sessions/"+sid+"/files/out.txt", nil).must(t, http.StatusOK).Body); got != "HELLO FROM B" {
+		t.Errorf("download on A: %q", got)
+	}
+
 	// A served the last request: kill it; the session goes on through B,
 	// with its Python state intact.
 	a.proc.signal(syscall.SIGKILL)
@@ -60,4 +67,40 @@ func TestStatelessReplicas(t *testing.T) {
 	}
 	do(t, "DELETE", b.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNoContent)
 	do(t, "GET", b.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNotFound)
+}
+
+// plotCall makes a one-shot plot on s and returns its artifact's URL and size.
+func plotCall(t *testing.T, s *server) (string, int64) {
+	t.Helper()
+	c := decodeCall(t, do(t, "POST", s.URL+"/v1/tool-calls", toolCall("call_plot", "run_python", map[string]any{
+		"code": "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"})))
+	c.mustOK(t)
+	if len(c.Result.Artifacts) != 1 || c.Result.Artifacts[0].URL == "" {
+		t.Fatalf("plot artifacts %+v", c.Result.Artifacts)
+	}
+	return c.Result.Artifacts[0].URL, c.Result.Artifacts[0].Size
+}
+
+// mustPNG fails unless GET base+url serves the size-byte PNG.
+func mustPNG(t *testing.T, base, url string, size int64) {
+	t.Helper()
+	png := do(t, "GET", base+url, nil).must(t, http.StatusOK)
+	if !strings.HasPrefix(string(png.Body), "\x89PNG\r\n\x1a\n") || int64(len(png.Body)) != size {
+		t.Errorf("GET %s%s: not the %d-byte PNG: %d bytes", base, url, size, len(png.Body))
+	}
+}
+
+// TestEmbeddedRestartKeepsArtifacts: embedded `airlock serve` (no Redis)
+// keeps its state in a Bolt file under --data-dir, so an artifact made
+// before a restart is still downloadable after it.
+func TestEmbeddedRestartKeepsArtifacts(t *testing.T) {
+	requireDocker(t)
+	dir := t.TempDir()
+	s1 := startServe(t, "--data-dir", dir, "--pool", "1")
+	url, size := plotCall(t, s1)
+	mustPNG(t, s1.URL, url, size)
+	s1.proc.signal(syscall.SIGTERM)
+	s1.proc.wait(60 * time.Second)
+	s2 := startServe(t, "--data-dir", dir, "--pool", "1")
+	mustPNG(t, s2.URL, url, size)
 }
