@@ -51,6 +51,21 @@ func TestStatelessReplicas(t *testing.T) {
 		t.Errorf("download on A: %q", got)
 	}
 
+	// Idempotency: the same key through A then B (a retry on another replica) runs the code once and
+	// answers the same body; the key with another body is 409.
+	appendOnce := toolCall("c3", "run_python", map[string]any{"code": "open('log.txt','a').write('run\\n')\nprint('appended')"})
+	first := do(t, "POST", a.URL+"/v1/sessions/"+sid+"/tool-calls", appendOnce, "Idempotency-Key", "idem-1").must(t, http.StatusOK)
+	again := do(t, "POST", b.URL+"/v1/sessions/"+sid+"/tool-calls", appendOnce, "Idempotency-Key", "idem-1").must(t, http.StatusOK)
+	if string(first.Body) != string(again.Body) {
+		t.Errorf("retry answered another body:\n%s\n%s", first.Body, again.Body)
+	}
+	other := toolCall("c4", "run_python", map[string]any{"code": "print(2)"})
+	if r := do(t, "POST", b.URL+"/v1/sessions/"+sid+"/tool-calls", other, "Idempotency-Key", "idem-1"); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "idem-1") {
+		t.Errorf("same key, other body: %d %s", r.Status, r.Body)
+	}
+	if got := call(b, "c5", "print(len(open('log.txt').readlines()))"); got != "1\n" {
+		t.Errorf("the idempotent call ran %q times, want 1", got)
+	}
 	// An artifact made through A downloads through B.
 	url, size := plotCall(t, a)
 	mustPNG(t, b.URL, url, size)
