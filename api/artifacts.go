@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // artifactLimits bound the artifact store.
@@ -52,6 +53,10 @@ type artifactStore struct {
 	dedupe map[dedupeKey]*storedArtifact
 	byAge  *list.List // *storedArtifact, oldest first; all share one TTL
 	owners map[string]*ownerArtifacts
+	// st, when set, shares every artifact kept here with the replicas
+	// using the same state store and keeps it over a restart; quotas and
+	// eviction are this replica's.
+	st state.Store
 }
 
 // ownerArtifacts is one owner's share of the store.
@@ -126,6 +131,7 @@ func (s *artifactStore) put(owner, session string, a core.Artifact) (id, warning
 	}
 	s.total += size
 	own.bytes += size
+	s.persist(st)
 	return id, ""
 }
 
@@ -133,10 +139,13 @@ func (s *artifactStore) put(owner, session string, a core.Artifact) (id, warning
 // Another owner's artifact, or one from another session, is not found.
 func (s *artifactStore) get(owner, session, id string) (*storedArtifact, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.expire(s.now())
 	a, ok := s.items[id]
-	if !ok || a.owner != owner || a.session != session {
+	s.mu.Unlock()
+	if !ok {
+		return s.fetch(owner, session, id) // made on another replica, or before a restart
+	}
+	if a.owner != owner || a.session != session {
 		return nil, false
 	}
 	return a, true
@@ -172,6 +181,7 @@ func (s *artifactStore) remove(a *storedArtifact) {
 		delete(s.dedupe, a.dedupKey)
 	}
 	s.total -= size
+	s.unpersist(a)
 	if own := s.owners[a.owner]; own != nil {
 		own.byAge.Remove(a.ownElem)
 		own.bytes -= size

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // Dispatcher is the one entry every tool call goes through. Run never
@@ -94,6 +95,10 @@ type Deps struct {
 	// Registerer receives the API's HTTP metrics; nil means a private
 	// registry (then also served at /metrics when Gatherer is nil).
 	Registerer prometheus.Registerer
+	// State is the shared durable store of session records, artifacts and
+	// idempotency keys; replicas sharing it answer for each other's
+	// sessions. nil means a private state.NewMemory.
+	State state.Store
 	// Logger receives access and error logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -61,7 +61,7 @@ func (s *Server) putFile(c *gin.Context) {
 		if !errors.As(err, &mbe) && isReadError(err) {
 			err = newError(core.ErrInvalid, "could not read the upload")
 		}
-		s.forgetLost(rec.ID, err)
+		s.forgetLost(rec, err)
 		s.logPlatform("put file", rec.Owner, err)
 		fail(c, err)
 		return
@@ -103,7 +103,7 @@ func (s *Server) getFile(c *gin.Context) {
 	if err == nil {
 		return
 	}
-	s.forgetLost(rec.ID, err)
+	s.forgetLost(rec, err)
 	s.logPlatform("get file", rec.Owner, err)
 	if !started {
 		fail(c, err)
@@ -115,9 +115,9 @@ func (s *Server) getFile(c *gin.Context) {
 }
 
 // forgetLost drops the session record when the backend no longer knows it.
-func (s *Server) forgetLost(id string, err error) {
+func (s *Server) forgetLost(rec sessionRecord, err error) {
 	if errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(id)
+		s.sessions.remove(rec.Owner, rec.ID)
 	}
 }
 

@@ -48,7 +48,7 @@ func (s *Server) liveView(ctx context.Context, rec sessionRecord) (sessionView, 
 	info, err := s.deps.Sessions.SessionInfo(ctx, rec.Owner, rec.ID)
 	switch {
 	case gone(err):
-		s.sessions.remove(rec.ID)
+		s.sessions.remove(rec.Owner, rec.ID)
 		return v, false
 	case err != nil:
 		s.logPlatform("session info", rec.Owner, err)
@@ -141,7 +141,7 @@ func (s *Server) restartSession(c *gin.Context) {
 // no longer has is dropped and answers 404.
 func (s *Server) sessionFailed(c *gin.Context, op string, rec sessionRecord, err error) {
 	if gone(err) {
-		s.sessions.remove(rec.ID)
+		s.sessions.remove(rec.Owner, rec.ID)
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}

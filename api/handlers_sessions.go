@@ -69,7 +69,14 @@ func (s *Server) openSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, s.sessions.add(who, id, limits, req.Background))
+	rec, err := s.sessions.add(who, id, limits, req.Background)
+	if err != nil { // the sandbox has it but no replica could find it: undo
+		_ = s.deps.Sessions.Close(c.Request.Context(), who, id)
+		s.logPlatform("record session", who, err)
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, rec)
 }
 
 // closeSession answers DELETE /v1/sessions/{id} with 204.
@@ -83,7 +90,7 @@ func (s *Server) closeSession(c *gin.Context) {
 	}
 	err := s.deps.Sessions.Close(c.Request.Context(), rec.Owner, rec.ID)
 	if err == nil || errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(rec.ID)
+		s.sessions.remove(rec.Owner, rec.ID)
 	}
 	if err != nil {
 		s.logPlatform("close session", rec.Owner, err)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -55,6 +56,13 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 // writes the tool message and structured result; with Accept:
 // text/event-stream or ?stream=true it streams the call (see streamCall).
 func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
+	fp := fingerprint(req)
+	key := c.GetHeader("Idempotency-Key")
+	if key == "" && req.ID != "" {
+		// The client's call id (a generated one is never retried); clients
+		// reuse ids across different calls, so the body is part of the key.
+		key = "call:" + req.ID + ":" + fp[:16]
+	}
 	call, ok := s.prepareCall(c, &req)
 	if !ok {
 		return
@@ -63,7 +71,23 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 		s.streamCall(c, call)
 		return
 	}
+	if key != "" {
+		if !s.idemBegin(c, call.Owner, key, fp) {
+			return
+		}
+		call.IdempotencyKey = key
+	}
 	out, e := s.finishCall(c.Request.Context(), call, s.deps.Dispatcher.Run(c.Request.Context(), call))
+	if key != "" {
+		status, body := http.StatusOK, []byte(nil)
+		if e != nil {
+			status = e.Status
+			body, _ = json.Marshal(errorBody{Error: e})
+		} else {
+			body, _ = json.Marshal(out)
+		}
+		s.idemFinish(call.Owner, key, fp, status, body, notRunStatus(status))
+	}
 	if e != nil {
 		abortError(c, e)
 		return
@@ -132,9 +156,9 @@ func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispa
 	}
 	if call.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
-		s.sessions.remove(call.SessionID)
+		s.sessions.remove(call.Owner, call.SessionID)
 	} else if call.SessionID != "" {
-		s.sessions.touch(call.SessionID) // the sandbox counts idle time from the call's end
+		s.sessions.touch(call.Owner, call.SessionID) // the sandbox counts idle time from the call's end
 	}
 	out := s.buildResponse(call.Owner, call.SessionID, res)
 	if e := statusError(res, out.Message); e != nil {

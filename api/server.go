@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // Server is the HTTP API: an http.Handler, plus Run and Serve for a
@@ -77,6 +78,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if deps.State == nil {
+		deps.State = state.NewMemory(cfg.Now)
+	}
 	s := &Server{
 		cfg:       cfg,
 		deps:      deps,
@@ -96,10 +100,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 				}
 				return 0, 0
 			}}, cfg.Now),
-		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		sessions: newSessionStore(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}
+	s.artifacts.st = deps.State
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
 	return s, nil

@@ -1,11 +1,23 @@
 package api
 
 import (
-	"sync"
+	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
 )
+
+// sessionKind is the state.Store kind of session records.
+const sessionKind = "session"
+
+// sessionStoreTimeout bounds one state store operation of the session
+// records, so a stalled backend cannot hold a request.
+const sessionStoreTimeout = 2 * time.Second
+
+// sessionListMax bounds how many records of one owner list and usage read.
+const sessionListMax = 1000
 
 // sessionRecord is the API's record of a session: who owns it, when it was
 // used and when it expires. The sandbox holds the session itself.
@@ -21,21 +33,38 @@ type sessionRecord struct {
 	Background bool `json:"background"`
 }
 
-// sessionStore holds session records for ownership checks and GET. A
-// record expires on the same rules as the sandbox's session (idle TTL and
-// maximum life), so every route answers 404 from the same moment on.
+// storedSession is a sessionRecord as kept in the state store (every
+// field, including those the API does not show).
+type storedSession struct {
+	ID         string      `json:"id"`
+	Owner      string      `json:"owner"`
+	Created    time.Time   `json:"created"`
+	LastUsed   time.Time   `json:"last_used"`
+	Limits     core.Limits `json:"limits"`
+	Background bool        `json:"background"`
+}
+
+// sessionStore holds session records for ownership checks and GET in the
+// shared state store, keyed by owner, so any replica sharing the store
+// answers for any session. A record expires on the same rules as the
+// sandbox's session (idle TTL and maximum life), so every route answers
+// 404 from the same moment on.
 type sessionStore struct {
-	mu      sync.Mutex
+	st      state.Store
 	idle    time.Duration
 	maxLife time.Duration // 0: no maximum
 	now     func() time.Time
-	m       map[string]*sessionRecord
 }
 
-// newSessionStore returns an empty store whose records expire idle for
+// newSessionStore returns a store over st whose records expire idle for
 // idle or maxLife after they were opened.
-func newSessionStore(idle, maxLife time.Duration, now func() time.Time) *sessionStore {
-	return &sessionStore{idle: idle, maxLife: maxLife, now: now, m: map[string]*sessionRecord{}}
+func newSessionStore(st state.Store, idle, maxLife time.Duration, now func() time.Time) *sessionStore {
+	return &sessionStore{st: st, idle: idle, maxLife: maxLife, now: now}
+}
+
+// ctx returns the bounded context of one store operation.
+func (s *sessionStore) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), sessionStoreTimeout)
 }
 
 // expiry is when r expires if it is not used again.
@@ -56,61 +85,95 @@ func (s *sessionStore) view(r *sessionRecord) sessionRecord {
 	return v
 }
 
-// add records a new session of owner and returns a copy of the record;
-// expired records are dropped on the way.
-func (s *sessionStore) add(owner, id string, limits core.Limits, background bool) sessionRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for k, r := range s.m {
-		if !now.Before(s.expiry(r)) {
-			delete(s.m, k)
-		}
+// write stores r, conditioned on ifVersion (see state.PutOptions). The
+// store's TTL is the record's remaining life plus a minute's slack; the
+// API's own clock decides expiry on read.
+func (s *sessionStore) write(r *sessionRecord, ifVersion int64) error {
+	b, err := json.Marshal(storedSession{ID: r.ID, Owner: r.Owner, Created: r.Created, LastUsed: r.LastUsed,
+		Limits: r.Limits, Background: r.Background})
+	if err != nil {
+		return err
 	}
+	ttl := s.expiry(r).Sub(s.now()) + time.Minute
+	if ttl < time.Minute {
+		ttl = time.Minute
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_, err = s.st.Put(ctx, state.Key{Kind: sessionKind, Owner: r.Owner, ID: r.ID}, b, state.PutOptions{TTL: ttl, IfVersion: ifVersion})
+	return err
+}
+
+// decode turns a stored item into a record.
+func decodeSession(it state.Item) (*sessionRecord, bool) {
+	var v storedSession
+	if json.Unmarshal(it.Value, &v) != nil {
+		return nil, false
+	}
+	return &sessionRecord{ID: v.ID, Owner: v.Owner, Created: v.Created, LastUsed: v.LastUsed,
+		Limits: v.Limits, Background: v.Background}, true
+}
+
+// add records a new session of owner and returns a copy of the record.
+func (s *sessionStore) add(owner, id string, limits core.Limits, background bool) (sessionRecord, error) {
+	now := s.now()
 	r := &sessionRecord{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background}
-	s.m[id] = r
-	return s.view(r)
+	if err := s.write(r, -1); err != nil {
+		return sessionRecord{}, err
+	}
+	return s.view(r), nil
+}
+
+// load reads owner's record id with its version; an expired one is deleted
+// and not found.
+func (s *sessionStore) load(owner, id string) (*sessionRecord, int64, bool) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	k := state.Key{Kind: sessionKind, Owner: owner, ID: id}
+	it, err := s.st.Get(ctx, k)
+	if err != nil {
+		return nil, 0, false
+	}
+	r, ok := decodeSession(it)
+	if !ok || r.Owner != owner {
+		return nil, 0, false
+	}
+	if !s.now().Before(s.expiry(r)) {
+		_ = s.st.Delete(ctx, k, it.Version)
+		return nil, 0, false
+	}
+	return r, it.Version, true
 }
 
 // get returns owner's session id; another owner's session and an expired
 // one are not found. touch marks it used.
 func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.m[id]
-	if !ok || r.Owner != owner {
-		return sessionRecord{}, false
-	}
-	now := s.now()
-	if !now.Before(s.expiry(r)) {
-		delete(s.m, id)
+	r, ver, ok := s.load(owner, id)
+	if !ok {
 		return sessionRecord{}, false
 	}
 	if touch {
-		r.LastUsed = now
+		r.LastUsed = s.now()
+		_ = s.write(r, ver) // a concurrent touch winning is as good
 	}
 	return s.view(r), true
 }
 
-// touch marks session id used now, as the sandbox does when a call ends.
-func (s *sessionStore) touch(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[id]; ok {
-		if now := s.now(); now.Before(s.expiry(r)) {
-			r.LastUsed = now
-		}
+// touch marks owner's session id used now, as the sandbox does when a call
+// ends.
+func (s *sessionStore) touch(owner, id string) {
+	if r, ver, ok := s.load(owner, id); ok {
+		r.LastUsed = s.now()
+		_ = s.write(r, ver)
 	}
 }
 
 // usage returns how many sessions owner holds and their memory and CPUs,
 // each session's limits filled in by eff.
 func (s *sessionStore) usage(owner string, eff func(core.Limits) core.Limits) (n int, mem int64, cpus float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
-	for _, r := range s.m {
-		if r.Owner != owner || now.Sub(r.LastUsed) > s.idle {
+	for _, r := range s.records(owner) {
+		if now.Sub(r.LastUsed) > s.idle {
 			continue
 		}
 		l := eff(r.Limits)
@@ -119,26 +182,41 @@ func (s *sessionStore) usage(owner string, eff func(core.Limits) core.Limits) (n
 	return n, mem, cpus
 }
 
-// remove forgets session id.
-func (s *sessionStore) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, id)
+// remove forgets owner's session id.
+func (s *sessionStore) remove(owner, id string) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_ = s.st.Delete(ctx, state.Key{Kind: sessionKind, Owner: owner, ID: id}, 0)
+}
+
+// records returns owner's live records; expired ones are deleted.
+func (s *sessionStore) records(owner string) []*sessionRecord {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	items, err := s.st.List(ctx, sessionKind, owner, "", sessionListMax)
+	if err != nil {
+		return nil
+	}
+	now := s.now()
+	var out []*sessionRecord
+	for _, it := range items {
+		r, ok := decodeSession(it)
+		switch {
+		case !ok || r.Owner != owner:
+		case !now.Before(s.expiry(r)):
+			_ = s.st.Delete(ctx, it.Key, it.Version)
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // list returns copies of owner's live records.
 func (s *sessionStore) list(owner string) []sessionRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
 	var out []sessionRecord
-	for id, r := range s.m {
-		switch {
-		case !now.Before(s.expiry(r)):
-			delete(s.m, id)
-		case r.Owner == owner:
-			out = append(out, s.view(r))
-		}
+	for _, r := range s.records(owner) {
+		out = append(out, s.view(r))
 	}
 	return out
 }

@@ -66,7 +66,9 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(airlockBin, args...)
-	p.cmd.Env = childEnv()
+	// Each process gets its own embedded state directory (serve without
+	// --redis locks it); a test sharing one passes --data-dir.
+	p.cmd.Env = append(childEnv(), "AIRLOCK_DATA_DIR="+t.TempDir())
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {

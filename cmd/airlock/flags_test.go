@@ -16,7 +16,7 @@ import (
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
-		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY",
+		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY", "AIRLOCK_DATA_DIR",
 		agent.EnvBaseURL, agent.EnvModel, agent.EnvAPIKey, "AIRLOCK_TEST_KEY"} {
 		t.Setenv(k, "")
 	}
@@ -147,6 +147,14 @@ func TestServeFlagsEnv(t *testing.T) {
 	o, _, ok = parseServeFlags([]string{"--insecure-local", "--pool", "0", "--queue", "q2", "--base-url", "http://127.0.0.1:1/v1", "--max-steps", "4"}, envLookup, &errb)
 	if !ok || o.stack.pool != 0 || o.stack.queueName != "q2" || o.provider.BaseURL != "http://127.0.0.1:1/v1" || o.maxSteps != 4 || o.provider.APIKey != "sk-default" {
 		t.Errorf("flags over env: %+v", o)
+	}
+	// The embedded state store's directory: AIRLOCK_DATA_DIR, then --data-dir.
+	t.Setenv("AIRLOCK_DATA_DIR", "/tmp/airlock-env-data")
+	if o, _, ok := parseServeFlags([]string{"--insecure-local"}, envLookup, &errb); !ok || o.dataDir != "/tmp/airlock-env-data" {
+		t.Errorf("AIRLOCK_DATA_DIR: data dir %q", o.dataDir)
+	}
+	if o, _, ok := parseServeFlags([]string{"--insecure-local", "--data-dir", "/tmp/d2"}, envLookup, &errb); !ok || o.dataDir != "/tmp/d2" {
+		t.Errorf("--data-dir over env: data dir %q", o.dataDir)
 	}
 	// A malformed number in the environment falls back to the default.
 	t.Setenv("AIRLOCK_POOL_SIZE", "lots")

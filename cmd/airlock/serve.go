@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // runServe implements `airlock serve`: the HTTP API and web UI, the
@@ -37,6 +38,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.close()
+	store, err := openState(st.rdb, o.dataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return 1
+	}
+	defer store.Close()
 	provider := o.provider
 	// With --redis, pending approvals live in Redis next to the queue.
 	// Runs live in st.runState: with a shared store any replica serves
@@ -49,7 +56,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		_ = runs.Close(c)
 	}()
-	checks := []api.ReadinessCheck{{Name: "queue", Check: st.queue.Ping}}
+	checks := []api.ReadinessCheck{{Name: "queue", Check: st.queue.Ping}, {Name: "state", Check: store.Ping}}
 	if st.engine != nil {
 		checks = append(checks, api.ReadinessCheck{Name: "docker", Check: st.engine.Ping})
 	}
@@ -80,6 +87,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		Runs:       runs,
 		MCP:        mcpSrv,
 		Checks:     checks,
+		State:      store,
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,
 		Logger:     log,
@@ -107,6 +115,8 @@ type serveOptions struct {
 	provider agent.Provider
 	maxSteps int
 	verbose  bool
+	// dataDir holds the embedded state store (without --redis).
+	dataDir string
 }
 
 // parseServeFlags parses the flags of `airlock serve`, with environment
@@ -123,6 +133,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	fs.StringVar(&o.dataDir, "data-dir", state.DefaultDataDir(), "directory of the embedded state store (sessions, artifacts, idempotency keys) used without --redis (env AIRLOCK_DATA_DIR)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return o, code, false
 	}
