@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // Dispatcher is the one entry every tool call goes through. Run never
@@ -85,6 +86,9 @@ type Deps struct {
 	Dispatcher Dispatcher
 	Sessions   Sessions
 	Runs       Runs
+	// State is the durable state store (saved notebooks, ...); nil means
+	// a private in-memory store (state.NewMemory).
+	State state.Store
 	// MCP serves /mcp; nil answers 503 there.
 	MCP MCP
 	// Checks are probed, concurrently, by /readyz.

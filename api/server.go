@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // Server is the HTTP API: an http.Handler, plus Run and Serve for a
@@ -33,6 +34,7 @@ type Server struct {
 	uploads   *slots
 	artifacts *artifactStore
 	sessions  *sessionStore
+	state     state.Store
 	openapi   []byte
 
 	drainOnce sync.Once
@@ -73,6 +75,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := deps.State
+	if st == nil {
+		st = state.NewMemory(cfg.Now)
+	}
 	doc, err := openAPIDocument()
 	if err != nil {
 		return nil, err
@@ -97,6 +103,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 				return 0, 0
 			}}, cfg.Now),
 		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		state:    st,
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}
