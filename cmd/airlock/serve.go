@@ -40,7 +40,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	provider := o.provider
 	// With --redis, pending approvals live in Redis next to the queue.
 	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr}
-	runs := agent.NewManager(mcfg, agentTools{st.disp}, provider, log)
+	runs := agent.NewManager(mcfg, agentTools{Dispatcher: st.disp, keys: cfg.Keys}, provider, log)
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -129,6 +129,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return o, 2, false
 	}
 	o.api = cfg
+	if o.stack.approvalTools, o.stack.requireApproval, err = af.approvals(); err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return o, 2, false
+	}
 	o.provider = resolveProvider(*model, *baseURL, *keyEnv, 0, getenv)
 	return o, 0, true
 }
