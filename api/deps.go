@@ -95,8 +95,8 @@ type Deps struct {
 	// Registerer receives the API's HTTP metrics; nil means a private
 	// registry (then also served at /metrics when Gatherer is nil).
 	Registerer prometheus.Registerer
-	// State is the shared durable store of session records, artifacts and
-	// idempotency keys; replicas sharing it answer for each other's
+	// State is the shared durable store of session records, artifacts,
+	// idempotency keys and saved notebooks; replicas sharing it answer for each other's
 	// sessions. nil means a private state.NewMemory.
 	State state.Store
 	// Logger receives access and error logs; nil discards them.

@@ -22,6 +22,8 @@
 //	PUT  /v1/sessions/{id}/files/{path}         upload a file into /work
 //	GET  /v1/sessions/{id}/files/{path}         download a file from /work
 //	GET  /v1/sessions/{id}/artifacts/{artifact} artifact of a session call
+//	GET  /v1/sessions/{id}/notebook             the saved notebook (cells, version)
+//	PUT  /v1/sessions/{id}/notebook             save it (compare and swap on version)
 //	POST /v1/runs                               start an agent run
 //	GET  /v1/runs/{id}                          its snapshot
 //	GET  /v1/runs/{id}/events                   SSE, resumable with Last-Event-ID

@@ -128,18 +128,24 @@ func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.C
 	if req.ID == "" {
 		req.ID = newID("call_")
 	}
+	var approvalTools, requireApproval []string
+	if p := s.policy(who); p != nil {
+		approvalTools, requireApproval = p.ApprovalTools, p.RequireApproval
+	}
 	return dispatcher.Call{
-		ID:         req.ID,
-		Name:       req.Function.Name,
-		Arguments:  req.Function.Arguments,
-		Owner:      who,
-		SessionID:  req.SessionID,
-		Mount:      mount,
-		MountName:  req.Input,
-		Limits:     limits,
-		Ceiling:    s.ceiling(who),
-		Background: background,
-		Caller:     "api",
+		ApprovalTools:   approvalTools,
+		RequireApproval: requireApproval,
+		ID:              req.ID,
+		Name:            req.Function.Name,
+		Arguments:       req.Function.Arguments,
+		Owner:           who,
+		SessionID:       req.SessionID,
+		Mount:           mount,
+		MountName:       req.Input,
+		Limits:          limits,
+		Ceiling:         s.ceiling(who),
+		Background:      background,
+		Caller:          "api",
 	}, true
 }
 

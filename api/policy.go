@@ -9,6 +9,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
 )
 
 // Policy is what a key may use, from its line in the keys file. Zero
@@ -21,6 +22,12 @@ type Policy struct {
 	Budget Budget
 	// Background allows sessions opened with {"background": true}.
 	Background bool
+	// ApprovalTools are tools whose every call by this key waits for
+	// approval, on top of the server's --approval-tools.
+	ApprovalTools []string
+	// RequireApproval are policy rules that hold this key's calls for
+	// approval instead of refusing them, on top of --require-approval.
+	RequireApproval []string
 }
 
 // Budget is what one key may hold at once. Zero fields mean no budget.
@@ -36,7 +43,9 @@ type Budget struct {
 // memory_bytes, cpus, pids, timeout_seconds, output_bytes, tmpfs_bytes,
 // nofile, file_size_bytes (sizes accept units: 1g, 512m), the budgets
 // max_sessions, session_memory_bytes, session_cpus, artifact_bytes,
-// artifact_count, and background=true|false.
+// artifact_count, background=true|false, and the approval settings
+// approval_tools=TOOL,TOOL and require_approval=RULE,RULE (names checked
+// against the built-in tools and the policy rules).
 func parsePolicy(fields []string) (*Policy, error) {
 	p := &Policy{}
 	for _, f := range fields {
@@ -78,6 +87,12 @@ func parsePolicy(fields []string) (*Policy, error) {
 			p.Budget.ArtifactCount, err = strconv.Atoi(val)
 		case "background":
 			p.Background, err = strconv.ParseBool(val)
+		case "approval_tools":
+			p.ApprovalTools = dispatcher.SplitNames(val)
+			err = dispatcher.CheckApprovalNames(p.ApprovalTools, nil)
+		case "require_approval":
+			p.RequireApproval = dispatcher.SplitNames(val)
+			err = dispatcher.CheckApprovalNames(nil, p.RequireApproval)
 		default:
 			return nil, fmt.Errorf("unknown policy field %q", name)
 		}

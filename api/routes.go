@@ -56,6 +56,8 @@ func (s *Server) routes() *gin.Engine {
 	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)
 	g.GET("/sessions/:id/files/*path", slow, s.getFile)
 	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
+	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
+	g.PUT("/sessions/:id/notebook", quick, limitBody(notebookMaxBytes), s.putNotebook)
 
 	g.POST("/runs", quick, body, s.startRun)
 	g.GET("/runs/:id", quick, s.getRun)

@@ -34,6 +34,7 @@ type Server struct {
 	uploads   *slots
 	artifacts *artifactStore
 	sessions  *sessionStore
+	state     state.Store
 	openapi   []byte
 
 	drainOnce sync.Once
@@ -101,6 +102,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 				return 0, 0
 			}}, cfg.Now),
 		sessions: newSessionStore(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		state:    deps.State,
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,12 +169,12 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 	violations := d.policy.check(rt, call, args, approved)
 	var needApproval []string
 	for _, v := range violations {
-		if !d.policy.needsApproval(v.Rule) {
+		if !d.policy.needsApproval(v.Rule) && !slices.Contains(call.RequireApproval, v.Rule) {
 			return Result{Status: StatusRejected, Reason: "policy:" + v.Rule, Content: policyContent(v, violations)}, "refused"
 		}
 		needApproval = append(needApproval, v.Rule)
 	}
-	if held == nil && (len(needApproval) > 0 || rt.NeedsApproval) {
+	if held == nil && (len(needApproval) > 0 || rt.NeedsApproval || slices.Contains(call.ApprovalTools, rt.Name)) {
 		return d.hold(ctx, call, normalized, needApproval)
 	}
 

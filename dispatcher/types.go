@@ -37,6 +37,12 @@ type Call struct {
 	// header or call id).
 	Lane           core.Lane `json:"lane,omitempty"`
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	// ApprovalTools and RequireApproval, set by the transport from the
+	// caller's policy, add to Config.ApprovalTools and
+	// PolicyConfig.RequireApproval for this call: a tool named here waits
+	// for approval, a rule named here holds the call instead of refusing.
+	ApprovalTools   []string `json:"approval_tools,omitempty"`
+	RequireApproval []string `json:"require_approval,omitempty"`
 }
 
 // Status is a tool call's outcome: the sandbox statuses plus the

@@ -172,5 +172,5 @@ func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.close()
-	return runAgent(o, agentTools{st.disp}, stdout, stderr)
+	return runAgent(o, agentTools{Dispatcher: st.disp}, stdout, stderr)
 }

@@ -46,11 +46,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer store.Close()
 	provider := o.provider
 	// With --redis, pending approvals live in Redis next to the queue.
-	// Runs live in st.runState: with a shared store any replica serves
-	// them and takes over those whose replica died.
+	// Runs live in the state store: with a shared store (--redis) any
+	// replica serves them and takes over those whose replica died; the
+	// embedded store keeps them across a restart.
 	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr,
-		Store: st.runState}
-	runs := agent.NewManager(mcfg, agentTools{st.disp}, provider, log)
+		Store: store}
+	runs := agent.NewManager(mcfg, agentTools{Dispatcher: st.disp, keys: cfg.Keys}, provider, log)
 	defer func() {
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -143,6 +144,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return o, 2, false
 	}
 	o.api = cfg
+	if o.stack.approvalTools, o.stack.requireApproval, err = af.approvals(); err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return o, 2, false
+	}
 	o.provider = resolveProvider(*model, *baseURL, *keyEnv, 0, getenv)
 	return o, 0, true
 }

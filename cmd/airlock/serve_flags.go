@@ -12,6 +12,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -33,6 +34,8 @@ type apiFlags struct {
 	shutdownTimeout time.Duration
 	metricsAddr     string
 	metricsKey      string
+	approvalTools   string
+	requireApproval string
 }
 
 // apiListFlag is a repeatable string flag.
@@ -64,6 +67,21 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("AIRLOCK_METRICS_ADDR"), "serve /metrics on this separate HOST:PORT only, not on --addr (env AIRLOCK_METRICS_ADDR)")
 	fs.StringVar(&f.metricsKey, "metrics-key", "", "Bearer token /metrics requires (default $AIRLOCK_METRICS_KEY; none: open)")
+	fs.StringVar(&f.approvalTools, "approval-tools", os.Getenv("AIRLOCK_APPROVAL_TOOLS"), "comma-separated tools whose every call waits for approval (env AIRLOCK_APPROVAL_TOOLS)")
+	fs.StringVar(&f.requireApproval, "require-approval", os.Getenv("AIRLOCK_REQUIRE_APPROVAL"), "comma-separated policy rules that hold a call for approval instead of refusing it, e.g. shell.rm_root (env AIRLOCK_REQUIRE_APPROVAL; `airlock tools list` shows the rules)")
+}
+
+// approvals parses and checks --approval-tools and --require-approval:
+// an unknown tool or rule name is an error naming it.
+func (f *apiFlags) approvals() (tools, rules []string, err error) {
+	tools, rules = dispatcher.SplitNames(f.approvalTools), dispatcher.SplitNames(f.requireApproval)
+	if err := dispatcher.CheckApprovalNames(tools, nil); err != nil {
+		return nil, nil, fmt.Errorf("--approval-tools: %w", err)
+	}
+	if err := dispatcher.CheckApprovalNames(nil, rules); err != nil {
+		return nil, nil, fmt.Errorf("--require-approval: %w", err)
+	}
+	return tools, rules, nil
 }
 
 // config loads the keys, checks address and mode together and returns the

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
@@ -30,6 +31,9 @@ type stackFlags struct {
 	queueName   string
 	concurrency int
 	grace       time.Duration // for in-flight jobs at shutdown (0: the queue's default)
+	// approvalTools and requireApproval become the dispatcher's
+	// ApprovalTools and Policy.RequireApproval (serve's approval flags).
+	approvalTools, requireApproval []string
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet, embedded bool, pool int) {
@@ -87,6 +91,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	s := &stack{log: log, metrics: prometheus.NewRegistry()}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dcfg := dispatcher.DefaultConfig()
+	dcfg.ApprovalTools, dcfg.Policy.RequireApproval = f.approvalTools, f.requireApproval
 	s.agentApr = approvals.NewMemory(nil)
 	if f.redis != "" {
 		rdb, err := queue.NewRedisClient(f.redis, 2*time.Second)
@@ -169,7 +174,21 @@ func (s *stack) closeRedis() {
 }
 
 // agentTools adapts the dispatcher to the agent's Tools interface.
-type agentTools struct{ *dispatcher.Dispatcher }
+type agentTools struct {
+	*dispatcher.Dispatcher
+	// keys, when set, adds each owner's keys-file approval settings to the
+	// calls of its runs.
+	keys *api.KeySet
+}
+
+// Run runs call with its owner's approval_tools and require_approval.
+func (t agentTools) Run(ctx context.Context, call dispatcher.Call) dispatcher.Result {
+	if p := t.keys.Policy(call.Owner); p != nil {
+		call.ApprovalTools = append(call.ApprovalTools, p.ApprovalTools...)
+		call.RequireApproval = append(call.RequireApproval, p.RequireApproval...)
+	}
+	return t.Dispatcher.Run(ctx, call)
+}
 
 // OpenAITools is the registry's OpenAI tool list.
 func (t agentTools) OpenAITools() []openai.ChatCompletionToolUnionParam {
