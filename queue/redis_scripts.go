@@ -16,25 +16,34 @@ import "github.com/redis/go-redis/v9"
 // expected worker (the last two are the job key when unused).
 // ARGV: id, now ms, deadline ms, max depth, max per owner, owner, reply
 // channel, result TTL ms, payload, session, expected worker, enqueued µs.
+//
+// Its first command is a write Redis refuses when full (maxmemory with
+// noeviction), so a full Redis refuses the submission before anything is
+// enqueued; the job hash it creates is removed again on any refusal.
 var submitScript = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'st')
-if st then return {'exists', st} end
+if redis.call('HSETNX', KEYS[1], 'st', 'queued') == 0 then
+  return {'exists', redis.call('HGET', KEYS[1], 'st')}
+end
+local function refuse(a, b)
+  redis.call('DEL', KEYS[1])
+  return {a, b}
+end
 local now = tonumber(ARGV[2])
 local dl = tonumber(ARGV[3])
 if ARGV[11] ~= '' then
-  if redis.call('GET', KEYS[5]) ~= ARGV[11] then return {'moved', ''} end
+  if redis.call('GET', KEYS[5]) ~= ARGV[11] then return refuse('moved', '') end
   if redis.call('EXISTS', KEYS[6]) == 0 then
     redis.call('DEL', KEYS[5])
-    return {'lost', ''}
+    return refuse('lost', '')
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local maxDepth = tonumber(ARGV[4])
-if maxDepth > 0 and redis.call('ZCARD', KEYS[3]) >= maxDepth then return {'busy', 'depth'} end
+if maxDepth > 0 and redis.call('ZCARD', KEYS[3]) >= maxDepth then return refuse('busy', 'depth') end
 local maxOwner = tonumber(ARGV[5])
 if maxOwner > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  if redis.call('ZCARD', KEYS[4]) >= maxOwner then return {'busy', 'owner'} end
+  if redis.call('ZCARD', KEYS[4]) >= maxOwner then return refuse('busy', 'owner') end
   redis.call('ZADD', KEYS[4], dl, ARGV[1])
   local exp = redis.call('PEXPIRETIME', KEYS[4])
   if exp < dl + 60000 then redis.call('PEXPIREAT', KEYS[4], dl + 60000) end

@@ -406,40 +406,57 @@ func (w *redisWorker) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// beat refreshes the liveness key and every running job's lease,
-// cancelling the handler of a job that ended or moved elsewhere.
+// beat renews every running job's lease, then refreshes the liveness key
+// and session bindings. The two are independent: leases first, in their own
+// pipeline, so a liveness write that fails (a full Redis refuses SET) never
+// lets a running job's lease lapse and the job run twice.
 func (w *redisWorker) beat(ctx context.Context) {
 	q := w.q
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.SubmitTimeout)
 	defer cancel()
-	pipe := q.rdb.Pipeline()
-	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
-	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
 	w.mu.Lock()
-	for s := range w.sessions {
-		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
-	}
 	tasks := make([]*task, 0, len(w.tasks))
 	for _, t := range w.tasks {
 		tasks = append(tasks, t)
 	}
-	w.mu.Unlock()
-	if _, err := pipe.Exec(ctx); err != nil {
-		w.log.Warn("heartbeat failed", "err", err)
-		return
+	sessions := make([]string, 0, len(w.sessions))
+	for s := range w.sessions {
+		sessions = append(sessions, s)
 	}
-	for _, t := range tasks {
-		r, err := heartbeatScript.Run(ctx, q.rdb, []string{q.keys.job(t.job.ID), t.stream},
-			t.token, group, w.cfg.ID, t.msgID).Int()
-		switch {
-		case err != nil:
-			w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
-		case r == -1:
-			w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
-			t.cancel(errLeaseLost)
-		case r == 0:
-			t.cancel(errJobOver)
+	w.mu.Unlock()
+	if len(tasks) > 0 {
+		pipe := q.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(tasks))
+		for i, t := range tasks {
+			cmds[i] = heartbeatScript.EvalSha(ctx, pipe, []string{q.keys.job(t.job.ID), t.stream},
+				t.token, group, w.cfg.ID, t.msgID)
 		}
+		_, _ = pipe.Exec(ctx)
+		for i, t := range tasks {
+			r, err := cmds[i].Int()
+			if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
+				r, err = heartbeatScript.Run(ctx, q.rdb, []string{q.keys.job(t.job.ID), t.stream},
+					t.token, group, w.cfg.ID, t.msgID).Int()
+			}
+			switch {
+			case err != nil:
+				w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
+			case r == -1:
+				w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
+				t.cancel(errLeaseLost)
+			case r == 0:
+				t.cancel(errJobOver)
+			}
+		}
+	}
+	pipe := q.rdb.Pipeline()
+	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
+	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
+	for _, s := range sessions {
+		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		w.log.Warn("liveness heartbeat failed", "err", err)
 	}
 }
 
