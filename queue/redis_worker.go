@@ -361,7 +361,7 @@ func (w *redisWorker) finish(base context.Context, t *task, reply Reply, herr er
 		res, err := finishScript.Run(ctx, q.rdb,
 			[]string{jobKey, t.stream, q.keys.active(), q.keys.owner(t.job.Owner), bindKey, unbindKey},
 			t.msgID, group, t.token, state, out, msg, q.cfg.ResultTTL.Milliseconds(), t.job.ID,
-			w.cfg.ID, bind, unbind, q.cfg.SessionTTL.Milliseconds()).Text()
+			w.cfg.ID, bind, unbind, q.cfg.SessionTTL.Milliseconds(), ownerFlag(q.cfg.MaxPerOwner)).Text()
 		cancel()
 		if err == nil {
 			switch res {
@@ -542,4 +542,12 @@ func (w *redisWorker) drainOwn() {
 			}
 		}
 	}
+}
+
+// ownerFlag is "1" when per-owner limits are on (the owner set is kept).
+func ownerFlag(maxPerOwner int) string {
+	if maxPerOwner > 0 {
+		return "1"
+	}
+	return ""
 }
