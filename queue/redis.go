@@ -151,6 +151,16 @@ func (q *Redis) LiveWorkers(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// WorkerAlive reports whether worker's liveness key exists (for reapers of
+// a dead worker's sandbox containers, on any host).
+func (q *Redis) WorkerAlive(ctx context.Context, worker string) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.keys.alive(worker)).Result()
+	if err != nil {
+		return false, fmt.Errorf("%w: worker liveness: %w", ErrUnavailable, err)
+	}
+	return n == 1, nil
+}
+
 // Close stops the reply listener, fails waiting callers with ErrClosed and
 // closes the Redis client if the queue dialled it.
 func (q *Redis) Close() error {
