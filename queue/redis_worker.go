@@ -41,6 +41,7 @@ type redisWorker struct {
 	log       *slog.Logger
 	ownStream string
 	cursor    string // XAUTOCLAIM position; touched only by Run's loop
+	repend    bool   // a read failed: recheck own pending entries; Run's loop only
 
 	mu       sync.Mutex
 	started  bool
@@ -112,7 +113,19 @@ func (w *redisWorker) Run(ctx context.Context) error {
 			break
 		}
 		ds, err := w.fetch(ctx, free, &nextClaim)
+		if err == nil && w.repend {
+			// A read that failed client-side (a Redis stall) may still
+			// have been served, delivering entries to this consumer that
+			// nobody runs: take back this consumer's unstarted ones now
+			// rather than after the visibility timeout.
+			var pend []delivery
+			if pend, err = w.ownPending(ctx, free); err == nil {
+				w.repend = false
+				ds = append(pend, ds...)
+			}
+		}
 		if err != nil {
+			w.repend = true
 			for range free {
 				<-slots
 			}
@@ -237,6 +250,36 @@ func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([
 		}
 	}
 	return append(ds, own...), nil
+}
+
+// ownPending returns up to n entries of the shared stream delivered to this
+// worker but not being run by it (their read's reply was lost).
+func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error) {
+	main := w.q.keys.stream()
+	res, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: group, Consumer: w.cfg.ID, Count: 1000, Block: -1, Streams: []string{main, "0"},
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, w.groupErr(ctx, err)
+	}
+	w.mu.Lock()
+	running := map[string]bool{}
+	for _, t := range w.tasks {
+		running[t.msgID] = true
+	}
+	w.mu.Unlock()
+	var ds []delivery
+	for _, s := range res {
+		for _, m := range s.Messages {
+			if !running[m.ID] && len(ds) < n && m.Values != nil {
+				ds = append(ds, delivery{main, m})
+			}
+		}
+	}
+	return ds, nil
 }
 
 // groupErr recreates the consumer groups when Redis lost them (restarted
