@@ -43,8 +43,10 @@ type Config struct {
 	// it goes to the dead-letter stream. Default 3.
 	MaxDeliveries int
 	// LivenessTTL (Redis) is the lifetime of a worker's liveness key, which
-	// it refreshes every third of it; when the key expires, the worker's
-	// sessions are lost. Default 10s.
+	// it refreshes every third of it; when the key stays expired for half a
+	// TTL more, the worker's sessions are lost. Default VisibilityTimeout
+	// (30s), so a Redis stall that does not reclaim a worker's jobs does
+	// not end its sessions either.
 	LivenessTTL time.Duration
 	// SessionTTL (Redis) is how long a session binding lives without use.
 	// Default 24h.
@@ -103,7 +105,7 @@ func (c Config) withDefaults() Config {
 	c.ResultTTL = cmp.Or(c.ResultTTL, 2*time.Minute)
 	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, 30*time.Second)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 3)
-	c.LivenessTTL = cmp.Or(c.LivenessTTL, 10*time.Second)
+	c.LivenessTTL = cmp.Or(c.LivenessTTL, c.VisibilityTimeout)
 	c.SessionTTL = cmp.Or(c.SessionTTL, 24*time.Hour)
 	c.SubmitTimeout = cmp.Or(c.SubmitTimeout, 2*time.Second)
 	return c

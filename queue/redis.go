@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,12 +117,24 @@ func (q *Redis) depth() float64 {
 	return float64(n)
 }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers and accepts writes: it writes a short-lived
+// probe key, which a full Redis (maxmemory, noeviction) refuses, so a
+// readiness check built on Ping reports not-ready while submissions would
+// be refused.
 func (q *Redis) Ping(ctx context.Context) error {
-	if err := q.rdb.Ping(ctx).Err(); err != nil {
+	err := q.rdb.Set(ctx, q.keys.base+":ping", "1", 10*time.Second).Err()
+	if isOOM(err) {
+		return fmt.Errorf("%w: Redis is full (maxmemory): %w", ErrUnavailable, err)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// isOOM reports whether err is Redis refusing a write for lack of memory.
+func isOOM(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "OOM")
 }
 
 // LiveWorkers counts the workers whose liveness key is fresh (for
@@ -136,6 +149,16 @@ func (q *Redis) LiveWorkers(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("%w: count workers: %w", ErrUnavailable, err)
 	}
 	return n, nil
+}
+
+// WorkerAlive reports whether worker's liveness key exists (for reapers of
+// a dead worker's sandbox containers, on any host).
+func (q *Redis) WorkerAlive(ctx context.Context, worker string) (bool, error) {
+	n, err := q.rdb.Exists(ctx, q.keys.alive(worker)).Result()
+	if err != nil {
+		return false, fmt.Errorf("%w: worker liveness: %w", ErrUnavailable, err)
+	}
+	return n == 1, nil
 }
 
 // Close stops the reply listener, fails waiting callers with ErrClosed and
@@ -331,6 +354,9 @@ func (q *Redis) submit(ctx context.Context, j Job) (worker string, exists bool, 
 			if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
 				return "", false, fmt.Errorf("%w: %w", ErrCanceled, cerr)
 			}
+			if isOOM(err) {
+				return "", false, fmt.Errorf("%w: submit job %s refused, not run: Redis is full (maxmemory): %w", ErrUnavailable, j.ID, err)
+			}
 			return "", false, fmt.Errorf("%w: submit job %s: %w", ErrUnavailable, j.ID, err)
 		}
 		switch res[0] {
@@ -365,6 +391,7 @@ func (q *Redis) await(ctx context.Context, j Job, worker string, sig chan struct
 	}
 	var retry <-chan time.Time
 	var bo backoff
+	missing := 0
 	for {
 		if check {
 			st, out, msg, err := q.outcome(j.ID)
@@ -397,6 +424,15 @@ func (q *Redis) await(ctx context.Context, j Job, worker string, sig chan struct
 			}
 			return out, err
 		case <-liveness:
+			if q.workerAlive(worker) {
+				missing = 0
+				continue
+			}
+			// Declared lost only when the key is still gone a tick
+			// later: a short Redis stall or a late refresh is no loss.
+			if missing++; missing < 2 {
+				continue
+			}
 			out, err, done := q.checkSession(j, worker)
 			if done {
 				return out, err
@@ -440,6 +476,15 @@ func (q *Redis) abort(j Job, state, msg, worker string) ([]byte, error) {
 		}
 	}
 	return nil, outcomeErr(state, msg)
+}
+
+// workerAlive reports whether worker's liveness key exists; an error
+// (Redis unreachable) counts as alive: nothing is known to be lost.
+func (q *Redis) workerAlive(worker string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
+	defer cancel()
+	n, err := q.rdb.Exists(ctx, q.keys.alive(worker)).Result()
+	return err != nil || n == 1
 }
 
 // checkSession ends a session job as lost if its worker's liveness key is

@@ -16,34 +16,46 @@ import "github.com/redis/go-redis/v9"
 // expected worker (the last two are the job key when unused).
 // ARGV: id, now ms, deadline ms, max depth, max per owner, owner, reply
 // channel, result TTL ms, payload, session, expected worker, enqueued µs.
+//
+// Its first command is a write Redis refuses when full (maxmemory with
+// noeviction), so a full Redis refuses the submission before anything is
+// enqueued; the job hash it creates is removed again on any refusal.
 var submitScript = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'st')
-if st then return {'exists', st} end
+if redis.call('HSETNX', KEYS[1], 'st', 'queued') == 0 then
+  return {'exists', redis.call('HGET', KEYS[1], 'st')}
+end
+local function refuse(a, b)
+  redis.call('DEL', KEYS[1])
+  return {a, b}
+end
 local now = tonumber(ARGV[2])
 local dl = tonumber(ARGV[3])
 if ARGV[11] ~= '' then
-  if redis.call('GET', KEYS[5]) ~= ARGV[11] then return {'moved', ''} end
+  if redis.call('GET', KEYS[5]) ~= ARGV[11] then return refuse('moved', '') end
   if redis.call('EXISTS', KEYS[6]) == 0 then
     redis.call('DEL', KEYS[5])
-    return {'lost', ''}
+    return refuse('lost', '')
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local function full(key, max)
+  if redis.call('ZCARD', key) < max then return false end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return redis.call('ZCARD', key) >= max
+end
 local maxDepth = tonumber(ARGV[4])
-if maxDepth > 0 and redis.call('ZCARD', KEYS[3]) >= maxDepth then return {'busy', 'depth'} end
+if maxDepth > 0 and full(KEYS[3], maxDepth) then return refuse('busy', 'depth') end
 local maxOwner = tonumber(ARGV[5])
 if maxOwner > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  if redis.call('ZCARD', KEYS[4]) >= maxOwner then return {'busy', 'owner'} end
+  if full(KEYS[4], maxOwner) then return refuse('busy', 'owner') end
   redis.call('ZADD', KEYS[4], dl, ARGV[1])
   local exp = redis.call('PEXPIRETIME', KEYS[4])
   if exp < dl + 60000 then redis.call('PEXPIREAT', KEYS[4], dl + 60000) end
 end
 redis.call('ZADD', KEYS[3], dl, ARGV[1])
-redis.call('HSET', KEYS[1], 'st', 'queued', 'att', 0, 'owner', ARGV[6], 'reply', ARGV[7], 'dl', ARGV[3], 'sess', ARGV[10])
+redis.call('HSET', KEYS[1], 'att', 0, 'owner', ARGV[6], 'reply', ARGV[7], 'dl', ARGV[3], 'sess', ARGV[10])
 redis.call('PEXPIREAT', KEYS[1], dl + tonumber(ARGV[8]))
 redis.call('XADD', KEYS[2], '*', 'id', ARGV[1], 'owner', ARGV[6], 'sess', ARGV[10], 'dl', ARGV[3], 'enq', ARGV[12], 'reply', ARGV[7], 'pl', ARGV[9])
-return {'ok', tostring(redis.call('ZCARD', KEYS[3]))}
+return {'ok', ''}
 `)
 
 // startScript claims a delivered job for one run, skipping finished jobs
@@ -56,23 +68,23 @@ local function drop()
   redis.call('XACK', KEYS[2], ARGV[2], ARGV[1])
   redis.call('XDEL', KEYS[2], ARGV[1])
 end
-local function over(st, msg)
-  redis.call('HSET', KEYS[1], 'st', st, 'err', msg)
+local h = redis.call('HMGET', KEYS[1], 'st', 'dl', 'att', 'reply')
+local function over(st, msg, att)
+  redis.call('HSET', KEYS[1], 'st', st, 'err', msg, 'att', att)
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
   redis.call('ZREM', KEYS[4], ARGV[7])
   redis.call('ZREM', KEYS[5], ARGV[7])
-  local reply = redis.call('HGET', KEYS[1], 'reply')
-  if reply then redis.call('PUBLISH', reply, ARGV[7]) end
+  if h[4] then redis.call('PUBLISH', h[4], ARGV[7]) end
   drop()
 end
-local st = redis.call('HGET', KEYS[1], 'st')
+local st = h[1]
 if not st then drop() return {'gone', 0} end
 if st ~= 'queued' and st ~= 'running' then drop() return {'skip', 0} end
-if tonumber(redis.call('HGET', KEYS[1], 'dl')) <= tonumber(ARGV[5]) then
-  over('deadline', '')
+if tonumber(h[2]) <= tonumber(ARGV[5]) then
+  over('deadline', '', h[3])
   return {'expired', 0}
 end
-local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
+local att = tonumber(h[3]) + 1
 if att > tonumber(ARGV[4]) then
   local msg = 'delivered ' .. (att - 1) .. ' times without a result'
   local f = {'id', ARGV[7], 'attempts', tostring(att - 1), 'reason', msg}
@@ -84,10 +96,10 @@ if att > tonumber(ARGV[4]) then
     end
   end
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', unpack(f))
-  over('dead', msg)
+  over('dead', msg, att)
   return {'dead', att - 1}
 end
-redis.call('HSET', KEYS[1], 'st', 'running', 'w', ARGV[3])
+redis.call('HSET', KEYS[1], 'st', 'running', 'w', ARGV[3], 'att', att)
 return {'run', att}
 `)
 
@@ -97,24 +109,24 @@ return {'run', att}
 // KEYS: job, stream, active, owner, session to bind, session to unbind
 // (the session keys are the job key when unused).
 // ARGV: message ID, group, token, state, out, err, result TTL ms, id,
-// worker, bind flag, unbind flag, session TTL ms.
+// worker, bind flag, unbind flag, session TTL ms, owner-limit flag.
 var finishScript = redis.NewScript(`
 local function drop()
   redis.call('XACK', KEYS[2], ARGV[2], ARGV[1])
   redis.call('XDEL', KEYS[2], ARGV[1])
 end
-local st = redis.call('HGET', KEYS[1], 'st')
+local h = redis.call('HMGET', KEYS[1], 'st', 'att', 'reply')
+local st = h[1]
 if not st then drop() return 'gone' end
-if redis.call('HGET', KEYS[1], 'att') ~= ARGV[3] then return 'stale' end
+if h[2] ~= ARGV[3] then return 'stale' end
 if st ~= 'running' then drop() return 'late' end
 redis.call('HSET', KEYS[1], 'st', ARGV[4], 'out', ARGV[5], 'err', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 redis.call('ZREM', KEYS[3], ARGV[8])
-redis.call('ZREM', KEYS[4], ARGV[8])
+if ARGV[13] == '1' then redis.call('ZREM', KEYS[4], ARGV[8]) end
 if ARGV[11] == '1' and redis.call('GET', KEYS[6]) == ARGV[9] then redis.call('DEL', KEYS[6]) end
 if ARGV[10] == '1' then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[12]) end
-local reply = redis.call('HGET', KEYS[1], 'reply')
-if reply then redis.call('PUBLISH', reply, ARGV[8]) end
+if h[3] then redis.call('PUBLISH', h[3], ARGV[8]) end
 drop()
 return 'ok'
 `)

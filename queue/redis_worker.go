@@ -41,6 +41,7 @@ type redisWorker struct {
 	log       *slog.Logger
 	ownStream string
 	cursor    string // XAUTOCLAIM position; touched only by Run's loop
+	repend    bool   // a read failed: recheck own pending entries; Run's loop only
 
 	mu       sync.Mutex
 	started  bool
@@ -112,7 +113,19 @@ func (w *redisWorker) Run(ctx context.Context) error {
 			break
 		}
 		ds, err := w.fetch(ctx, free, &nextClaim)
+		if err == nil && w.repend {
+			// A read that failed client-side (a Redis stall) may still
+			// have been served, delivering entries to this consumer that
+			// nobody runs: take back this consumer's unstarted ones now
+			// rather than after the visibility timeout.
+			var pend []delivery
+			if pend, err = w.ownPending(ctx, free); err == nil {
+				w.repend = false
+				ds = append(pend, ds...)
+			}
+		}
 		if err != nil {
+			w.repend = true
 			for range free {
 				<-slots
 			}
@@ -239,6 +252,36 @@ func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([
 	return append(ds, own...), nil
 }
 
+// ownPending returns up to n entries of the shared stream delivered to this
+// worker but not being run by it (their read's reply was lost).
+func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error) {
+	main := w.q.keys.stream()
+	res, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: group, Consumer: w.cfg.ID, Count: 1000, Block: -1, Streams: []string{main, "0"},
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, w.groupErr(ctx, err)
+	}
+	w.mu.Lock()
+	running := map[string]bool{}
+	for _, t := range w.tasks {
+		running[t.msgID] = true
+	}
+	w.mu.Unlock()
+	var ds []delivery
+	for _, s := range res {
+		for _, m := range s.Messages {
+			if !running[m.ID] && len(ds) < n && m.Values != nil {
+				ds = append(ds, delivery{main, m})
+			}
+		}
+	}
+	return ds, nil
+}
+
 // groupErr recreates the consumer groups when Redis lost them (restarted
 // without persistence) and passes err on.
 func (w *redisWorker) groupErr(ctx context.Context, err error) error {
@@ -361,7 +404,7 @@ func (w *redisWorker) finish(base context.Context, t *task, reply Reply, herr er
 		res, err := finishScript.Run(ctx, q.rdb,
 			[]string{jobKey, t.stream, q.keys.active(), q.keys.owner(t.job.Owner), bindKey, unbindKey},
 			t.msgID, group, t.token, state, out, msg, q.cfg.ResultTTL.Milliseconds(), t.job.ID,
-			w.cfg.ID, bind, unbind, q.cfg.SessionTTL.Milliseconds()).Text()
+			w.cfg.ID, bind, unbind, q.cfg.SessionTTL.Milliseconds(), ownerFlag(q.cfg.MaxPerOwner)).Text()
 		cancel()
 		if err == nil {
 			switch res {
@@ -406,40 +449,57 @@ func (w *redisWorker) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// beat refreshes the liveness key and every running job's lease,
-// cancelling the handler of a job that ended or moved elsewhere.
+// beat renews every running job's lease, then refreshes the liveness key
+// and session bindings. The two are independent: leases first, in their own
+// pipeline, so a liveness write that fails (a full Redis refuses SET) never
+// lets a running job's lease lapse and the job run twice.
 func (w *redisWorker) beat(ctx context.Context) {
 	q := w.q
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.SubmitTimeout)
 	defer cancel()
-	pipe := q.rdb.Pipeline()
-	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
-	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
 	w.mu.Lock()
-	for s := range w.sessions {
-		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
-	}
 	tasks := make([]*task, 0, len(w.tasks))
 	for _, t := range w.tasks {
 		tasks = append(tasks, t)
 	}
-	w.mu.Unlock()
-	if _, err := pipe.Exec(ctx); err != nil {
-		w.log.Warn("heartbeat failed", "err", err)
-		return
+	sessions := make([]string, 0, len(w.sessions))
+	for s := range w.sessions {
+		sessions = append(sessions, s)
 	}
-	for _, t := range tasks {
-		r, err := heartbeatScript.Run(ctx, q.rdb, []string{q.keys.job(t.job.ID), t.stream},
-			t.token, group, w.cfg.ID, t.msgID).Int()
-		switch {
-		case err != nil:
-			w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
-		case r == -1:
-			w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
-			t.cancel(errLeaseLost)
-		case r == 0:
-			t.cancel(errJobOver)
+	w.mu.Unlock()
+	if len(tasks) > 0 {
+		pipe := q.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(tasks))
+		for i, t := range tasks {
+			cmds[i] = heartbeatScript.EvalSha(ctx, pipe, []string{q.keys.job(t.job.ID), t.stream},
+				t.token, group, w.cfg.ID, t.msgID)
 		}
+		_, _ = pipe.Exec(ctx)
+		for i, t := range tasks {
+			r, err := cmds[i].Int()
+			if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
+				r, err = heartbeatScript.Run(ctx, q.rdb, []string{q.keys.job(t.job.ID), t.stream},
+					t.token, group, w.cfg.ID, t.msgID).Int()
+			}
+			switch {
+			case err != nil:
+				w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
+			case r == -1:
+				w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
+				t.cancel(errLeaseLost)
+			case r == 0:
+				t.cancel(errJobOver)
+			}
+		}
+	}
+	pipe := q.rdb.Pipeline()
+	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
+	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
+	for _, s := range sessions {
+		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		w.log.Warn("liveness heartbeat failed", "err", err)
 	}
 }
 
@@ -525,4 +585,12 @@ func (w *redisWorker) drainOwn() {
 			}
 		}
 	}
+}
+
+// ownerFlag is "1" when per-owner limits are on (the owner set is kept).
+func ownerFlag(maxPerOwner int) string {
+	if maxPerOwner > 0 {
+		return "1"
+	}
+	return ""
 }

@@ -80,3 +80,49 @@ func procIdentity(pid int) string {
 	}
 	return strconv.Itoa(pid) + ":" + f[19] // field 22: starttime
 }
+
+// LabelWorker names the queue worker whose jobs a container serves; a
+// reaper on any host removes the container once that worker's liveness key
+// is gone (see ReapDeadWorkers).
+const LabelWorker = "airlock.worker"
+
+// WorkerAliveFunc reports whether a queue worker is alive (its liveness
+// key exists); an error means "unknown" and spares the container.
+type WorkerAliveFunc func(ctx context.Context, worker string) (bool, error)
+
+// ReapDeadWorkers removes Airlock containers on this Docker host whose
+// LabelWorker names a worker that alive reports dead: containers of a
+// worker on another host (or in a killed process) that no local reaper
+// would judge. Each worker is asked once per sweep. It returns how many it
+// removed.
+func (e *Engine) ReapDeadWorkers(ctx context.Context, alive WorkerAliveFunc) (int, error) {
+	list, err := e.docker.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelWorker))})
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: reap dead workers: list containers: %w: %w", core.ErrUnavailable, err)
+	}
+	verdict := map[string]bool{}
+	n := 0
+	for _, c := range list {
+		w := c.Labels[LabelWorker]
+		if w == "" || c.Labels[LabelInstance] == e.cfg.Instance {
+			continue
+		}
+		dead, seen := verdict[w]
+		if !seen {
+			ok, err := alive(ctx, w)
+			dead = err == nil && !ok
+			verdict[w] = dead
+		}
+		if !dead {
+			continue
+		}
+		err := e.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) {
+			e.log.Warn("reap: remove failed", "container", short(c.ID), "err", err)
+			continue
+		}
+		n++
+	}
+	return n, nil
+}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,9 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 		timeout = c.cfg.DefaultTimeout
 	}
 	id := req.JobID
+	if id == "" && req.IdempotencyKey != "" {
+		id = idempotentID(req.Owner, req.IdempotencyKey)
+	}
 	if id == "" {
 		id = newID()
 	}
@@ -119,6 +123,15 @@ func (c *Client) CloseSession(ctx context.Context, owner, id string) error {
 	return err
 }
 
+// idempotentID derives a job id from owner and idempotency key, so a
+// resubmission (a client retrying after a timeout or 503) attaches to the
+// job already queued, running or finished instead of running a second one.
+func idempotentID(owner, key string) string {
+	sum := sha256.Sum256([]byte(owner + "\x00" + key))
+	return "k-" + hex.EncodeToString(sum[:16])
+}
+
+// newID returns a random job id.
 func newID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

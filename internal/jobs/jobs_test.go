@@ -235,3 +235,38 @@ func TestAbandonedOpenIsClosed(t *testing.T) {
 
 // The client is the dispatcher's executor.
 var _ dispatcher.Executor = (*Client)(nil)
+
+func TestIdempotencyKeyRunsOnce(t *testing.T) {
+	var runs sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	eng := &fakeEngine{fn: func(_ context.Context, req core.Request) (core.Result, error) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		return core.Result{Status: core.StatusOK, Stdout: "ran"}, nil
+	}}
+	c := stack(t, eng)
+	req := core.Request{Owner: "alice", Code: "x", IdempotencyKey: "call-1"}
+	for range 3 {
+		runs.Go(func() {
+			if _, err := c.Exec(context.Background(), req); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	runs.Wait()
+	if _, err := c.Exec(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	other := req
+	other.Owner = "bob"
+	if _, err := c.Exec(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 2 {
+		t.Fatalf("engine ran %d times, want 2 (once per owner for one key)", n)
+	}
+}

@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+)
+
+// TestRedisPausedRetrySameIDRunsOnce: Redis stopped (SIGSTOP) 15 s while a
+// client submits and, on every ErrUnavailable, retries with the same job
+// id (as jobs.Client does for one IdempotencyKey): the job runs exactly
+// once and the retrying client gets its result.
+func TestRedisPausedRetrySameIDRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: -short")
+	}
+	srv := redistest.Start(t, false)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	info := rdb.Info(ctx, "server").Val()
+	_, rest, _ := strings.Cut(info, "process_id:")
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("redis pid: %v", err)
+	}
+	q, err := NewRedis(Config{RedisURL: srv.URL(), Name: fmt.Sprintf("pause%d", queueSeq.Add(1))}, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var runs atomic.Int64
+	w, err := q.NewWorker(WorkerConfig{Concurrency: 2, ReadBlock: 200 * time.Millisecond}, HandlerFunc(
+		func(_ context.Context, j Job) (Reply, error) { runs.Add(1); return Reply{Payload: []byte("done")}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := q.Do(ctx, Job{Payload: []byte("warm")}); err != nil {
+		t.Fatal(err)
+	}
+	runs.Store(0)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.AfterFunc(15*time.Second, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	defer func() { resumed.Stop(); _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	refused := 0
+	var out []byte
+	for deadline := time.Now().Add(40 * time.Second); ; {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err = q.Do(cctx, Job{ID: "retry-1", Payload: []byte("x")})
+		cancel()
+		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
+			break
+		}
+		refused++
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || string(out) != "done" {
+		t.Fatalf("after %d refusals: %q, %v", refused, out, err)
+	}
+	time.Sleep(2 * time.Second) // a second execution would show by now
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("job ran %d times after %d refused submits, want exactly once", n, refused)
+	}
+	t.Logf("%d submits refused while Redis was stopped; one execution", refused)
+}
