@@ -8,8 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // Dispatcher is the one entry every tool call goes through. Run never
@@ -94,6 +96,11 @@ type Deps struct {
 	// Registerer receives the API's HTTP metrics; nil means a private
 	// registry (then also served at /metrics when Gatherer is nil).
 	Registerer prometheus.Registerer
+	// Batches is the state store of /v1/batches; nil answers 503 there.
+	Batches state.Store
+	// BatchConfig configures the batch runner (its Artifacts hook is the
+	// API's own).
+	BatchConfig batch.Config
 	// Logger receives access and error logs; nil discards them.
 	Logger *slog.Logger
 }

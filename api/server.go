@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 )
 
@@ -34,6 +35,7 @@ type Server struct {
 	artifacts *artifactStore
 	sessions  *sessionStore
 	openapi   []byte
+	batches   *batch.Manager // nil without Deps.Batches
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when shutdown starts; ends SSE streams
@@ -99,6 +101,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		sessions: newSessionStore(cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		openapi:  doc,
 		draining: make(chan struct{}),
+	}
+	if s.batches, err = s.newBatches(); err != nil {
+		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
@@ -185,6 +190,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.batches != nil {
+		bctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.batches.Run(bctx)
+	}
 	s.log.Info("api: serving", "addr", ln.Addr().String(), "insecure_local", s.cfg.InsecureLocal)
 	select {
 	case err := <-errc:
@@ -208,4 +218,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // drain marks the server as shutting down; open SSE streams end.
 func (s *Server) drain() {
 	s.drainOnce.Do(func() { close(s.draining) })
+}
+
+// RunBatches resumes unfinished batches (this replica's or any other's
+// whose lease expired) until ctx is done; Serve runs it itself. For
+// servers mounted on another listener (httptest).
+func (s *Server) RunBatches(ctx context.Context) {
+	if s.batches != nil {
+		s.batches.Run(ctx)
+	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
+
+	"github.com/airlock-dev/airlock/state"
 
 	"github.com/airlock-dev/airlock/dispatcher"
 )
@@ -170,4 +173,17 @@ func Summarize(b Batch, lines []Line) Summary {
 		s.WallSeconds = float64(end - b.InProgressAt)
 	}
 	return s
+}
+
+// Events returns progress snapshots (batch records as JSON) with Seq >
+// after, waiting up to wait for the next one.
+func (m *Manager) Events(ctx context.Context, owner, id string, after int64, wait time.Duration) ([]state.Entry, error) {
+	if _, _, err := m.getBatch(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	es, err := m.store.Range(ctx, logKey(kindEvent, owner, id), after, 100, wait)
+	if err != nil {
+		return nil, fmt.Errorf("batch: read events of %s: %w", id, err)
+	}
+	return es, nil
 }
