@@ -77,6 +77,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		Runs:       runs,
 		MCP:        mcpSrv,
 		Checks:     checks,
+		Batches:    batchStore(),
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,
 		Logger:     log,
