@@ -64,7 +64,11 @@ func (s *Server) batchEvents(c *gin.Context) {
 			return
 		default:
 		}
-		es, err := s.batches.Events(ctx, who, id, after, s.cfg.Heartbeat)
+		wait := min(s.cfg.Heartbeat, 5*time.Second)
+		if ended {
+			wait = 0 // drain what is logged, then end
+		}
+		es, err := s.batches.Events(ctx, who, id, after, wait)
 		if err != nil || ctx.Err() != nil {
 			return
 		}
@@ -72,6 +76,10 @@ func (s *Server) batchEvents(c *gin.Context) {
 			if ended {
 				_ = write("event: done\ndata: {}\n\n")
 				return
+			}
+			if b, err := s.batches.Get(ctx, who, id); err == nil && b.Status.Terminal() {
+				ended = true
+				continue
 			}
 			if !write(": ping\n\n") {
 				return
