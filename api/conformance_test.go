@@ -47,6 +47,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	rid3 := h.startRun(keyAlice, map[string]any{"goal": "z"})
 	h.do(keyAlice, "POST", "/v1/runs/"+rid3+"/cancel", nil)
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+sid, nil)
+	conformBatches(t, h)
 
 	// Every documented error status of the tool-call route.
 	h.do(keyAlice, "POST", "/v1/tool-calls", `{`)                                                                                    // 400
@@ -89,4 +90,28 @@ func TestOpenAPIConformance(t *testing.T) {
 	if len(h.oa.seen) < 30 {
 		t.Fatalf("only %d validated exchanges", len(h.oa.seen))
 	}
+}
+
+// conformBatches drives every /v1/batches operation once.
+func conformBatches(t *testing.T, h *harness) {
+	jsonl := `{"custom_id":"a","tool_call":{"type":"function","function":{"name":"run_python","arguments":{"code":"x"}}}}` + "\n" +
+		`{"custom_id":"b","method":"POST","url":"/v1/tool-calls","body":{"function":{"name":"run_python","arguments":{"code":"raise"}}}}` + "\n"
+	id := h.do(keyAlice, "POST", "/v1/batches", jsonl, "Content-Type", "application/jsonl").must(t, 201).JSON(t)["id"].(string)
+	h.do(keyAlice, "POST", "/v1/batches", `{"custom_id":"a"}`, "Content-Type", "application/jsonl").must(t, 400)
+	deadline := time.Now().Add(10 * time.Second)
+	for h.do(keyAlice, "GET", "/v1/batches/"+id, nil).JSON(t)["status"] != "completed" {
+		if time.Now().After(deadline) {
+			t.Fatal("batch did not complete")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.do(keyAlice, "GET", "/v1/batches", nil).must(t, 200)
+	h.do(keyAlice, "GET", "/v1/batches/"+id+"/results", nil).must(t, 200)
+	h.do(keyAlice, "GET", "/v1/batches/"+id+"/errors", nil).must(t, 200)
+	h.do(keyAlice, "GET", "/v1/batches/"+id+"/summary", nil).must(t, 200)
+	h.do(keyAlice, "GET", "/v1/batches/"+id+"/report", nil).must(t, 200)
+	h.do(keyAlice, "GET", "/v1/batches/"+id+"/events", nil, "Last-Event-ID", "1").must(t, 200)
+	h.do(keyAlice, "POST", "/v1/batches/"+id+"/retry", nil).must(t, 200)
+	h.do(keyAlice, "POST", "/v1/batches/"+id+"/cancel", nil).must(t, 200)
+	h.do(keyBob, "GET", "/v1/batches/"+id, nil).must(t, 404)
 }

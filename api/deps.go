@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/state"
@@ -99,6 +100,11 @@ type Deps struct {
 	// idempotency keys and saved notebooks; replicas sharing it answer for each other's
 	// sessions. nil means a private state.NewMemory.
 	State state.Store
+	// Batches is the state store of /v1/batches; nil answers 503 there.
+	Batches state.Store
+	// BatchConfig configures the batch runner (its Artifacts hook is the
+	// API's own).
+	BatchConfig batch.Config
 	// Logger receives access and error logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -90,6 +91,7 @@ func newHarness(t *testing.T, mut func(*Config, *Deps)) *harness {
 	}
 	deps := Deps{
 		Dispatcher: h.disp, Sessions: h.sess, Runs: h.runs,
+		Batches:    state.NewMemory(time.Now),
 		Registerer: h.reg, Gatherer: h.reg,
 		Checks: []ReadinessCheck{
 			{Name: "docker", Check: func(context.Context) error { return h.checks["docker"] }},

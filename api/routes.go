@@ -64,6 +64,17 @@ func (s *Server) routes() *gin.Engine {
 	g.POST("/runs/:id/cancel", quick, s.cancelRun)
 	g.POST("/runs/:id/approvals/:token", quick, body, s.approveRun)
 
+	v1.GET("/batches/:id/events", s.limitConcurrency(s.streams), s.batchEvents)
+	g.POST("/batches", slow, upload, s.createBatch)
+	g.GET("/batches", quick, s.listBatches)
+	g.GET("/batches/:id", quick, s.getBatch)
+	g.GET("/batches/:id/results", slow, s.batchResults)
+	g.GET("/batches/:id/errors", slow, s.batchErrors)
+	g.GET("/batches/:id/summary", slow, s.batchSummary)
+	g.GET("/batches/:id/report", slow, s.batchReport)
+	g.POST("/batches/:id/cancel", quick, s.cancelBatch)
+	g.POST("/batches/:id/retry", quick, s.retryBatch)
+
 	s.mountMCP(r)
 	return r
 }

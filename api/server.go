@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -36,6 +37,7 @@ type Server struct {
 	sessions  *sessionStore
 	state     state.Store
 	openapi   []byte
+	batches   *batch.Manager // nil without Deps.Batches
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when shutdown starts; ends SSE streams
@@ -107,6 +109,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		draining: make(chan struct{}),
 	}
 	s.artifacts.st = deps.State
+	if s.batches, err = s.newBatches(); err != nil {
+		return nil, err
+	}
 	gin.SetMode(gin.ReleaseMode)
 	s.engine = s.routes()
 	return s, nil
@@ -192,6 +197,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.batches != nil {
+		bctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.batches.Run(bctx)
+	}
 	s.log.Info("api: serving", "addr", ln.Addr().String(), "insecure_local", s.cfg.InsecureLocal)
 	select {
 	case err := <-errc:
@@ -215,4 +225,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // drain marks the server as shutting down; open SSE streams end.
 func (s *Server) drain() {
 	s.drainOnce.Do(func() { close(s.draining) })
+}
+
+// RunBatches resumes unfinished batches (this replica's or any other's
+// whose lease expired) until ctx is done; Serve runs it itself. For
+// servers mounted on another listener (httptest).
+func (s *Server) RunBatches(ctx context.Context) {
+	if s.batches != nil {
+		s.batches.Run(ctx)
+	}
 }

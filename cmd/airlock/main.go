@@ -11,6 +11,7 @@ const usage = `usage: airlock COMMAND [flags]
 commands:
   serve     the HTTP API and web UI: airlock serve [--addr 127.0.0.1:8080] [--redis URL] [--insecure-local]
   worker    run sandbox jobs from the Redis queue: airlock worker --redis URL [--concurrency N]
+  batch     batches: airlock batch submit|run|status|results|cancel|retry|list (see airlock batch)
   run       run the agent on a goal: airlock run [--model M] [--base-url U] [--mount DIR] [--max-steps N] [--json] "goal"
   mcp       an MCP server on stdio for local hosts: airlock mcp [--mount DIR] [--timeout 30s]
   exec      run one snippet: airlock exec [--json] [--timeout 10s] [--memory 256m] [--cpus 1] [--mount DIR] run_python|execute_shell [CODE]
@@ -50,6 +51,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAgentCmd(rest, stdin, stdout, stderr)
 	case "reap":
 		return runReap(rest, stdout, stderr)
+	case "batch":
+		return runBatch(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -89,6 +89,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		MCP:        mcpSrv,
 		Checks:     checks,
 		State:      store,
+		Batches:    store,
 		Gatherer:   st.metrics,
 		Registerer: st.metrics,
 		Logger:     log,

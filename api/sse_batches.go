@@ -1,0 +1,101 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/airlock-dev/airlock/batch"
+	"github.com/airlock-dev/airlock/core"
+)
+
+// batchEvents answers GET /v1/batches/{id}/events as Server-Sent Events:
+// "id: SEQ", "event: progress" and the batch as JSON, until the batch has
+// ended ("event: done"). Last-Event-ID (or ?after=N) resumes.
+func (s *Server) batchEvents(c *gin.Context) {
+	if !s.needBatches(c) {
+		return
+	}
+	var after int64
+	if v := c.GetHeader("Last-Event-ID"); v != "" || c.Query("after") != "" {
+		if v == "" {
+			v = c.Query("after")
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			abortError(c, newError(core.ErrInvalid, "Last-Event-ID must be a non-negative integer"))
+			return
+		}
+		after = n
+	}
+	who, id := owner(c), c.Param("id")
+	b, err := s.batches.Get(c.Request.Context(), who, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	rc := http.NewResponseController(c.Writer)
+	write := func(chunk string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Heartbeat + 30*time.Second))
+		if _, err := c.Writer.WriteString(chunk); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write("retry: 2000\n\n") {
+		return
+	}
+	ctx := c.Request.Context()
+	deadline := time.Now().Add(s.cfg.StreamTimeout)
+	ended := b.Status.Terminal()
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.draining:
+			return
+		default:
+		}
+		wait := min(s.cfg.Heartbeat, 5*time.Second)
+		if ended {
+			wait = 0 // drain what is logged, then end
+		}
+		es, err := s.batches.Events(ctx, who, id, after, wait)
+		if err != nil || ctx.Err() != nil {
+			return
+		}
+		if len(es) == 0 {
+			if ended {
+				_ = write("event: done\ndata: {}\n\n")
+				return
+			}
+			if b, err := s.batches.Get(ctx, who, id); err == nil && b.Status.Terminal() {
+				ended = true
+				continue
+			}
+			if !write(": ping\n\n") {
+				return
+			}
+			continue
+		}
+		for _, e := range es {
+			after = e.Seq
+			var snap batch.Batch
+			_ = json.Unmarshal(e.Data, &snap)
+			if !write(fmt.Sprintf("id: %d\nevent: progress\ndata: %s\n\n", e.Seq, e.Data)) {
+				return
+			}
+			if snap.Status.Terminal() {
+				ended = true
+			}
+		}
+	}
+}

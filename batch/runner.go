@@ -1,0 +1,364 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/state"
+)
+
+// errLeaseHeld: another replica runs the batch.
+var errLeaseHeld = errors.New("lease held by another replica")
+
+// claim takes (or renews) the batch's lease; it fails with errLeaseHeld
+// when another replica's lease is still valid.
+func (m *Manager) claim(ctx context.Context, owner, id string) (Batch, error) {
+	return m.update(ctx, owner, id, func(b *Batch) error {
+		now := m.cfg.Now()
+		if b.Lease != nil && b.Lease.Holder != m.cfg.Replica && now.Before(b.Lease.Until) {
+			return errLeaseHeld
+		}
+		b.Lease = &Lease{Holder: m.cfg.Replica, Until: now.Add(m.cfg.LeaseTTL)}
+		if b.Status == StatusValidating {
+			b.Status, b.InProgressAt = StatusInProgress, now.Unix()
+		}
+		return nil
+	})
+}
+
+// process runs the batch to its end while this replica holds the lease.
+func (m *Manager) process(ctx context.Context, owner, id string) error {
+	b, err := m.claim(ctx, owner, id)
+	if errors.Is(err, errLeaseHeld) {
+		return nil
+	}
+	if errors.Is(err, core.ErrNotFound) || core.CodeOf(err) == core.ErrNotFound {
+		_ = m.store.Delete(ctx, state.Key{Kind: kindIndex, ID: id}, 0)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if b.Status.Terminal() {
+		return m.release(ctx, owner, id)
+	}
+	m.event(ctx, b)
+	all, err := m.items(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	// Lines already in the log, so a resumed runner appends none twice.
+	logged, err := m.loggedLines(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	var done, failed atomic.Int64
+	var pending []versioned
+	for _, v := range all {
+		switch v.item.Status {
+		case ItemPending:
+			pending = append(pending, v)
+			continue
+		case ItemCompleted:
+			done.Add(1)
+		case ItemFailed:
+			failed.Add(1)
+		}
+		if v.item.Result != nil && !logged[lineID(v.item.CustomID, v.item.Attempt)] {
+			if err := m.appendLine(ctx, owner, id, v.item.Result, len(all)); err != nil {
+				return err
+			}
+		}
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var cancelled atomic.Bool
+	expiry := time.Unix(b.ExpiresAt, 0)
+	if b.Status == StatusCancelling {
+		cancelled.Store(true)
+		stop()
+	}
+
+	// The progress loop: renews the lease, publishes counts, notices a
+	// cancel from any replica and the completion window.
+	progressDone := make(chan struct{})
+	var lost atomic.Bool
+	go func() {
+		defer close(progressDone)
+		t := time.NewTicker(m.progressEvery())
+		defer t.Stop()
+		var last Counts
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+			}
+			c := Counts{Total: len(all), Completed: int(done.Load()), Failed: int(failed.Load())}
+			nb, err := m.update(ctx, owner, id, func(b *Batch) error {
+				if b.Lease != nil && b.Lease.Holder != m.cfg.Replica && m.cfg.Now().Before(b.Lease.Until) {
+					return errLeaseHeld
+				}
+				b.Lease = &Lease{Holder: m.cfg.Replica, Until: m.cfg.Now().Add(m.cfg.LeaseTTL)}
+				b.RequestCounts = c
+				return nil
+			})
+			if errors.Is(err, errLeaseHeld) {
+				lost.Store(true)
+				stop()
+				return
+			}
+			if err != nil {
+				continue
+			}
+			if nb.Status == StatusCancelling {
+				cancelled.Store(true)
+				stop()
+			}
+			if m.cfg.Now().After(expiry) {
+				stop()
+			}
+			if c != last {
+				m.event(ctx, nb)
+				last = c
+			}
+		}
+	}()
+
+	work := make(chan versioned)
+	var wg sync.WaitGroup
+	for w := 0; w < b.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := range work {
+				if runCtx.Err() != nil {
+					continue
+				}
+				line, ok := m.runItem(runCtx, owner, id, v.item)
+				if !ok || (runCtx.Err() != nil && line.Failed()) {
+					continue // stopped by cancel, expiry or shutdown: left pending
+				}
+				it := v.item
+				it.Result = line
+				it.Status = ItemCompleted
+				if line.Failed() {
+					it.Status = ItemFailed
+				}
+				// The CAS on the item record makes the result exactly once.
+				if err := m.putItem(ctx, owner, id, &it, v.version); err != nil {
+					if !errors.Is(err, state.ErrConflict) {
+						m.cfg.Logger.Warn("batch: store item", "batch", id, "err", err)
+					}
+					continue
+				}
+				if err := m.appendLine(ctx, owner, id, line, len(all)); err != nil {
+					m.cfg.Logger.Warn("batch: append line", "batch", id, "err", err)
+				}
+				if it.Status == ItemFailed {
+					failed.Add(1)
+				} else {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	for _, v := range pending {
+		if runCtx.Err() != nil {
+			break
+		}
+		select {
+		case work <- v:
+		case <-runCtx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	stop()
+	<-progressDone
+	if ctx.Err() != nil || lost.Load() {
+		return ctx.Err() // shutdown or lease lost: another replica resumes
+	}
+	return m.finish(ctx, owner, id, cancelled.Load())
+}
+
+// finish settles the items left pending (cancelled or expired) and moves
+// the batch to its final status.
+func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) error {
+	all, err := m.items(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	now := m.cfg.Now()
+	b, _, err := m.getBatch(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	expired := !cancelled && b.Status != StatusCancelling && now.After(time.Unix(b.ExpiresAt, 0))
+	cancelled = cancelled || b.Status == StatusCancelling
+	var c Counts
+	c.Total = len(all)
+	for _, v := range all {
+		it := v.item
+		if it.Status == ItemPending {
+			if !cancelled && !expired {
+				return fmt.Errorf("batch %s: item %d still pending", id, it.Index)
+			}
+			st, msg := ItemCancelled, "the batch was cancelled"
+			if expired {
+				st, msg = ItemExpired, "the batch's completion window passed"
+			}
+			it.Status = st
+			it.Result = &Line{CustomID: it.CustomID, Status: st, Attempt: it.Attempt, CompletedAt: now.Unix(),
+				Error: &ItemError{Code: st, Message: msg}}
+			if err := m.putItem(ctx, owner, id, &it, v.version); err == nil {
+				_ = m.appendLine(ctx, owner, id, it.Result, len(all))
+			}
+		}
+		switch it.Status {
+		case ItemCompleted:
+			c.Completed++
+		case ItemFailed:
+			c.Failed++
+		}
+	}
+	if !cancelled && !expired {
+		b, err = m.update(ctx, owner, id, func(b *Batch) error {
+			b.Status, b.FinalizingAt, b.RequestCounts = StatusFinalizing, now.Unix(), c
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		m.event(ctx, b)
+	}
+	b, err = m.update(ctx, owner, id, func(b *Batch) error {
+		b.RequestCounts, b.Lease = c, nil
+		switch {
+		case cancelled:
+			b.Status, b.CancelledAt = StatusCancelled, now.Unix()
+		case expired:
+			b.Status, b.ExpiredAt = StatusExpired, now.Unix()
+		default:
+			b.Status, b.CompletedAt = StatusCompleted, now.Unix()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.event(ctx, b)
+	return m.release(ctx, owner, id)
+}
+
+// release drops the batch from the index of unfinished batches.
+func (m *Manager) release(ctx context.Context, owner, id string) error {
+	if err := m.store.Delete(ctx, state.Key{Kind: kindIndex, ID: id}, 0); err != nil {
+		return fmt.Errorf("batch: unindex %s: %w", id, err)
+	}
+	return nil
+}
+
+func (m *Manager) progressEvery() time.Duration {
+	d := m.cfg.LeaseTTL / 5
+	if d > time.Second {
+		d = time.Second
+	}
+	if d < 50*time.Millisecond {
+		d = 50 * time.Millisecond
+	}
+	return d
+}
+
+// ownerSlot takes one of owner's running-item slots.
+func (m *Manager) ownerSlot(ctx context.Context, owner string) (func(), bool) {
+	m.mu.Lock()
+	ch, ok := m.owners[owner]
+	if !ok {
+		ch = make(chan struct{}, m.cfg.OwnerConcurrency)
+		m.owners[owner] = ch
+	}
+	m.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// runItem runs one item; ok is false when ctx ended before it started.
+func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line, bool) {
+	release, ok := m.ownerSlot(ctx, owner)
+	if !ok {
+		return nil, false
+	}
+	defer release()
+	start := m.cfg.Now()
+	var line *Line
+	switch {
+	case it.Call != nil:
+		call := *it.Call
+		call.Owner = owner
+		call.Lane = core.LaneBatch
+		call.IdempotencyKey = fmt.Sprintf("%s/%s/%d", id, it.CustomID, it.Attempt)
+		if call.ID == "" {
+			call.ID = fmt.Sprintf("call_%s_%d_%d", id, it.Index, it.Attempt)
+		}
+		if call.Caller == "" {
+			call.Caller = "batch"
+		}
+		res := m.disp.Run(ctx, call)
+		line = m.toolLine(owner, it, res)
+	case it.Run != nil:
+		line = m.runLine(ctx, owner, it)
+	default:
+		line = &Line{Status: "rejected", Error: &ItemError{Code: "invalid", Message: "the item has neither a tool call nor a run"}}
+	}
+	line.CustomID, line.Attempt = it.CustomID, it.Attempt
+	if line.DurationMS == 0 {
+		line.DurationMS = m.cfg.Now().Sub(start).Milliseconds()
+	}
+	line.CompletedAt = m.cfg.Now().Unix()
+	return line, true
+}
+
+// runLine runs an agent for a run item and waits for its end.
+func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
+	if m.runs == nil {
+		return &Line{Status: "rejected", Error: &ItemError{Code: string(core.ErrNoModel), Message: "agent runs are not available on this server"}}
+	}
+	req := *it.Run
+	req.Owner = owner
+	start := m.cfg.Now()
+	v, err := m.runs.Start(req)
+	if err != nil {
+		return &Line{Status: "failed", Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
+	}
+	for !runEnded(v.Status) {
+		select {
+		case <-ctx.Done():
+			return &Line{Status: "cancelled", RunID: v.ID, Error: &ItemError{Code: "cancelled", Message: ctx.Err().Error()}}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if nv, err := m.runs.Get(owner, v.ID); err == nil {
+			v = nv
+		}
+	}
+	l := &Line{Status: string(v.Status), RunID: v.ID, FinalAnswer: v.FinalAnswer, DurationMS: m.cfg.Now().Sub(start).Milliseconds()}
+	if v.Error != "" {
+		l.Error = &ItemError{Code: string(v.Status), Message: v.Error}
+	}
+	return l
+}
+
+func runEnded(s agent.RunStatus) bool {
+	return s != agent.RunRunning && s != agent.RunWaitingApproval
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/airlock-dev/airlock/client"
+)
+
+const batchUsage = `usage:
+  airlock batch submit [flags] FILE.jsonl
+  airlock batch submit [flags] --each 'repos/*' --input NAME[=DIR] TOOL CODE
+  airlock batch run [flags] [--out results.jsonl] [--id ID] (FILE.jsonl | --each GLOB --input NAME TOOL CODE)
+  airlock batch status|results|cancel|retry [flags] ID
+  airlock batch list [flags]
+flags: --server URL (env AIRLOCK_SERVER), --key KEY (env AIRLOCK_API_KEY), --concurrency N, --completion-window 24h
+`
+
+// batchFlags are the flags every batch subcommand takes.
+type batchFlags struct {
+	server, key, each, input, window, out, id string
+	concurrency                               int
+	errorsOnly, asJSON                        bool
+}
+
+// runBatch is `airlock batch SUBCOMMAND ...`.
+func runBatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, batchUsage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("airlock batch "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f batchFlags
+	server := os.Getenv("AIRLOCK_SERVER")
+	if server == "" {
+		server = "http://127.0.0.1:8080"
+	}
+	fs.StringVar(&f.server, "server", server, "URL of the airlock server (env AIRLOCK_SERVER)")
+	fs.StringVar(&f.key, "key", os.Getenv("AIRLOCK_API_KEY"), "API key (env AIRLOCK_API_KEY)")
+	fs.StringVar(&f.each, "each", "", "map batch: a glob of folders under the input folder, one item each")
+	fs.StringVar(&f.input, "input", "", "map batch: NAME (or NAME=DIR) of the server's input folder the glob runs in")
+	fs.StringVar(&f.window, "completion-window", "", "how long the batch may take (e.g. 24h)")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "items of the batch run at once (server default when 0)")
+	fs.StringVar(&f.out, "out", "results.jsonl", "batch run: where the results go")
+	fs.StringVar(&f.id, "id", "", "batch run: resume this batch instead of submitting")
+	fs.BoolVar(&f.errorsOnly, "errors", false, "batch results: only the failed items")
+	fs.BoolVar(&f.asJSON, "json", false, "print the batch as JSON")
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	c, err := client.New(f.server, client.WithAPIKey(f.key), client.WithUserAgent("airlock-batch/1"))
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock batch: --server: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pos := fs.Args()
+	needID := func() (string, bool) {
+		if len(pos) != 1 {
+			fmt.Fprintf(stderr, "airlock batch %s: want exactly one batch ID\n%s", sub, batchUsage)
+			return "", false
+		}
+		return pos[0], true
+	}
+	switch sub {
+	case "submit":
+		b, err := submitBatch(ctx, c, f, pos)
+		if err != nil {
+			return batchFail(stderr, sub, err)
+		}
+		if f.asJSON {
+			return printJSON(stdout, b)
+		}
+		fmt.Fprintln(stdout, b.ID)
+		return 0
+	case "status":
+		id, ok := needID()
+		if !ok {
+			return 2
+		}
+		b, err := c.GetBatch(ctx, id)
+		if err != nil {
+			return batchFail(stderr, sub, err)
+		}
+		if f.asJSON {
+			return printJSON(stdout, b)
+		}
+		fmt.Fprintf(stdout, "%s %s total=%d completed=%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Total, b.RequestCounts.Completed, b.RequestCounts.Failed)
+		return 0
+	case "results":
+		id, ok := needID()
+		if !ok {
+			return 2
+		}
+		if err := c.BatchResults(ctx, id, f.errorsOnly, stdout); err != nil {
+			return batchFail(stderr, sub, err)
+		}
+		return 0
+	case "cancel", "retry":
+		id, ok := needID()
+		if !ok {
+			return 2
+		}
+		var b *client.Batch
+		if sub == "cancel" {
+			b, err = c.CancelBatch(ctx, id)
+		} else {
+			b, err = c.RetryBatch(ctx, id)
+		}
+		if err != nil {
+			return batchFail(stderr, sub, err)
+		}
+		if f.asJSON {
+			return printJSON(stdout, b)
+		}
+		fmt.Fprintf(stdout, "%s %s\n", b.ID, b.Status)
+		return 0
+	case "list":
+		bs, err := c.ListBatches(ctx)
+		if err != nil {
+			return batchFail(stderr, sub, err)
+		}
+		for _, b := range bs {
+			fmt.Fprintf(stdout, "%s %s %d/%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Completed+b.RequestCounts.Failed, b.RequestCounts.Total, b.RequestCounts.Failed)
+		}
+		return 0
+	case "run":
+		return runBatchLive(ctx, c, f, pos, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "airlock batch: unknown subcommand %q\n%s", sub, batchUsage)
+	return 2
+}
+
+func batchFail(stderr io.Writer, sub string, err error) int {
+	fmt.Fprintf(stderr, "airlock batch %s: %v\n", sub, err)
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Temporary() {
+		return 75
+	}
+	return 1
+}
+
+func printJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// submitBatch submits FILE.jsonl, or a map spec from --each/--input TOOL CODE.
+func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []string) (*client.Batch, error) {
+	if f.each != "" || f.input != "" {
+		if f.each == "" || f.input == "" || len(pos) != 2 {
+			return nil, errors.New("a map batch needs --each GLOB --input NAME TOOL CODE")
+		}
+		name, _, _ := strings.Cut(f.input, "=")
+		tool, code := pos[0], pos[1]
+		args := map[string]any{"code": code}
+		if tool == "execute_shell" {
+			args = map[string]any{"command": code}
+		}
+		return c.CreateMapBatch(ctx, client.MapSpec{
+			ToolCall: map[string]any{"type": "function", "function": map[string]any{"name": tool, "arguments": args}},
+			Each:     f.each, Input: name, Concurrency: f.concurrency, CompletionWindow: f.window,
+		})
+	}
+	if len(pos) != 1 {
+		return nil, errors.New("want FILE.jsonl (or --each GLOB --input NAME TOOL CODE)")
+	}
+	var data []byte
+	var err error
+	if pos[0] == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(pos[0])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.CreateBatch(ctx, data, client.BatchOptions{Concurrency: f.concurrency, CompletionWindow: f.window})
+}
+
+// runBatchLive submits (or, with --id, resumes following) a batch, shows
+// a progress bar until it ends and writes its results to --out.
+func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []string, stdout, stderr io.Writer) int {
+	var b *client.Batch
+	var err error
+	if f.id != "" {
+		b, err = c.GetBatch(ctx, f.id)
+	} else {
+		b, err = submitBatch(ctx, c, f, pos)
+	}
+	if err != nil {
+		return batchFail(stderr, "run", err)
+	}
+	fmt.Fprintf(stderr, "batch %s (%d items); resume with: airlock batch run --id %s\n", b.ID, b.RequestCounts.Total, b.ID)
+	bar := progressbar.NewOptions(b.RequestCounts.Total,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("running"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("items"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	for !b.Terminal() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "\ninterrupted; the batch goes on: airlock batch run --id %s\n", b.ID)
+			return 130
+		case <-time.After(500 * time.Millisecond):
+		}
+		nb, err := c.GetBatch(ctx, b.ID)
+		if err != nil {
+			continue // the server may be restarting; keep following
+		}
+		b = nb
+		done := b.RequestCounts.Completed + b.RequestCounts.Failed
+		bar.Describe(fmt.Sprintf("%s done=%d failed=%d", b.Status, b.RequestCounts.Completed, b.RequestCounts.Failed))
+		_ = bar.Set(done)
+	}
+	_ = bar.Finish()
+	out, err := os.Create(f.out)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock batch run: %v\n", err)
+		return 1
+	}
+	if err := c.BatchResults(ctx, b.ID, false, out); err != nil {
+		_ = out.Close()
+		return batchFail(stderr, "run", err)
+	}
+	if err := out.Close(); err != nil {
+		fmt.Fprintf(stderr, "airlock batch run: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s %s total=%d completed=%d failed=%d results=%s\n", b.ID, b.Status, b.RequestCounts.Total, b.RequestCounts.Completed, b.RequestCounts.Failed, f.out)
+	if b.Status != "completed" || b.RequestCounts.Failed > 0 {
+		return 1
+	}
+	return 0
+}
