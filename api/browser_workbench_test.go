@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/airlock-dev/airlock/agent"
@@ -81,12 +82,12 @@ func TestBrowserWorkbench(t *testing.T) {
 	shots := os.Getenv("AIRLOCK_SCREENSHOTS")
 	shot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100) /* 100: PNG */)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := shots
-		if dir == "" {
+		if dir == "" || !strings.HasPrefix(name, "ui") || strings.Contains(name, "narrow") {
 			dir = browsertest.ArtifactDir(t)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
@@ -106,9 +107,21 @@ func TestBrowserWorkbench(t *testing.T) {
 	// Shift+Enter in the first cell: it runs, and the focus moves to a new
 	// (Python) cell, where Shift+Enter runs the DataFrame cell.
 	eval(`document.querySelector('.cell .CodeMirror').CodeMirror.setValue("print('hello')"), document.querySelector('.cell .CodeMirror').CodeMirror.focus(), ''`)
-	br.Do("shift+enter", chromedp.KeyEvent("\r", chromedp.KeyModifiers(8 /* shift */)))
+	shiftEnter := func() {
+		t.Helper()
+		// A raw key press, as a keyboard sends it (chromedp.KeyEvent adds a
+		// separate "char" event that no page can cancel).
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter",
+				WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Modifiers: 8 /* Shift */}); err != nil {
+				t.Fatalf("shift+enter: %v", err)
+			}
+		}
+	}
+	shiftEnter()
 	br.Poll("first cell ran, a second cell has the focus", `document.querySelectorAll('.cell').length === 2 && document.querySelectorAll('.cell')[1].contains(document.activeElement) && document.querySelector('.cell .output').textContent.includes('hello')`)
-	br.Do("type the second cell", chromedp.KeyEvent("df"), chromedp.KeyEvent("\r", chromedp.KeyModifiers(8)))
+	br.Do("type the second cell", chromedp.KeyEvent("df"))
+	shiftEnter()
 	br.Poll("table rendered", `!!document.querySelector('.cells, #cells') && !!document.querySelectorAll('.cell')[1].querySelector('.table-wrap table')`)
 	if got := eval(`String(document.querySelectorAll('.cell')[1].querySelectorAll('tbody tr:not([hidden])').length) + ' ' + document.querySelectorAll('.cell')[1].querySelector('.exec-count').textContent + ' ' + !!document.querySelector('.cell pre.stderr.warning') + ' ' + document.getElementById('cells').textContent.includes('model text')`); got != "50 [2] true false" {
 		t.Fatalf("visible rows, count, amber warning, model text: %q", got)
@@ -130,7 +143,7 @@ func TestBrowserWorkbench(t *testing.T) {
 
 	// A reload restores cells and outputs; so does a second tab.
 	br.Do("reload", chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
-	br.Poll("restored", `document.querySelectorAll('.cell').length >= 2 && !!document.querySelector('.cell .table-wrap table') && document.querySelector('.cell .CodeMirror').CodeMirror.getValue() === "print('hello')"`)
+	br.Poll("restored", `document.querySelectorAll('.cell').length >= 2 && !!document.querySelector('.cell .table-wrap table') && document.querySelector('.cell .CodeMirror').CodeMirror.getValue() === "print('hello')" && document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror.getValue() === "df"`)
 	tab2, cancel2 := chromedp.NewContext(ctx)
 	defer cancel2()
 	if err := chromedp.Do(tab2, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`))); err != nil {
