@@ -25,6 +25,7 @@ func TestUIVendorEmbedded(t *testing.T) {
 		"vendor/highlight/highlight.min.js": "hljs",
 		"vendor/highlight/LICENSE":          "BSD",
 		"vendor/VERSIONS":                   "libjs-codemirror",
+		"favicon.svg":                       "<svg",
 	}
 	for name, want := range files {
 		data, err := fs.ReadFile(webFS, "web/"+name)
@@ -40,7 +41,7 @@ func TestUIVendorEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []string{"codemirror.js", "python.js", "shell.js", "marked.min.js", "purify.min.js", "highlight.min.js"} {
+	for _, src := range []string{"favicon.svg", "codemirror.js", "python.js", "shell.js", "marked.min.js", "purify.min.js", "highlight.min.js"} {
 		if !strings.Contains(string(index), src) {
 			t.Errorf("index.html does not load %s", src)
 		}
