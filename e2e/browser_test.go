@@ -76,7 +76,14 @@ func TestBrowserRealStack(t *testing.T) {
 	ctx := br.Ctx
 
 	do := br.Do
-	pollJS := br.Poll
+	// A cold sandbox on a loaded machine can take longer than chromedp's
+	// default 30 s poll (a hang guard, not a timing assertion).
+	pollJS := func(name, expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(3*time.Minute))); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
 	eval := func(expr string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
