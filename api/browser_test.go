@@ -35,6 +35,14 @@ func TestBrowserUI(t *testing.T) {
 		}
 		return v
 	}
+	textCSS := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
 	text := func(id string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
@@ -77,8 +85,8 @@ func TestBrowserUI(t *testing.T) {
 		chromedp.Click(chromedp.ID("tab-assistant")),
 		chromedp.SetUploadFiles(chromedp.ID("upload-files"), []string{csv}),
 		chromedp.Click(chromedp.ID("upload")),
-		chromedp.WaitVisible(chromedp.CSS("#uploaded li")),
 	)
+	poll("upload done", `!document.getElementById('upload').disabled && document.querySelector('#uploaded li') !== null && !document.querySelector('#uploaded').textContent.includes('uploading')`)
 	h.sess.mu.Lock()
 	nfiles := len(h.sess.files)
 	h.sess.mu.Unlock()
@@ -88,13 +96,13 @@ func TestBrowserUI(t *testing.T) {
 	do("ask a question",
 		chromedp.SendKeys(chromedp.ID("question"), "What were the total sales?"),
 		chromedp.Click(chromedp.ID("ask")),
-		chromedp.WaitVisible(chromedp.ID("final")),
+		chromedp.WaitVisible(chromedp.CSS(".turn .final")),
 	)
-	poll("step plot rendered", `(() => { const i = document.querySelector('#steps .tool-call img'); return !!i && i.complete && i.naturalWidth > 0; })()`)
-	finalText, stepsText := text("final-text"), text("steps")
-	steps := evalInt(`document.querySelectorAll('#steps .step').length`)
-	keywords := evalInt(`document.querySelectorAll('#steps .tok-keyword').length`)
-	stepImg := evalInt(`document.querySelector('#steps .tool-call img').naturalWidth`)
+	poll("step plot rendered", `(() => { const i = document.querySelector('#conversation .tool-call img'); return !!i && i.complete && i.naturalWidth > 0; })()`)
+	finalText, stepsText := textCSS(".turn:last-child .final"), textCSS(".turn:last-child .steps")
+	steps := evalInt(`document.querySelectorAll('.turn:last-child .step').length`)
+	keywords := evalInt(`document.querySelectorAll('#conversation .hljs-keyword').length`)
+	stepImg := evalInt(`document.querySelector('#conversation .tool-call img').naturalWidth`)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -127,11 +135,11 @@ func TestBrowserUI(t *testing.T) {
 	do("approve a pending call",
 		chromedp.SendKeys(chromedp.ID("question"), "List the files"),
 		chromedp.Click(chromedp.ID("ask")),
-		chromedp.WaitVisible(chromedp.CSS("#steps .approval button.approve")),
-		chromedp.Click(chromedp.CSS("#steps .approval button.approve")),
+		chromedp.WaitVisible(chromedp.CSS(".turn:last-child .approval button.approve")),
+		chromedp.Click(chromedp.CSS(".turn:last-child .approval button.approve")),
 	)
-	poll("answer after approval", `document.querySelector('#final-text').textContent.includes('empty')`)
-	if got := text("final-text"); got != "The folder is empty." {
+	poll("answer after approval", `(document.querySelector('.turn:last-child .final .md') || {textContent: ''}).textContent.includes('empty')`)
+	if got := strings.TrimSpace(textCSS(".turn:last-child .final .md")); got != "The folder is empty." {
 		t.Fatalf("final after approval %q", got)
 	}
 

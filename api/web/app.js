@@ -1,6 +1,8 @@
 // Airlock web UI: plain JavaScript, no build step. Talks to the /v1 API
 // with fetch (so the API key can travel in the Authorization header, which
 // <img> and EventSource cannot send); artifacts become blob: URLs.
+// Libraries (vendored from Debian by scripts/vendor-js.sh): CodeMirror,
+// marked, DOMPurify, highlight.js.
 "use strict";
 
 const KEY_STORAGE = "airlock.key";
@@ -9,10 +11,15 @@ const $ = (id) => document.getElementById(id);
 const state = {
   info: null,
   key: localStorage.getItem(KEY_STORAGE) || "",
-  session: null,
+  session: null, // the notebook's session {id}
+  assistSession: null, // the assistant's own session, unless shared
   tools: null,
-  run: null, // {id, lastSeq, done, abort}
+  run: null, // {id, lastSeq, done, abort, turn}
+  conv: [], // [{id, goal}] runs of this conversation, oldest first
   running: null, // the notebook cell whose call is running
+  queue: [], // cells waiting to run
+  online: true,
+  nb: { version: 0, server: true, dirty: false, timer: null },
 };
 
 // ---------- HTTP ----------
@@ -33,7 +40,8 @@ function authHeaders(extra) {
   return h;
 }
 
-// api calls the JSON API; on 401 it asks for a key and retries once.
+// api calls the JSON API; on 401 it asks for a key and retries once. A
+// network failure (server gone) raises the offline banner.
 async function api(method, path, opts = {}, retried = false) {
   const headers = authHeaders(opts.headers);
   let body = opts.body;
@@ -41,7 +49,13 @@ async function api(method, path, opts = {}, retried = false) {
     headers["Content-Type"] = "application/json";
     body = JSON.stringify(opts.json);
   }
-  const res = await fetch(path, { method, headers, body, signal: opts.signal });
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body, signal: opts.signal });
+  } catch (e) {
+    if (!(opts.signal && opts.signal.aborted)) goneOffline();
+    throw e;
+  }
   if (res.status === 401 && !retried) {
     if (await askKey()) return api(method, path, opts, true);
   }
@@ -67,7 +81,37 @@ function explain(err) {
     if (err.status === 429) m += " — try again in a moment.";
     return m;
   }
+  if (err instanceof TypeError) return "the server cannot be reached";
   return String(err && err.message ? err.message : err);
+}
+
+// ---------- offline banner and reconnect ----------
+
+let probing = null;
+function goneOffline() {
+  if (!state.online) return;
+  state.online = false;
+  $("offline-banner").hidden = false;
+  $("offline-text").textContent = "Retrying every 2 seconds…";
+  document.body.dataset.online = "false";
+  if (!probing) probing = setInterval(probe, 2000);
+}
+
+async function probe() {
+  try {
+    const r = await fetch("/healthz", { cache: "no-store" });
+    if (!r.ok && r.status >= 500) return;
+  } catch {
+    return;
+  }
+  clearInterval(probing);
+  probing = null;
+  state.online = true;
+  document.body.dataset.online = "true";
+  $("offline-text").textContent = "Reconnected.";
+  setTimeout(() => { if (state.online) $("offline-banner").hidden = true; }, 1500);
+  if (state.run && !state.run.done && !state.run.streaming) streamRun(state.run).catch((e) => showAlert(explain(e)));
+  if (state.session) refreshFiles();
 }
 
 // ---------- API key ----------
@@ -111,26 +155,50 @@ function initKeyDialog() {
 
 // ---------- tabs ----------
 
+function currentView() {
+  const t = document.querySelector('[role=tab][aria-selected="true"]');
+  return t ? t.id.replace("tab-", "") : "assistant";
+}
+
 function initTabs() {
-  const tabs = [$("tab-assistant"), $("tab-notebook")];
-  const select = (t) => {
+  const tabs = [$("tab-assistant"), $("tab-notebook"), $("tab-batches")];
+  const select = (t, focus) => {
     tabs.forEach((x) => {
       const on = x === t;
       x.setAttribute("aria-selected", String(on));
       x.tabIndex = on ? 0 : -1;
       $(x.getAttribute("aria-controls")).hidden = !on;
     });
-    t.focus();
+    if (focus) t.focus();
+    const v = t.id.replace("tab-", "");
+    $("files-panel").hidden = v === "batches";
+    if (v === "notebook") cellsRefresh();
+    if (v === "batches") loadBatches();
+    updateURL();
+    refreshFiles();
   };
   tabs.forEach((t, i) => {
-    t.addEventListener("click", () => select(t));
+    t.addEventListener("click", () => select(t, true));
     t.addEventListener("keydown", (ev) => {
       if (ev.key === "ArrowRight" || ev.key === "ArrowLeft") {
         ev.preventDefault();
-        select(tabs[(i + (ev.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length]);
+        select(tabs[(i + (ev.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length], true);
       }
     });
   });
+  state.selectTab = (name) => select($("tab-" + name), false);
+}
+
+// ---------- URL ----------
+
+function updateURL() {
+  const p = new URLSearchParams();
+  if (state.session) p.set("session", state.session.id);
+  if (state.run) p.set("run", state.run.id);
+  const v = currentView();
+  if (v !== "assistant") p.set("view", v);
+  const q = p.toString();
+  history.replaceState(null, "", location.pathname + (q ? "?" + q : ""));
 }
 
 // ---------- tools and sessions ----------
@@ -154,24 +222,63 @@ async function loadTools() {
   return state.tools;
 }
 
-function setSession(s) {
+function setSession(s, fresh) {
+  const changed = (state.session && state.session.id) !== (s && s.id);
   state.session = s;
-  $("session-label").textContent = s ? `Session ${s.id.slice(0, 18)}` : "No session";
+  $("session-label").textContent = s ? `Session ${s.id}` : "No session";
+  $("session-label").title = s ? s.id : "";
   $("session-close").disabled = !s;
-  if (!s) $("uploaded").replaceChildren();
+  if (changed) {
+    state.nb.version = 0;
+    state.nb.server = true;
+  }
+  updateURL();
+  if (fresh) showNoFiles(s);
+  else refreshFiles();
+}
+
+// showNoFiles shows the empty work folder of a session just opened.
+function showNoFiles(s) {
+  if (viewSession() !== s) return;
+  $("files-session").textContent = `Work folder of session ${s.id}`;
+  $("uploaded").replaceChildren(el("li", "muted", "The work folder is empty."));
 }
 
 async function ensureSession() {
   if (state.session) return state.session;
   const s = await api("POST", "/v1/sessions", { json: {} });
-  setSession(s);
+  setSession(s, true);
   return s;
 }
 
+// assistantSession is the session a run uses: the notebook's when the
+// person opted in, else the assistant's own (the notebook's variables are
+// left alone).
+async function assistantSession() {
+  if ($("share-session").checked) return ensureSession();
+  if (state.assistSession) return state.assistSession;
+  const s = await api("POST", "/v1/sessions", { json: {} });
+  state.assistSession = s;
+  saveConv();
+  showNoFiles(s);
+  return s;
+}
+
+// viewSession is the session the files panel shows.
+function viewSession() {
+  if (currentView() === "assistant" && !$("share-session").checked) return state.assistSession;
+  return state.session;
+}
+
 // sessionGone drops a session the server no longer knows.
-function sessionGone(err) {
+function sessionGone(err, s) {
   if (err instanceof APIError && (err.code === "not_found" || err.code === "session_lost")) {
-    setSession(null);
+    if (s && state.assistSession && s.id === state.assistSession.id) {
+      state.assistSession = null;
+      saveConv();
+    } else {
+      setSession(null);
+    }
     showAlert("The session ended (its state is gone); a new one opens on the next action.");
     return true;
   }
@@ -181,8 +288,8 @@ function sessionGone(err) {
 function initSessionBar() {
   $("session-new").addEventListener("click", async () => {
     try {
-      if (state.session) await api("DELETE", `/v1/sessions/${state.session.id}`).catch(() => {});
       setSession(null);
+      resetCells();
       await ensureSession();
       showAlert("");
     } catch (e) {
@@ -196,8 +303,69 @@ function initSessionBar() {
     } catch (e) {
       if (!sessionGone(e)) showAlert(explain(e));
     }
+    localStorage.removeItem("airlock.nb." + state.session.id);
     setSession(null);
+    resetCells();
   });
+  $("sessions-button").addEventListener("click", openSessions);
+  $("sessions-close").addEventListener("click", () => $("sessions-dialog").close());
+}
+
+async function openSessions() {
+  const list = $("sessions-list");
+  list.replaceChildren(el("li", "muted", "Loading…"));
+  $("sessions-dialog").showModal();
+  try {
+    const data = await api("GET", "/v1/sessions");
+    list.replaceChildren();
+    const ss = data.sessions || [];
+    if (!ss.length) list.append(el("li", "muted", "No open sessions."));
+    for (const s of ss) {
+      const li = el("li", "session-item");
+      const id = el("code", "session-id", s.id);
+      const meta = el("span", "muted", ` created ${new Date(s.created).toLocaleString()}`);
+      const open = el("button", null, s.id === (state.session && state.session.id) ? "Current" : "Open");
+      open.type = "button";
+      open.addEventListener("click", async () => {
+        $("sessions-dialog").close();
+        await openSession(s.id);
+        state.selectTab("notebook");
+      });
+      const close = el("button", "reject", "Close");
+      close.type = "button";
+      close.addEventListener("click", async () => {
+        try {
+          await api("DELETE", `/v1/sessions/${s.id}`);
+          localStorage.removeItem("airlock.nb." + s.id);
+          if (state.session && state.session.id === s.id) { setSession(null); resetCells(); }
+          li.remove();
+        } catch (e) {
+          showAlert(explain(e));
+        }
+      });
+      li.append(id, meta, open, close);
+      list.append(li);
+    }
+  } catch (e) {
+    list.replaceChildren(el("li", "error", explain(e)));
+  }
+}
+
+// openSession makes id the notebook's session and restores its notebook.
+async function openSession(id) {
+  try {
+    const s = await api("GET", `/v1/sessions/${id}`);
+    setSession(s);
+  } catch (e) {
+    if (e instanceof APIError && e.status === 404) {
+      showAlert(`Session ${id} is gone (closed or expired); a new one opens on the next action.`);
+      setSession(null);
+      loadLocalNotebook(id);
+      return;
+    }
+    setSession({ id });
+  }
+  await loadNotebook();
 }
 
 // ---------- rendering helpers ----------
@@ -209,30 +377,73 @@ function el(tag, cls, text) {
   return e;
 }
 
-const PY_KW = new Set("False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield print".split(" "));
-const SH_KW = new Set("if then else elif fi for while do done case esac in function return export local echo cd ls cat grep awk sed head tail wc sort uniq python3 pip".split(" "));
+function humanSize(n) {
+  if (n === undefined || n === null) return "";
+  const u = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  let v = Number(n);
+  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+  return (i === 0 ? String(v) : v.toFixed(v < 10 ? 1 : 0)) + " " + u[i];
+}
 
-// highlight renders code as spans (never innerHTML): comments, strings,
-// numbers and keywords.
+// highlight renders code with highlight.js (which escapes it).
 function highlight(code, lang) {
   const pre = el("pre", "code-block");
-  const codeEl = el("code");
-  const kw = lang === "shell" ? SH_KW : PY_KW;
-  const re = /(#[^\n]*)|("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|(\b\d+(?:\.\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)/g;
-  let last = 0;
-  let m;
-  while ((m = re.exec(code)) !== null) {
-    if (m.index > last) codeEl.append(code.slice(last, m.index));
-    if (m[1]) codeEl.append(el("span", "tok-comment", m[1]));
-    else if (m[2]) codeEl.append(el("span", "tok-string", m[2]));
-    else if (m[3]) codeEl.append(el("span", "tok-number", m[3]));
-    else if (kw.has(m[4])) codeEl.append(el("span", "tok-keyword", m[4]));
-    else codeEl.append(m[4]);
-    last = re.lastIndex;
+  const c = el("code", "hljs");
+  const l = lang === "shell" ? "bash" : "python";
+  if (window.hljs) {
+    try {
+      c.innerHTML = window.hljs.highlight(l, code, true).value;
+    } catch {
+      c.textContent = code;
+    }
+  } else {
+    c.textContent = code;
   }
-  codeEl.append(code.slice(last));
-  pre.append(codeEl);
+  pre.append(c);
   return pre;
+}
+
+// markdown renders model text as sanitised HTML: marked, then DOMPurify
+// (no scripts, no event handlers, no forms), code blocks highlighted.
+function markdown(text) {
+  const box = el("div", "md");
+  const src = String(text || "");
+  if (!window.marked || !window.DOMPurify) {
+    box.append(el("p", null, src));
+    return box;
+  }
+  const html = window.marked.parse(src, { mangle: false, headerIds: false });
+  box.innerHTML = window.DOMPurify.sanitize(html, { FORBID_TAGS: ["style", "form", "input", "iframe"], FORBID_ATTR: ["style"] });
+  for (const a of box.querySelectorAll("a")) { a.target = "_blank"; a.rel = "noopener noreferrer"; }
+  for (const c of box.querySelectorAll("pre code")) {
+    if (window.hljs) window.hljs.highlightBlock(c);
+  }
+  for (const t of box.querySelectorAll("table")) {
+    const w = el("div", "table-wrap");
+    t.replaceWith(w);
+    w.append(t);
+  }
+  return box;
+}
+
+async function download(url, name) {
+  try {
+    const b = await (await api("GET", url, { raw: true })).blob();
+    saveBlob(b, name);
+  } catch (e) {
+    showAlert(explain(e));
+  }
+}
+
+function saveBlob(b, name) {
+  const tmp = el("a");
+  tmp.href = URL.createObjectURL(b);
+  tmp.download = name;
+  document.body.append(tmp);
+  tmp.click();
+  tmp.remove();
+  setTimeout(() => URL.revokeObjectURL(tmp.href), 10000);
 }
 
 // artifactNode shows an image inline (fetched with the key, as a blob:
@@ -240,7 +451,7 @@ function highlight(code, lang) {
 function artifactNode(a) {
   const box = el("div", "artifact");
   if (!a.url) {
-    box.append(el("span", "muted", `${a.name} (${a.size} bytes, not kept)`));
+    box.append(el("span", "muted", `${a.name} (${humanSize(a.size)}, not kept)`));
     return box;
   }
   if ((a.mime || "").startsWith("image/") && a.mime !== "image/svg+xml") {
@@ -253,20 +464,9 @@ function artifactNode(a) {
       .catch((e) => box.append(el("span", "error", `could not load ${a.name}: ${explain(e)}`)));
     return box;
   }
-  const link = el("a", null, `Download ${a.name} (${a.size} bytes)`);
+  const link = el("a", null, `Download ${a.name} (${humanSize(a.size)})`);
   link.href = "#";
-  link.addEventListener("click", async (ev) => {
-    ev.preventDefault();
-    try {
-      const b = await (await api("GET", a.url, { raw: true })).blob();
-      const tmp = el("a");
-      tmp.href = URL.createObjectURL(b);
-      tmp.download = a.name;
-      tmp.click();
-    } catch (e) {
-      showAlert(explain(e));
-    }
-  });
+  link.addEventListener("click", (ev) => { ev.preventDefault(); download(a.url, a.name); });
   box.append(link);
   return box;
 }
@@ -275,32 +475,89 @@ function statusBadge(status) {
   return el("span", `badge status-${status}`, status);
 }
 
-// renderResult shows a tool result: status, stdout, stderr, message, plots.
-function renderResult(out, r, fallbackContent) {
+const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+const WARNING_LINE = /\b[A-Z][A-Za-z]*Warning\b/;
+
+// stderrNode shows stderr: warnings (FutureWarning, UserWarning, ...) in
+// amber, the rest as errors; a plain ok run's stderr is amber too.
+function stderrNode(text, ok) {
+  const clean = text.replace(ANSI, "");
+  const warn = ok || (WARNING_LINE.test(clean) && !/Traceback \(most recent call last\)/.test(clean));
+  return el("pre", warn ? "stderr warning" : "stderr", clean);
+}
+
+// failingLine finds the cell's line a traceback points at.
+function failingLine(traceback, source) {
+  const text = (traceback || []).join("\n").replace(ANSI, "");
+  const lines = String(source || "").split("\n");
+  let n = null;
+  const re = /(?:Cell In\s*\[\d*\]|File "<[^>]*>"|<cell[^>]*>|<string>|<ipython-input[^>]*>)[^\n]*?line (\d+)/g;
+  let m;
+  while ((m = re.exec(text)) !== null) n = parseInt(m[1], 10);
+  if (n === null) {
+    const alt = /line (\d+)/g;
+    while ((m = alt.exec(text)) !== null) {
+      const k = parseInt(m[1], 10);
+      if (k >= 1 && k <= lines.length) n = k;
+    }
+  }
+  if (n === null || n < 1 || n > lines.length) return null;
+  return { line: n, text: lines[n - 1] };
+}
+
+// renderResult shows a tool result for people: status, stdout, stderr,
+// the error with its failing line, display items and files. The text
+// meant for the model (the message content) is left out unless nothing
+// else explains the outcome (fallback).
+function renderResult(out, r, source, fallback) {
   out.replaceChildren();
   const head = el("div", "result-head");
   head.append(statusBadge(r.status));
-  if (r.execution_count) head.append(el("span", "muted", ` [${r.execution_count}]`));
-  if (r.exit_code !== undefined && r.exit_code !== null) head.append(el("span", "muted", ` exit ${r.exit_code}`));
-  if (r.duration_ms !== undefined) head.append(el("span", "muted", ` · ${r.duration_ms} ms`));
+  if (r.exit_code !== undefined && r.exit_code !== null && r.exit_code !== 0) head.append(el("span", "muted", ` exit ${r.exit_code}`));
+  if (r.duration_ms !== undefined) head.append(el("span", "muted", ` · ${fmtDuration(r.duration_ms)}`));
   if (r.truncated) head.append(el("span", "muted", " · truncated"));
   out.append(head);
-  if (r.stdout) out.append(el("pre", "stdout", r.stdout));
-  if (r.stderr) out.append(el("pre", "stderr", r.stderr));
-  if (!r.stdout && !r.stderr && fallbackContent) out.append(el("pre", "stdout", fallbackContent));
+  if (r.stdout) out.append(el("pre", "stdout", r.stdout.replace(ANSI, "")));
+  const ok = r.status === "ok";
+  if (r.stderr && !(r.error && r.error.traceback && r.error.traceback.length && r.stderr.includes("Traceback"))) out.append(stderrNode(r.stderr, ok));
   if (r.dropped && (r.dropped.stdout || r.dropped.stderr)) {
-    out.append(el("p", "muted", `output cut in the middle: ${r.dropped.stdout} bytes of stdout, ${r.dropped.stderr} of stderr`));
+    out.append(el("p", "muted", `output cut in the middle: ${humanSize(r.dropped.stdout || 0)} of stdout, ${humanSize(r.dropped.stderr || 0)} of stderr`));
   }
-  if (r.error && r.error.name) out.append(el("p", "error exc", `${r.error.name}: ${r.error.value || ""}`));
+  if (r.error && r.error.name) {
+    const box = el("div", "error-box");
+    box.append(el("p", "error exc", `${r.error.name}: ${r.error.value || ""}`));
+    const fl = failingLine(r.error.traceback, source);
+    if (fl) {
+      const p = el("pre", "failing-line");
+      p.append(el("span", "lineno", `line ${fl.line}: `), document.createTextNode(fl.text));
+      box.append(p);
+    }
+    if (r.error.traceback && r.error.traceback.length) {
+      const d = el("details", "traceback");
+      d.append(el("summary", null, "Traceback"), el("pre", "stderr", r.error.traceback.join("\n").replace(ANSI, "")));
+      box.append(d);
+    }
+    out.append(box);
+  }
   if (r.kernel_restarted) out.append(el("p", "muted", "The Python process was restarted: files are kept, variables are gone."));
-  for (const d of r.display || []) out.append(displayNode(d.data || {}));
-  if (r.message) out.append(el("p", "muted", r.message));
+  for (const d of r.display || []) out.append(displayNode(d.data || {}, d));
+  if (!ok && r.message && !(r.error && r.error.name)) out.append(el("p", "muted", r.message));
   if (r.reason) out.append(el("p", "muted", `reason: ${r.reason}`));
   for (const a of r.artifacts || []) out.append(artifactNode(a));
+  if (fallback && !r.stdout && !r.stderr && !(r.error && r.error.name)) head.after(el("pre", "stdout", fallback));
 }
 
-// displayNode shows a rich output: an image, HTML in a sandboxed frame
-// (no scripts, no access to this page or its key), or plain text.
+function fmtDuration(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+const TABLE_CAP = 50;
+
+// displayNode shows a rich output: a PNG, an HTML table (DataFrames; the
+// HTML is sanitised, shown in a scrolling box capped at TABLE_CAP rows with
+// "Show all" and a CSV download), other sanitised HTML, or plain text.
 function displayNode(data) {
   const box = el("div", "display");
   if (data["image/png"]) {
@@ -308,31 +565,64 @@ function displayNode(data) {
     img.alt = "display output";
     img.src = "data:image/png;base64," + data["image/png"];
     box.append(img);
-  } else if (data["text/html"]) {
-    const f = el("iframe");
-    f.setAttribute("sandbox", "");
-    f.title = "HTML output";
-    f.srcdoc = data["text/html"];
-    box.append(f);
+  } else if (data["image/svg+xml"]) {
+    const img = el("img");
+    img.alt = "display output";
+    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(data["image/svg+xml"]);
+    box.append(img);
+  } else if (data["text/html"] && window.DOMPurify) {
+    const html = el("div", "html-output");
+    html.innerHTML = window.DOMPurify.sanitize(data["text/html"], { FORBID_TAGS: ["style", "script", "form", "input", "iframe"], FORBID_ATTR: ["style"] });
+    for (const t of html.querySelectorAll("table")) {
+      const wrap = el("div", "table-wrap");
+      t.replaceWith(wrap);
+      wrap.append(t);
+      capTable(t, wrap);
+    }
+    box.append(html);
   } else {
     box.append(el("pre", "stdout", data["text/plain"] || ""));
   }
   return box;
 }
 
+function capTable(t, wrap) {
+  const rows = [...t.querySelectorAll("tbody tr")];
+  const bar = el("div", "row table-bar");
+  if (rows.length > TABLE_CAP) {
+    rows.slice(TABLE_CAP).forEach((r) => { r.hidden = true; });
+    const more = el("button", "show-all", `Show all ${rows.length} rows`);
+    more.type = "button";
+    more.addEventListener("click", () => { rows.forEach((r) => { r.hidden = false; }); more.remove(); });
+    bar.append(el("span", "muted", `${TABLE_CAP} of ${rows.length} rows shown`), more);
+  }
+  const dl = el("button", "download-csv", "Download CSV");
+  dl.type = "button";
+  dl.addEventListener("click", () => saveBlob(new Blob([tableCSV(t)], { type: "text/csv" }), "table.csv"));
+  bar.append(dl);
+  wrap.after(bar);
+}
+
+function tableCSV(t) {
+  const q = (s) => (/[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s);
+  return [...t.querySelectorAll("tr")].map((tr) => [...tr.children].map((c) => q(c.textContent.trim())).join(",")).join("\n") + "\n";
+}
+
 // parseSSE feeds each complete event of an SSE text buffer to onEvent(name,
-// data) and returns what is left over.
+// data, id) and returns what is left over.
 function parseSSE(buf, onEvent) {
+  buf = buf.replace(/\r\n/g, "\n");
   let i;
   while ((i = buf.indexOf("\n\n")) >= 0) {
     const block = buf.slice(0, i);
     buf = buf.slice(i + 2);
-    let name = "message", data = "";
+    let name = "message", data = "", id = null;
     for (const line of block.split("\n")) {
       if (line.startsWith("event:")) name = line.slice(6).trim();
       else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+      else if (line.startsWith("id:")) id = line.slice(3).trim();
     }
-    if (data) onEvent(name, data);
+    if (data) onEvent(name, data, id);
   }
   return buf;
 }
@@ -346,11 +636,12 @@ function liveOutput(out) {
   let last = null;
   return (ev) => {
     if (ev.kind === "stdout" || ev.kind === "stderr") {
-      if (!last || last.className !== ev.kind) {
+      if (!last || last.dataset.kind !== ev.kind) {
         last = el("pre", ev.kind);
+        last.dataset.kind = ev.kind;
         live.append(last);
       }
-      last.append(document.createTextNode(ev.text || ""));
+      last.append(document.createTextNode((ev.text || "").replace(ANSI, "")));
     } else if (ev.kind === "display") {
       last = null;
       live.append(displayNode(ev.data || {}));
@@ -370,9 +661,15 @@ async function streamToolCall(path, body, onEvent, signal) {
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "", final = null, failure = null;
   for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf = parseSSE(buf + value, (name, data) => {
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (e) {
+      goneOffline();
+      throw new Error("the connection to the server was lost while the cell ran");
+    }
+    if (chunk.done) break;
+    buf = parseSSE(buf + chunk.value, (name, data) => {
       let v;
       try { v = JSON.parse(data); } catch { return; }
       if (name === "result") final = v;
@@ -387,30 +684,220 @@ async function streamToolCall(path, body, onEvent, signal) {
 
 // ---------- notebook ----------
 
-function addCell(lang, code) {
+let cellSeq = 0;
+
+function cellEditor(node) {
+  return node.querySelector(".CodeMirror") ? node.querySelector(".CodeMirror").CodeMirror : null;
+}
+
+function cellSource(node) {
+  const cm = cellEditor(node);
+  return cm ? cm.getValue() : node.querySelector("textarea.code").value;
+}
+
+function cellsRefresh() {
+  for (const n of $("cells").children) {
+    const cm = cellEditor(n);
+    if (cm) cm.refresh();
+  }
+}
+
+// addCell appends (or inserts after `after`) a cell; c is a saved cell.
+function addCell(lang, code, after, saved) {
   const node = $("cell-template").content.firstElementChild.cloneNode(true);
-  const ta = node.querySelector(".code");
-  node.querySelector(".lang").value = lang || "python";
-  ta.value = code || "";
-  node.querySelector(".run").addEventListener("click", () => runCell(node));
-  ta.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && (ev.shiftKey || ev.ctrlKey || ev.metaKey)) {
-      ev.preventDefault();
-      runCell(node);
-    }
+  node.dataset.cellId = (saved && saved.id) || `c${Date.now().toString(36)}${cellSeq++}`;
+  const sel = node.querySelector(".lang");
+  sel.value = lang || "python";
+  const holder = node.querySelector(".editor");
+  if (window.CodeMirror) {
+    const cm = window.CodeMirror(holder, {
+      value: code || "",
+      mode: sel.value === "shell" ? "shell" : "python",
+      lineNumbers: true,
+      viewportMargin: Infinity, // the editor grows with its content
+      indentUnit: 4,
+      tabSize: 4,
+      indentWithTabs: false,
+      screenReaderLabel: "Cell code",
+      extraKeys: {
+        Tab: (c) => (c.somethingSelected() ? c.indentSelection("add") : c.replaceSelection(" ".repeat(c.getOption("indentUnit")), "end")),
+        "Shift-Tab": (c) => c.indentSelection("subtract"),
+        "Shift-Enter": () => { runCell(node); focusNext(node); },
+        "Ctrl-Enter": () => runCell(node),
+        "Cmd-Enter": () => runCell(node),
+        Esc: (c) => c.getInputField().blur(),
+      },
+    });
+    cm.on("change", () => scheduleSave());
+  } else {
+    const ta = el("textarea", "code");
+    ta.value = code || "";
+    ta.setAttribute("aria-label", "Cell code");
+    holder.append(ta);
+    ta.addEventListener("input", () => scheduleSave());
+  }
+  sel.addEventListener("change", () => {
+    const cm = cellEditor(node);
+    if (cm) cm.setOption("mode", sel.value === "shell" ? "shell" : "python");
+    scheduleSave();
   });
-  $("cells").append(node);
+  node.querySelector(".run").addEventListener("click", () => runCell(node));
+  node.querySelector(".delete").addEventListener("click", () => {
+    if (state.running === node) return;
+    state.queue = state.queue.filter((n) => n !== node);
+    node.remove();
+    if (!$("cells").children.length) addCell("python", "");
+    scheduleSave();
+  });
+  node.querySelector(".move-up").addEventListener("click", () => {
+    if (node.previousElementSibling) node.previousElementSibling.before(node);
+    cellsRefresh();
+    scheduleSave();
+  });
+  node.querySelector(".move-down").addEventListener("click", () => {
+    if (node.nextElementSibling) node.nextElementSibling.after(node);
+    cellsRefresh();
+    scheduleSave();
+  });
+  node.querySelector(".clear").addEventListener("click", () => { clearCell(node); scheduleSave(); });
+  node.querySelector(".cell-timeout").addEventListener("change", () => scheduleSave());
+  const toggle = node.querySelector(".toggle-output");
+  toggle.addEventListener("click", () => setCollapsed(node, toggle.getAttribute("aria-expanded") === "true"));
+  if (saved) {
+    if (saved.timeout) node.querySelector(".cell-timeout").value = saved.timeout;
+    if (saved.execution_count) setExecCount(node, saved.execution_count);
+    if (saved.result) {
+      node.result = saved.result;
+      renderResult(node.querySelector(".output"), saved.result, code);
+      node.dataset.status = saved.result.status;
+      node.querySelector(".out-bar").hidden = false;
+    } else if (saved.error) {
+      node.querySelector(".output").replaceChildren(el("p", "error", saved.error));
+      node.dataset.status = "failed";
+    }
+    if (saved.collapsed) setCollapsed(node, true);
+  }
+  if (after) after.after(node);
+  else $("cells").append(node);
+  const cm = cellEditor(node);
+  if (cm) cm.refresh();
   return node;
 }
 
-async function runCell(node) {
+function setCollapsed(node, collapsed) {
+  const t = node.querySelector(".toggle-output");
+  t.setAttribute("aria-expanded", String(!collapsed));
+  t.textContent = collapsed ? "Show output" : "Collapse output";
+  node.querySelector(".output").hidden = collapsed;
+  node.dataset.collapsed = String(collapsed);
+  scheduleSave();
+}
+
+function setExecCount(node, n) {
+  node.dataset.exec = n || "";
+  node.querySelector(".exec-count").textContent = n ? `[${n}]` : "[ ]";
+}
+
+function clearCell(node) {
+  node.querySelector(".output").replaceChildren();
+  node.querySelector(".out-bar").hidden = true;
+  node.result = null;
+  delete node.dataset.status;
+  setExecCount(node, null);
+  node.querySelector(".cell-status").textContent = "";
+}
+
+function focusCell(node) {
+  const cm = cellEditor(node);
+  if (cm) cm.focus();
+  else node.querySelector("textarea.code").focus();
+}
+
+// focusNext moves to the next cell, adding an empty Python one at the end
+// (a new cell is Python whatever the previous one was).
+function focusNext(node) {
+  let next = node.nextElementSibling;
+  if (!next) next = addCell("python", "", node);
+  focusCell(next);
+  next.scrollIntoView({ block: "nearest" });
+}
+
+function resetCells() {
+  $("cells").replaceChildren();
+  addCell("python", "");
+}
+
+// timeoutFor is the cell's timeout in seconds (the cell's own, else the
+// notebook's, capped at the server's maximum once known), or 0 for the
+// server's default.
+function timeoutFor(node) {
+  const own = parseFloat(node.querySelector(".cell-timeout").value);
+  const nb = parseFloat($("nb-timeout").value);
+  const t = own > 0 ? own : nb > 0 ? nb : 0;
+  const max = state.maxTimeout || (state.info && state.info.max_timeout_seconds);
+  return max && t ? Math.min(t, max) : t;
+}
+
+// callCell runs the tool call; a timeout over the key's ceiling is capped
+// to the ceiling the refusal names, and tried once more.
+async function callCell(s, tool, args, node, onEvent) {
+  const body = { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } };
+  const t = timeoutFor(node);
+  if (t) body.limits = { timeout_seconds: t };
+  try {
+    return await streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+  } catch (e) {
+    const m = e instanceof APIError && /timeout_seconds \S+ is over (\d+(?:\.\d+)?)/.exec(e.message);
+    if (!m) throw e;
+    state.maxTimeout = parseFloat(m[1]);
+    $("nb-timeout").max = String(state.maxTimeout);
+    node.querySelector(".cell-status").textContent = `timeout capped at the server's maximum, ${state.maxTimeout} s`;
+    body.limits = { timeout_seconds: state.maxTimeout };
+    return streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+  }
+}
+
+// runCell queues the cell; cells run one at a time in order of asking.
+function runCell(node) {
+  if (state.running === node || state.queue.includes(node)) return;
+  state.queue.push(node);
+  node.querySelector(".run").disabled = true;
+  showQueue();
+  pump();
+}
+
+function showQueue() {
+  state.queue.forEach((n, i) => {
+    n.querySelector(".cell-status").textContent = `queued (${i + 1} waiting${state.running ? " behind the running cell" : ""})`;
+    n.dataset.queue = String(i + 1);
+  });
+}
+
+async function pump() {
+  if (state.running || !state.queue.length) return;
+  const node = state.queue.shift();
+  delete node.dataset.queue;
+  showQueue();
+  await execCell(node);
+  pump();
+}
+
+async function execCell(node) {
   const btn = node.querySelector(".run");
   const status = node.querySelector(".cell-status");
   const out = node.querySelector(".output");
   const lang = node.querySelector(".lang").value;
-  const code = node.querySelector(".code").value;
-  btn.disabled = true;
-  status.textContent = "running…";
+  const code = cellSource(node);
+  state.running = node;
+  node.dataset.status = "running";
+  $("interrupt").disabled = false;
+  const started = Date.now();
+  const tick = () => { status.textContent = `running ${((Date.now() - started) / 1000).toFixed(1)} s`; };
+  tick();
+  const timer = setInterval(tick, 100);
+  setExecCount(node, "*");
+  node.querySelector(".out-bar").hidden = false;
+  if (node.dataset.collapsed === "true") setCollapsed(node, false);
   try {
     const tools = state.tools || (await loadTools());
     const tool = tools[lang];
@@ -418,34 +905,46 @@ async function runCell(node) {
     const s = await ensureSession();
     const args = {};
     args[tool.arg] = code;
-    state.running = node;
-    $("interrupt").disabled = false;
-    const res = await streamToolCall(`/v1/sessions/${s.id}/tool-calls`,
-      { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } }, liveOutput(out));
-    renderResult(out, res.result, res.message.content);
+    const res = await callCell(s, tool, args, node, liveOutput(out));
+    const r = res.result || {};
+    node.result = r;
+    renderResult(out, r, code);
     status.textContent = "";
-    node.dataset.status = res.result.status;
-    if (res.result.session_ended) sessionGone(new APIError(404, { error: { code: "not_found" } }));
-    const cells = [...$("cells").children];
-    if (cells[cells.length - 1] === node) addCell(lang, "");
+    node.dataset.status = r.status;
+    setExecCount(node, r.execution_count || null);
+    if (r.session_ended) sessionGone(new APIError(404, { error: { code: "not_found" } }));
   } catch (e) {
     sessionGone(e);
     status.textContent = "";
+    setExecCount(node, null);
+    node.result = null;
     out.replaceChildren(el("p", "error", explain(e)));
     node.dataset.status = "failed";
   } finally {
+    clearInterval(timer);
     btn.disabled = false;
-    if (state.running === node) {
-      state.running = null;
-      $("interrupt").disabled = true;
-    }
+    state.running = null;
+    $("interrupt").disabled = true;
+    scheduleSave();
+  }
+}
+
+function runAll() {
+  for (const n of $("cells").children) {
+    if (cellSource(n).trim()) runCell(n);
   }
 }
 
 // interruptSession stops the running cell (KeyboardInterrupt); the
-// session keeps its variables.
+// session keeps its variables. Queued cells are dropped.
 async function interruptSession() {
   if (!state.session) return;
+  for (const n of state.queue) {
+    n.querySelector(".cell-status").textContent = "not run (interrupted)";
+    n.querySelector(".run").disabled = false;
+    delete n.dataset.queue;
+  }
+  state.queue = [];
   try {
     const r = await api("POST", `/v1/sessions/${state.session.id}/interrupt`);
     $("kernel-status").textContent = r.interrupted ? "interrupted" : "nothing was running";
@@ -461,6 +960,7 @@ async function restartSession() {
   try {
     await api("POST", `/v1/sessions/${state.session.id}/restart`);
     $("kernel-status").textContent = "restarted: variables cleared, files kept";
+    for (const n of $("cells").children) if (n !== state.running) setExecCount(n, null);
   } catch (e) {
     if (!sessionGone(e)) showAlert(explain(e));
   } finally {
@@ -468,34 +968,219 @@ async function restartSession() {
   }
 }
 
-// ---------- assistant ----------
+// ---------- notebook persistence ----------
 
-async function uploadFiles(ev) {
-  ev.preventDefault();
-  const files = [...$("upload-files").files];
+function notebookCells() {
+  return [...$("cells").children].map((n) => ({
+    id: n.dataset.cellId,
+    lang: n.querySelector(".lang").value,
+    source: cellSource(n),
+    timeout: parseFloat(n.querySelector(".cell-timeout").value) || undefined,
+    execution_count: parseInt(n.dataset.exec, 10) || undefined,
+    result: n.result || undefined,
+    error: n.dataset.status === "failed" ? n.querySelector(".output").textContent : undefined,
+    collapsed: n.dataset.collapsed === "true" || undefined,
+  }));
+}
+
+function scheduleSave() {
+  if (state.restoring) return;
+  state.nb.dirty = true;
+  clearTimeout(state.nb.timer);
+  state.nb.timer = setTimeout(saveNotebook, 600);
+}
+
+// saveNotebook keeps the cells in local storage and on the server (PUT
+// with the version last seen; a 409 means another tab saved: take its
+// version and save ours over it).
+async function saveNotebook() {
+  if (!state.session) return;
+  const id = state.session.id;
+  const cells = notebookCells();
+  try {
+    localStorage.setItem("airlock.nb." + id, JSON.stringify({ cells, saved: Date.now() }));
+  } catch { /* full: the server copy is the one that matters */ }
+  state.nb.dirty = false;
+  if (!state.nb.server) { $("save-status").textContent = "saved in this browser"; return; }
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const r = await api("PUT", `/v1/sessions/${id}/notebook`, { json: { cells, version: state.nb.version } });
+      state.nb.version = r && r.version !== undefined ? r.version : state.nb.version + 1;
+      $("save-status").textContent = "saved";
+      return;
+    } catch (e) {
+      if (e instanceof APIError && e.status === 409) {
+        try {
+          const cur = await api("GET", `/v1/sessions/${id}/notebook`);
+          state.nb.version = cur.version;
+        } catch { /* try again below */ }
+        continue;
+      }
+      if (e instanceof APIError && (e.status === 404 || e.status === 405 || e.status === 501)) {
+        state.nb.server = false; // no notebook API on this server: this browser only
+        $("save-status").textContent = "saved in this browser";
+        return;
+      }
+      $("save-status").textContent = "not saved: " + explain(e);
+      return;
+    }
+  }
+}
+
+function restoreCells(cells) {
+  state.restoring = true;
+  $("cells").replaceChildren();
+  for (const c of cells || []) addCell(c.lang, c.source, null, c);
+  if (!$("cells").children.length) addCell("python", "");
+  state.restoring = false;
+}
+
+function loadLocalNotebook(id) {
+  try {
+    const v = JSON.parse(localStorage.getItem("airlock.nb." + id) || "null");
+    if (v && v.cells) { restoreCells(v.cells); return true; }
+  } catch { /* ignore a broken copy */ }
+  return false;
+}
+
+// loadNotebook restores the session's cells: the server copy, else this
+// browser's.
+async function loadNotebook() {
+  if (!state.session) return;
+  const id = state.session.id;
+  try {
+    const nb = await api("GET", `/v1/sessions/${id}/notebook`);
+    state.nb.version = nb.version || 0;
+    state.nb.server = true;
+    restoreCells(nb.cells);
+    $("save-status").textContent = "restored";
+    return;
+  } catch (e) {
+    if (!(e instanceof APIError && e.status === 404)) showAlert("Could not load the notebook: " + explain(e));
+  }
+  if (!loadLocalNotebook(id)) resetCells();
+}
+
+// ---------- files panel ----------
+
+let filesToken = 0;
+async function refreshFiles() {
+  const s = viewSession();
+  const list = $("uploaded");
+  $("files-session").textContent = s ? `Work folder of session ${s.id}` : "No session yet: one opens with your first upload, cell or question.";
+  if (!s) { list.replaceChildren(); return; }
+  const my = ++filesToken;
+  try {
+    const entries = await listFiles(s);
+    if (my !== filesToken) return;
+    list.replaceChildren();
+    if (!entries.length) list.append(el("li", "muted", "The work folder is empty."));
+    for (const f of entries) {
+      const li = el("li", "file");
+      const a = el("a", null, f.path);
+      a.href = "#";
+      a.addEventListener("click", (ev) => { ev.preventDefault(); download(`/v1/sessions/${s.id}/files/${f.path.split("/").map(encodeURIComponent).join("/")}`, f.path.split("/").pop()); });
+      li.append(a, el("span", "muted size", ` ${humanSize(f.size)}`));
+      list.append(li);
+    }
+  } catch (e) {
+    if (my !== filesToken) return;
+    if (sessionGone(e, s)) return;
+    list.replaceChildren(el("li", "muted", "Could not list files: " + explain(e)));
+  }
+}
+
+// listFiles lists every file under the work folder: the files route when
+// the server has one, else a shell call (find) in the session.
+async function listFiles(s) {
+  try {
+    const r = await api("GET", `/v1/sessions/${s.id}/files`);
+    const entries = (r && (r.files || r.entries)) || [];
+    return entries.filter((e) => !e.dir && !e.is_dir).map((e) => ({ path: e.path || e.name, size: e.size }));
+  } catch (e) {
+    if (!(e instanceof APIError) || (e.status !== 404 && e.status !== 405 && e.status !== 400)) throw e;
+  }
+  const tools = state.tools || (await loadTools());
+  if (!tools.shell) return [];
+  const args = {};
+  args[tools.shell.arg] = "find . -type f -not -path '*/.*' -printf '%s\\t%P\\n' 2>/dev/null | sort -k2 | head -500";
+  const res = await api("POST", `/v1/sessions/${s.id}/tool-calls`, { json: { type: "function", function: { name: tools.shell.name, arguments: JSON.stringify(args) } } });
+  const out = (res.result && res.result.stdout) || "";
+  return out.split("\n").filter((l) => /^\d+\t./.test(l)).map((l) => {
+    const i = l.indexOf("\t");
+    return { size: parseInt(l.slice(0, i), 10), path: l.slice(i + 1) };
+  }).filter((f) => f.path);
+}
+
+async function uploadList(files) {
   if (!files.length) return;
   $("upload").disabled = true;
+  const list = $("uploaded");
+  let s = null;
   try {
-    const s = await ensureSession();
+    s = viewSession() || (currentView() === "assistant" && !$("share-session").checked ? await assistantSession() : await ensureSession());
     for (const f of files) {
-      if (state.info && f.size > state.info.max_upload_bytes) throw new Error(`${f.name} is over the upload limit`);
+      if (state.info && f.size > state.info.max_upload_bytes) throw new Error(`${f.name} (${humanSize(f.size)}) is over the upload limit of ${humanSize(state.info.max_upload_bytes)}`);
+      const li = el("li", "muted", `uploading ${f.name} (${humanSize(f.size)})…`);
+      list.prepend(li);
       await api("PUT", `/v1/sessions/${s.id}/files/${encodeURIComponent(f.name)}`, {
         body: f, headers: { "Content-Type": "application/octet-stream" },
       });
-      $("uploaded").append(el("li", null, `${f.name} (${f.size} bytes)`));
+      li.textContent = `${f.name} (${humanSize(f.size)}) uploaded`;
     }
     $("upload-files").value = "";
     showAlert("");
+    await refreshFiles();
   } catch (e) {
-    if (!sessionGone(e)) showAlert(explain(e));
+    if (!sessionGone(e, s)) showAlert(explain(e));
   } finally {
     $("upload").disabled = false;
   }
 }
 
+function initFiles() {
+  $("upload-form").addEventListener("submit", (ev) => { ev.preventDefault(); uploadList([...$("upload-files").files]); });
+  $("files-refresh").addEventListener("click", refreshFiles);
+  const dz = $("files-panel");
+  const on = (ev) => { ev.preventDefault(); $("dropzone").classList.add("over"); };
+  const off = () => $("dropzone").classList.remove("over");
+  dz.addEventListener("dragover", on);
+  dz.addEventListener("dragenter", on);
+  dz.addEventListener("dragleave", off);
+  dz.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    off();
+    uploadList([...(ev.dataTransfer ? ev.dataTransfer.files : [])]);
+  });
+}
+
+// ---------- assistant ----------
+
 function setRunning(on) {
   $("ask").disabled = on;
   $("cancel").disabled = !on;
+  $("question-label").textContent = state.conv.length && !on ? "Follow-up question" : "Question";
+}
+
+function saveConv() {
+  const v = { runs: state.conv, assist: state.assistSession && state.assistSession.id, shared: $("share-session").checked };
+  localStorage.setItem("airlock.conv", JSON.stringify(v));
+}
+
+function newTurn(goal) {
+  const li = el("li", "turn");
+  li.append(el("div", "question-text", goal));
+  const details = el("details", "steps-box");
+  details.open = true;
+  details.append(el("summary", null, "Steps"));
+  const steps = el("ol", "steps");
+  details.append(steps);
+  const status = el("p", "turn-status muted");
+  const answer = el("div", "final");
+  answer.hidden = true;
+  li.append(details, status, answer);
+  $("conversation").append(li);
+  return { li, steps, status, answer, stepBoxes: {} };
 }
 
 async function ask(ev) {
@@ -507,80 +1192,122 @@ async function ask(ev) {
     return;
   }
   setRunning(true);
-  $("steps").replaceChildren();
-  $("final").hidden = true;
   $("run-status").textContent = "starting…";
+  const turn = newTurn(goal);
+  turn.status.textContent = "starting…";
+  let s = null;
   try {
-    const s = await ensureSession();
-    const view = await api("POST", "/v1/runs", { json: { goal, session_id: s.id } });
-    state.run = { id: view.id, lastSeq: 0, done: false, steps: {}, abort: new AbortController() };
-    $("run-status").textContent = view.status;
+    s = await assistantSession();
+    const body = { goal, session_id: s.id };
+    const prev = state.conv.length ? state.conv[state.conv.length - 1].id : null;
+    if (prev) body.previous_run_id = prev;
+    let view;
+    try {
+      view = await api("POST", "/v1/runs", { json: body });
+    } catch (e) {
+      // A server without follow-ups refuses the field: carry the earlier
+      // questions and answers in the goal instead.
+      if (!(prev && e instanceof APIError && e.status === 400 && /previous_run_id/.test(e.message))) throw e;
+      delete body.previous_run_id;
+      body.goal = conversationContext() + "Follow-up question: " + goal;
+      view = await api("POST", "/v1/runs", { json: body });
+    }
+    $("question").value = "";
+    state.conv.push({ id: view.id, goal, answer: "" });
+    saveConv();
+    state.run = { id: view.id, lastSeq: 0, done: false, abort: new AbortController(), turn };
+    updateURL();
+    setTurnStatus(state.run, view.status);
     await streamRun(state.run);
   } catch (e) {
-    sessionGone(e);
+    sessionGone(e, s);
+    turn.status.textContent = "failed: " + explain(e);
+    turn.status.className = "turn-status error";
+    $("run-status").textContent = "";
     showAlert(explain(e));
   } finally {
-    setRunning(false);
+    setRunning(!!(state.run && !state.run.done && state.run.turn === turn && state.run.streaming));
   }
+}
+
+// conversationContext is the earlier questions and answers, for a server
+// that does not take previous_run_id.
+function conversationContext() {
+  let out = "Earlier in this conversation:\n";
+  for (const r of state.conv) out += `Question: ${r.goal}\nAnswer: ${r.answer || "(none)"}\n`;
+  return out + "\n";
+}
+
+function setTurnStatus(run, text, cls) {
+  run.turn.status.textContent = text;
+  run.turn.status.className = "turn-status " + (cls || "muted");
+  $("run-status").textContent = text;
 }
 
 // streamRun reads the run's SSE stream with fetch, resuming with
-// Last-Event-ID after a dropped connection.
+// Last-Event-ID after a dropped connection; while the server is away it
+// waits for the reconnect (probe) and says so.
 async function streamRun(run) {
-  let failures = 0;
-  while (!run.done && failures < 6) {
-    try {
-      const res = await api("GET", `/v1/runs/${run.id}/events`, {
-        raw: true, signal: run.abort.signal, headers: run.lastSeq ? { "Last-Event-ID": String(run.lastSeq) } : {},
-      });
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += value;
-        let i;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          handleSSE(run, buf.slice(0, i));
-          buf = buf.slice(i + 2);
+  run.streaming = true;
+  try {
+    let failures = 0;
+    while (!run.done) {
+      try {
+        const res = await api("GET", `/v1/runs/${run.id}/events`, {
+          raw: true, signal: run.abort.signal, headers: run.lastSeq ? { "Last-Event-ID": String(run.lastSeq) } : {},
+        });
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf = parseSSE(buf + value, (name, data, id) => handleRunEvent(run, name, data, id));
         }
+        failures = 0;
+        if (!run.done) {
+          const v = await api("GET", `/v1/runs/${run.id}`);
+          if (v.status !== "running" && v.status !== "waiting_approval") finishRun(run, v);
+        }
+      } catch (e) {
+        if (run.abort.signal.aborted) return;
+        if (e instanceof APIError && e.status !== 429 && e.status < 500) {
+          finishRun(run, { status: "failed", error: explain(e) });
+          return;
+        }
+        failures++;
+        setTurnStatus(run, "connection lost — reconnecting…", "error");
+        run.turn.li.dataset.state = "disconnected";
+        if (!(e instanceof APIError)) goneOffline();
+        await new Promise((r) => setTimeout(r, Math.min(500 * failures, 3000)));
       }
-      failures = 0;
-      if (!run.done) {
-        const v = await api("GET", `/v1/runs/${run.id}`);
-        if (v.status !== "running" && v.status !== "waiting_approval") finishRun(run, v);
-      }
-    } catch (e) {
-      if (run.abort.signal.aborted) return;
-      if (e instanceof APIError && e.status !== 429 && e.status < 500) throw e;
-      failures++;
-      await new Promise((r) => setTimeout(r, 500 * failures));
     }
+  } finally {
+    run.streaming = false;
+    if (state.run === run) setRunning(!run.done);
   }
 }
 
-function handleSSE(run, block) {
-  let id = null, data = "";
-  for (const line of block.split("\n")) {
-    if (line.startsWith("id:")) id = parseInt(line.slice(3).trim(), 10);
-    else if (line.startsWith("data:")) data += line.slice(5).trim();
-  }
-  if (!data) return;
+function handleRunEvent(run, name, data, id) {
   let ev;
   try { ev = JSON.parse(data); } catch { return; }
-  if (id !== null && id <= run.lastSeq) return;
-  run.lastSeq = id !== null ? id : ev.seq;
+  const seq = id !== null && id !== undefined && id !== "" ? parseInt(id, 10) : ev.seq;
+  if (seq !== undefined && seq !== null && !isNaN(seq)) {
+    if (seq <= run.lastSeq) return;
+    run.lastSeq = seq;
+  }
+  if (run.turn.li.dataset.state === "disconnected") delete run.turn.li.dataset.state;
   renderEvent(run, ev);
 }
 
 function stepBox(run, step) {
-  if (!run.steps[step]) {
+  const t = run.turn;
+  if (!t.stepBoxes[step]) {
     const li = el("li", "step");
     li.append(el("h3", null, `Step ${step}`));
-    $("steps").append(li);
-    run.steps[step] = li;
+    t.steps.append(li);
+    t.stepBoxes[step] = li;
   }
-  return run.steps[step];
+  return t.stepBoxes[step];
 }
 
 function argsOf(a) {
@@ -590,33 +1317,57 @@ function argsOf(a) {
   return a || {};
 }
 
+function codeOf(args) {
+  const c = args.code || args.command || args.script || args.query;
+  return typeof c === "string" ? c : null;
+}
+
+function findCall(box, id) {
+  return [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (id || ""));
+}
+
 function renderEvent(run, ev) {
   const d = ev.data || {};
   switch (ev.type) {
     case "step_started":
       stepBox(run, ev.step);
-      $("run-status").textContent = `step ${ev.step}`;
+      setTurnStatus(run, `running: step ${ev.step}`);
       break;
     case "assistant_message":
-      if (d.content) stepBox(run, ev.step).append(el("p", "assistant", d.content));
+      if (d.content) stepBox(run, ev.step).append(markdown(d.content));
       break;
     case "tool_call": {
       const box = stepBox(run, ev.step);
       const args = argsOf(d.arguments);
-      const code = args.code || args.command || args.script || args.query;
+      const code = codeOf(args);
+      const lang = (d.name || "").includes("shell") ? "shell" : "python";
       const call = el("div", "tool-call");
       call.dataset.callId = d.id || "";
-      call.append(el("div", "tool-name", d.name || "tool"));
-      if (typeof code === "string") call.append(highlight(code, (d.name || "").includes("shell") ? "shell" : "python"));
-      else call.append(el("pre", "code-block", JSON.stringify(args, null, 2)));
+      const head = el("div", "row tool-head");
+      head.append(el("span", "tool-name", d.name || "tool"));
+      if (code !== null) {
+        const copy = el("button", "copy-to-notebook", "Copy to notebook");
+        copy.type = "button";
+        copy.addEventListener("click", () => {
+          const cells = $("cells");
+          const last = cells.lastElementChild;
+          const target = last && !cellSource(last).trim() ? last : null;
+          if (target) target.remove();
+          addCell(lang, code);
+          scheduleSave();
+          copy.textContent = "Copied ✓";
+        });
+        head.append(copy);
+      }
+      call.append(head);
+      call.append(code !== null ? highlight(code, lang) : el("pre", "code-block", JSON.stringify(args, null, 2)));
       call.append(el("div", "output"));
       box.append(call);
       break;
     }
     case "tool_output": {
-      // live output of a running tool call (stdout, stderr, display, artifact)
       const box = stepBox(run, ev.step);
-      const call = [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (d.id || ""));
+      const call = findCall(box, d.id);
       if (!call) break;
       const out = call.querySelector(".output");
       if (!out.live) out.live = liveOutput(out);
@@ -625,46 +1376,24 @@ function renderEvent(run, ev) {
     }
     case "tool_result": {
       const box = stepBox(run, ev.step);
-      let call = [...box.querySelectorAll(".tool-call")].find((c) => c.dataset.callId === (d.id || ""));
+      let call = findCall(box, d.id);
       if (!call) { call = el("div", "tool-call"); call.append(el("div", "output")); box.append(call); }
       const r = Object.assign({ status: d.status, duration_ms: d.duration_ms, reason: d.reason, artifacts: d.artifacts,
         stdout: d.stdout, stderr: d.stderr, exit_code: d.exit_code, truncated: d.truncated, error: d.error,
-        display: d.display, dropped: d.dropped, execution_count: d.execution_count }, d.result || {});
+        display: d.display, dropped: d.dropped, execution_count: d.execution_count, message: d.message }, d.result || {});
       const out = call.querySelector(".output");
       out.live = null;
-      renderResult(out, r, d.content);
+      const pre = call.querySelector("pre.code-block");
+      renderResult(out, r, pre ? pre.textContent : "", d.content);
+      const card = box.querySelector(`.approval[data-call-id="${CSS.escape(d.id || "")}"]`);
+      if (card && card.dataset.state === "waiting") setCardState(card, r.status === "rejected" ? "rejected" : "decided", r.status === "rejected" ? "rejected" + (r.reason ? ": " + r.reason : "") : "approved");
       break;
     }
-    case "approval_needed": {
-      const box = stepBox(run, ev.step);
-      const card = el("div", "approval");
-      card.append(el("p", null, `The model wants to run ${d.name}. Approve?`));
-      const args = argsOf(d.arguments);
-      const code = args.code || args.command;
-      card.append(typeof code === "string" ? highlight(code, (d.name || "").includes("shell") ? "shell" : "python") : el("pre", "code-block", JSON.stringify(args, null, 2)));
-      const yes = el("button", "approve", "Approve");
-      const no = el("button", "reject", "Reject");
-      const decide = async (approve) => {
-        yes.disabled = no.disabled = true;
-        try {
-          await api("POST", `/v1/runs/${run.id}/approvals/${encodeURIComponent(d.token)}`, { json: { approve, reason: approve ? "" : "rejected in the web UI" } });
-          card.append(el("p", "muted", approve ? "approved" : "rejected"));
-        } catch (e) {
-          yes.disabled = no.disabled = false;
-          showAlert(explain(e));
-        }
-      };
-      yes.addEventListener("click", () => decide(true));
-      no.addEventListener("click", () => decide(false));
-      card.append(yes, no);
-      box.append(card);
-      yes.focus();
+    case "approval_needed":
+      approvalCard(run, ev, d);
       break;
-    }
     case "final_answer":
-      stepBox(run, ev.step).append(el("p", "muted", "Final answer given (below)."));
-      $("final-text").replaceChildren(...String(d.content || "").split(/\n{2,}/).map((p) => el("p", null, p)));
-      $("final").hidden = false;
+      showAnswer(run, d.content);
       break;
     case "error":
       stepBox(run, ev.step || 0).append(el("p", "error", d.message || "error"));
@@ -675,23 +1404,207 @@ function renderEvent(run, ev) {
   }
 }
 
+function setCardState(card, st, text) {
+  card.dataset.state = st;
+  card.querySelector(".approval-state").textContent = text;
+  for (const b of card.querySelectorAll("button, input")) b.disabled = st !== "waiting";
+}
+
+// approvalCard asks the person; Reject has the focus (Enter must not
+// approve), a reason may be given, and the card shows its state.
+function approvalCard(run, ev, d) {
+  const box = stepBox(run, ev.step);
+  const card = el("div", "approval");
+  card.dataset.callId = d.call_id || d.id || "";
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-label", "Approval needed");
+  card.append(el("p", null, `The model wants to run ${d.name}. Approve?`));
+  const args = argsOf(d.arguments);
+  const code = codeOf(args);
+  card.append(code !== null ? highlight(code, (d.name || "").includes("shell") ? "shell" : "python") : el("pre", "code-block", JSON.stringify(args, null, 2)));
+  const lab = el("label", "reason-label", "Reason (optional)");
+  const reason = el("input", "reason");
+  reason.type = "text";
+  reason.id = "reason-" + (d.token || Math.random().toString(36).slice(2));
+  lab.htmlFor = reason.id;
+  const row = el("div", "row");
+  const no = el("button", "reject", "Reject");
+  const yes = el("button", "approve", "Approve");
+  no.type = yes.type = "button";
+  const st = el("p", "approval-state", "waiting for your decision");
+  st.setAttribute("aria-live", "polite");
+  const decide = async (approve) => {
+    setCardState(card, "sending", approve ? "approving…" : "rejecting…");
+    const why = reason.value.trim();
+    try {
+      await api("POST", `/v1/runs/${run.id}/approvals/${encodeURIComponent(d.token)}`, { json: { approve, reason: why || (approve ? "" : "rejected in the web UI") } });
+      setCardState(card, approve ? "approved" : "rejected", approve ? "approved" : "rejected" + (why ? `: ${why}` : ""));
+    } catch (e) {
+      setCardState(card, "waiting", "not sent: " + explain(e));
+      if (e instanceof APIError && (e.status === 404 || e.status === 409)) setCardState(card, "expired", "no longer waiting (decided elsewhere or expired)");
+    }
+  };
+  yes.addEventListener("click", () => decide(true));
+  no.addEventListener("click", () => decide(false));
+  row.append(no, yes);
+  card.append(lab, reason, row, st);
+  card.dataset.state = "waiting";
+  box.append(card);
+  setTurnStatus(run, "waiting for your approval", "warning-text");
+  if (!run.replaying) no.focus();
+}
+
+// showAnswer renders the answer once (Markdown, sanitised) and scrolls it
+// into view.
+function showAnswer(run, content) {
+  const a = run.turn.answer;
+  if (a.dataset.shown === "true") return;
+  a.dataset.shown = "true";
+  a.replaceChildren(el("h2", null, "Answer"), markdown(content));
+  a.hidden = false;
+  const c = state.conv.find((r) => r.id === run.id);
+  if (c) { c.answer = String(content || "").slice(0, 4000); saveConv(); }
+  a.scrollIntoView({ block: "start" });
+}
+
 function finishRun(run, v) {
+  if (run.done) return;
   run.done = true;
-  $("run-status").textContent = `finished: ${v.status}${v.error ? " — " + v.error : ""}`;
-  if (v.final_answer && $("final").hidden) {
-    $("final-text").replaceChildren(el("p", null, v.final_answer));
-    $("final").hidden = false;
-  }
+  const failed = ["failed", "loop", "budget"].includes(v.status);
+  const labels = { done: "done", max_steps: "stopped at the step limit", loop: "stopped: repeated calls", budget: "stopped: budget spent", cancelled: "cancelled", failed: "failed" };
+  const label = labels[v.status] || v.status;
+  setTurnStatus(run, label + (v.error ? " — " + v.error : ""), v.status === "cancelled" || v.status === "canceled" ? "muted" : failed ? "error" : "muted");
+  run.turn.li.dataset.state = v.status;
+  for (const c of run.turn.li.querySelectorAll('.approval[data-state="waiting"]')) setCardState(c, "expired", `no longer waiting (run ${label})`);
+  if (v.final_answer) showAnswer(run, v.final_answer);
+  if (state.run === run) setRunning(false);
+  refreshFiles();
 }
 
 async function cancelRun() {
   const run = state.run;
   if (!run || run.done) return;
+  $("cancel").disabled = true;
+  setTurnStatus(run, "cancelling…");
   try {
     const v = await api("POST", `/v1/runs/${run.id}/cancel`);
-    $("run-status").textContent = v.status;
+    if (v && v.status && v.status !== "running" && v.status !== "waiting_approval") {
+      run.abort.abort();
+      finishRun(run, v);
+    }
   } catch (e) {
     showAlert(explain(e));
+    $("cancel").disabled = false;
+  }
+}
+
+function newConversation() {
+  if (state.run && !state.run.done) return;
+  state.conv = [];
+  state.run = null;
+  $("conversation").replaceChildren();
+  saveConv();
+  updateURL();
+  setRunning(false);
+}
+
+// restoreConversation replays the runs of the stored conversation that
+// ends at runID; the last one, if still running, stays attached.
+async function restoreConversation(runID) {
+  let saved = null;
+  try { saved = JSON.parse(localStorage.getItem("airlock.conv") || "null"); } catch { /* none */ }
+  let runs = saved && saved.runs ? saved.runs : [];
+  const i = runs.findIndex((r) => r.id === runID);
+  runs = i >= 0 ? runs.slice(0, i + 1) : [{ id: runID, goal: "" }];
+  if (saved && saved.assist) state.assistSession = { id: saved.assist };
+  if (saved && saved.shared) $("share-session").checked = true;
+  state.conv = runs;
+  for (const r of runs) {
+    const turn = newTurn(r.goal || "(question asked earlier)");
+    const run = { id: r.id, lastSeq: 0, done: false, abort: new AbortController(), turn, replaying: true };
+    state.run = run;
+    if (r === runs[runs.length - 1]) {
+      setRunning(true);
+      streamRun(run).catch((e) => showAlert(explain(e))); // re-attached: events replay, then live
+    } else {
+      await streamRun(run).catch(() => {});
+    }
+  }
+  setTimeout(() => { if (state.run) state.run.replaying = false; }, 0);
+  updateURL();
+}
+
+// ---------- batches ----------
+
+async function loadBatches() {
+  const body = $("batches").querySelector("tbody");
+  $("batches-status").textContent = "loading…";
+  try {
+    const data = await api("GET", "/v1/batches");
+    const list = data.data || data.batches || [];
+    body.replaceChildren();
+    $("batches-status").textContent = list.length ? "" : "No batches yet.";
+    for (const b of list) body.append(batchRow(b));
+  } catch (e) {
+    $("batches-status").textContent = e instanceof APIError && e.status === 404 ? "This server has no batches API." : explain(e);
+  }
+}
+
+function batchRow(b) {
+  const tr = el("tr", "batch");
+  tr.dataset.batchId = b.id;
+  const c = b.request_counts || {};
+  const total = c.total || 0, done = (c.completed || 0) + (c.failed || 0);
+  const idCell = el("td");
+  const open = el("button", "link", b.id);
+  open.type = "button";
+  open.addEventListener("click", () => openBatch(b.id));
+  idCell.append(open);
+  const prog = el("td");
+  const bar = el("progress");
+  bar.max = total || 1;
+  bar.value = done;
+  bar.setAttribute("aria-label", `${done} of ${total} done`);
+  prog.append(bar, el("span", "muted", ` ${c.completed || 0} ok, ${c.failed || 0} failed of ${total}`));
+  const dl = el("td");
+  const res = el("button", null, "Results");
+  res.type = "button";
+  res.addEventListener("click", () => download(`/v1/batches/${b.id}/results`, `${b.id}-results.jsonl`));
+  const rep = el("button", null, "Report");
+  rep.type = "button";
+  rep.addEventListener("click", () => download(`/v1/batches/${b.id}/report`, `${b.id}-report.html`));
+  dl.append(res, " ", rep);
+  tr.append(idCell, el("td", `status-${b.status}`, b.status), prog, dl);
+  return tr;
+}
+
+async function openBatch(id) {
+  $("batch-detail").hidden = false;
+  $("batch-title").textContent = `Batch ${id}`;
+  const body = $("batch-items").querySelector("tbody");
+  body.replaceChildren(el("tr", null));
+  try {
+    const b = await api("GET", `/v1/batches/${id}`);
+    $("batch-title").textContent = `Batch ${id} — ${b.status}`;
+    const res = await api("GET", `/v1/batches/${id}/results`, { raw: true });
+    const text = await res.text();
+    body.replaceChildren();
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      let item;
+      try { item = JSON.parse(line); } catch { continue; }
+      const tr = el("tr", "batch-item");
+      const r = (item.response && (item.response.body || item.response)) || item.result || {};
+      const st = item.error ? "failed" : (r.result && r.result.status) || r.status || (item.response && item.response.status_code) || "";
+      const det = el("details");
+      det.append(el("summary", null, "details"), el("pre", "stdout", JSON.stringify(item.error || r, null, 2)));
+      tr.append(el("td", null, item.custom_id || item.id || ""), el("td", `status-${st}`, String(st)), el("td"));
+      tr.lastChild.append(det);
+      body.append(tr);
+    }
+    if (!body.children.length) body.append(el("tr", null, "No results yet."));
+  } catch (e) {
+    body.replaceChildren(el("tr", "error", explain(e)));
   }
 }
 
@@ -701,26 +1614,47 @@ async function init() {
   initTabs();
   initKeyDialog();
   initSessionBar();
-  $("upload-form").addEventListener("submit", uploadFiles);
+  initFiles();
   $("ask-form").addEventListener("submit", ask);
   $("question").addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) $("ask-form").requestSubmit();
   });
   $("cancel").addEventListener("click", cancelRun);
+  $("new-conversation").addEventListener("click", newConversation);
+  $("share-session").addEventListener("change", () => { saveConv(); refreshFiles(); });
   $("interrupt").addEventListener("click", interruptSession);
   $("restart").addEventListener("click", restartSession);
-  $("add-cell").addEventListener("click", () => addCell("python", "").querySelector(".code").focus());
-  addCell("python", "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16])\nplt.title('squares')\nplt.show()");
+  $("run-all").addEventListener("click", runAll);
+  $("clear-all").addEventListener("click", () => { for (const n of $("cells").children) clearCell(n); scheduleSave(); });
+  $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
+  $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
+  $("batches-refresh").addEventListener("click", loadBatches);
+  $("reconnect").addEventListener("click", probe);
+  $("welcome-close").addEventListener("click", () => { localStorage.setItem("airlock.welcomed", "1"); $("welcome").hidden = true; });
+  $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
+  $("welcome").hidden = !!localStorage.getItem("airlock.welcomed");
+  window.addEventListener("beforeunload", () => { if (state.nb.dirty) saveNotebook(); });
   try {
     state.info = await (await fetch("/v1/info")).json();
   } catch (e) {
+    goneOffline();
     showAlert("Cannot reach the server: " + explain(e));
     return;
   }
   $("model-banner").hidden = !!state.info.model_configured;
   $("key-button").hidden = !state.info.auth_required;
+  if (state.info.max_timeout_seconds) $("nb-timeout").max = state.info.max_timeout_seconds;
   if (state.info.auth_required && !state.key) await askKey();
   loadTools().catch((e) => showAlert(explain(e)));
+  const params = new URLSearchParams(location.search);
+  if (params.get("session")) {
+    await openSession(params.get("session"));
+  } else {
+    addCell("python", "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16])\nplt.title('squares')\nplt.show()");
+  }
+  if (params.get("run")) await restoreConversation(params.get("run")).catch((e) => showAlert(explain(e)));
+  if (params.get("view")) state.selectTab(params.get("view"));
+  setRunning(!!(state.run && !state.run.done));
   document.body.dataset.ready = "true";
 }
 
