@@ -172,30 +172,35 @@ func TestComposeStack(t *testing.T) {
 		sandboxHosts = append(sandboxHosts, docker(t, "inspect", "-f", "{{.Config.Hostname}}", s.container(w)))
 	}
 
-	// One session, its requests alternating between the replicas: the
-	// state set through api2 is read through api1.
-	sid, _ := do(t, "POST", api1+"/v1/sessions", nil, auth...).must(t, http.StatusCreated).JSON(t)["id"].(string)
-	if sid == "" {
-		t.Fatal("session without an id")
-	}
-	sessCall := func(base, code string) callResult {
-		t.Helper()
-		return decodeCall(t, do(t, "POST", base+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": code}), auth...))
-	}
-	sessCall(api2, "x = 41").mustOK(t)
-	if got := sessCall(api1, "print(x + 1)").mustOK(t); got != "42\n" {
-		t.Errorf("session call on api1 after x = 41 on api2 printed %q, want 42", got)
-	}
-	// The session's record is shared state: api2 knows the session api1 made.
-	if r := do(t, "GET", api2+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusOK {
-		t.Errorf("GET session made on api1 through api2: %d %.300s", r.Status, r.Body)
-	}
-	if r := do(t, "DELETE", api2+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusOK && r.Status != http.StatusNoContent {
-		t.Errorf("DELETE session through api2: %d %s", r.Status, r.Body)
-	}
-	if r := do(t, "GET", api1+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusNotFound {
-		t.Errorf("session deleted through api2 still answers on api1: %d", r.Status)
-	}
+	// One session, its requests alternating between the replicas (a
+	// subtest: its failure, e.g. session records not shared yet, does not
+	// stop the rest).
+	t.Run("session across replicas", func(t *testing.T) {
+		// The state set through api2 is read through api1.
+		sid, _ := do(t, "POST", api1+"/v1/sessions", nil, auth...).must(t, http.StatusCreated).JSON(t)["id"].(string)
+		if sid == "" {
+			t.Fatal("session without an id")
+		}
+		sessCall := func(base, code string) callResult {
+			t.Helper()
+			return decodeCall(t, do(t, "POST", base+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": code}), auth...))
+		}
+		sessCall(api2, "x = 41").mustOK(t)
+		if got := sessCall(api1, "print(x + 1)").mustOK(t); got != "42\n" {
+			t.Errorf("session call on api1 after x = 41 on api2 printed %q, want 42", got)
+		}
+		// The session's record is shared state: api2 knows the session api1 made.
+		if r := do(t, "GET", api2+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusOK {
+			t.Errorf("GET session made on api1 through api2: %d %.300s", r.Status, r.Body)
+		}
+		if r := do(t, "DELETE", api2+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusOK && r.Status != http.StatusNoContent {
+			t.Errorf("DELETE session through api2: %d %s", r.Status, r.Body)
+		}
+		if r := do(t, "GET", api1+"/v1/sessions/"+sid, nil, auth...); r.Status != http.StatusNotFound {
+			t.Errorf("session deleted through api2 still answers on api1: %d", r.Status)
+		}
+		_, _ = send(context.Background(), "DELETE", api1+"/v1/sessions/"+sid, nil, auth...) // if api2 could not
+	})
 
 	// One-shot calls through the load balancer and each replica, at once.
 	bases := []string{lb, lb, lb, lb, api1, api2}
