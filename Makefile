@@ -6,7 +6,7 @@ ADDR    ?= 127.0.0.1:8080
 # package count in flight low on small machines.
 TESTFLAGS ?= -race -count=1 -timeout 25m -p 2
 
-.PHONY: build images run test test-unit vet tidy-check deps-run deps-test fmt bench compose-config clean
+.PHONY: build images run test test-unit vet tidy-check deps-run deps-test fmt bench compose-config compose-images compose-up compose-down clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/airlock
@@ -43,6 +43,19 @@ test-unit:
 
 bench: build images
 	bash scripts/bench.sh
+
+# The compose stack's offline images: airlock/server (the static binary
+# built here on the service base), airlock/redis and airlock/haproxy, all
+# from the Debian mirror like the sandbox images; no registry needed.
+compose-images:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/airlock-static ./cmd/airlock
+	AIRLOCK_SERVER_BIN=bin/airlock-static bash images/build.sh server redis haproxy
+
+compose-up: compose-images
+	docker-compose up -d
+
+compose-down:
+	docker-compose down -v
 
 compose-config:
 	docker-compose -f docker-compose.yml config -q

@@ -5,6 +5,11 @@
 # Each image is tagged airlock/NAME:<content-hash>; an unchanged image is not
 # rebuilt. airlock/NAME:latest always points at the newest build.
 #
+# The compose stack's images (server, redis, haproxy) are built the same
+# way from one shared base (images/service/packages.txt); airlock/server
+# adds the static airlock binary built on the host ($AIRLOCK_SERVER_BIN,
+# default bin/airlock-static; `make compose-images` builds it).
+#
 # usage: images/build.sh [--list] [NAME...]   (default: python shell)
 set -euo pipefail
 
@@ -135,10 +140,10 @@ prepare_base() {
     command -v sudo >/dev/null || { echo "images: building $base runs debootstrap, which needs root: run su -c 'bash images/build.sh $name'" >&2; exit 1; }
     echo "images: debootstrap needs root; re-running images/build.sh $name with sudo"
     sudo env PATH="$PATH" DOCKER_HOST="${DOCKER_HOST:-}" AIRLOCK_DEBIAN_MIRROR="$AIRLOCK_DEBIAN_MIRROR" \
-      AIRLOCK_DEBIAN_SUITE="$suite" AIRLOCK_SANDBOX_UID="$uid" bash "$here/build.sh" "$name" || exit 1
+      AIRLOCK_SERVER_BIN="$(server_bin)" AIRLOCK_DEBIAN_SUITE="$suite" AIRLOCK_SANDBOX_UID="$uid" bash "$here/build.sh" "$name" || exit 1
     return 1
   fi
-  echo "images: first build of $base: debootstrap downloads and unpacks Debian $suite with $(packages "$name" | tr , ' ' | wc -w) packages and their dependencies (a few minutes on first run; later runs reuse it)"
+  echo "images: first build of $base: debootstrap downloads and unpacks Debian $suite with $(packages "${3:-$name}" | tr , ' ' | wc -w) packages and their dependencies (a few minutes on first run; later runs reuse it)"
 }
 
 build() {
@@ -161,6 +166,88 @@ build() {
   echo "images: built $tag"
 }
 
+# server_bin is the static airlock binary copied into airlock/server.
+server_bin() {
+  local b=${AIRLOCK_SERVER_BIN:-$here/../bin/airlock-static}
+  case $b in /*) echo "$b" ;; *) echo "$PWD/$b" ;; esac
+}
+
+# service-recipe-start
+# The compose stack's images: the shared service base plus one small layer.
+service_dockerfile() {
+  local name=$1 base=$2 hash=$3
+  echo "FROM $base"
+  case $name in
+  server)
+    cat <<'DOCKERFILE'
+COPY airlock /usr/local/bin/airlock
+RUN chmod 0755 /usr/local/bin/airlock && echo 'airlock:x:10002:10002:airlock:/home/airlock:/bin/sh' >>/etc/passwd \
+ && echo 'airlock:x:10002:' >>/etc/group && mkdir -p /home/airlock && chown 10002:10002 /home/airlock
+USER 10002:10002
+ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/airlock LANG=C.UTF-8
+WORKDIR /home/airlock
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/airlock"]
+CMD ["serve"]
+DOCKERFILE
+    ;;
+  redis)
+    cat <<'DOCKERFILE'
+RUN mkdir -p /data && chown redis:redis /data
+USER redis
+WORKDIR /data
+VOLUME /data
+EXPOSE 6379
+CMD ["redis-server", "--protected-mode", "no"]
+DOCKERFILE
+    ;;
+  haproxy)
+    cat <<'DOCKERFILE'
+RUN mkdir -p /usr/local/etc/haproxy /run/haproxy && chown haproxy:haproxy /run/haproxy
+USER haproxy
+EXPOSE 8080
+STOPSIGNAL SIGUSR1
+CMD ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]
+DOCKERFILE
+    ;;
+  esac
+  echo "LABEL airlock.image=$name airlock.image.hash=$hash"
+}
+# service-recipe-end
+
+service_hash() {
+  { base_hash service; echo "name=$1"; sed -n '/^# service-recipe-start/,/^# service-recipe-end/p' "$here/build.sh"
+    if [ "$1" = server ]; then sha256sum <"$(server_bin)"; fi; } | sha256sum | cut -c1-16
+}
+
+# build_service builds airlock/NAME (server, redis or haproxy) on the
+# shared service base, skipping an image whose content hash exists.
+build_service() {
+  local name=$1 hash base tag ctx
+  if [ "$name" = server ] && [ ! -x "$(server_bin)" ]; then
+    echo "images: $(server_bin) is missing: run make compose-images (or CGO_ENABLED=0 go build -o bin/airlock-static ./cmd/airlock)" >&2; exit 1
+  fi
+  hash=$(service_hash "$name")
+  tag="airlock/$name:$hash"
+  base="airlock/service-base:$(base_hash service)"
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    docker tag "$tag" "airlock/$name:latest"
+    echo "images: $tag is up to date"
+    return
+  fi
+  if ! docker image inspect "$base" >/dev/null 2>&1; then
+    prepare_base "$name" "$base" service || return 0
+    build_base service "$base"
+  fi
+  ctx=$(mktemp -d /tmp/airlock-ctx-XXXXXX)
+  if [ "$name" = server ]; then cp "$(server_bin)" "$ctx/airlock"; fi
+  service_dockerfile "$name" "$base" "$hash" >"$ctx/Dockerfile"
+  docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" || { cat "$ctx.log" >&2; exit 1; }
+  rm -rf "$ctx" "$ctx.log"
+  docker tag "$tag" "airlock/$name:latest"
+  echo "images: built $tag"
+}
+
 if [ "${1:-}" = "--list" ]; then
   docker image ls --filter 'reference=airlock/*' --format '{{.Repository}}:{{.Tag}}\t{{.ID}}\t{{.Size}}\t{{.CreatedSince}}'
   exit 0
@@ -168,6 +255,7 @@ fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(python shell)
 for n in "${names[@]}"; do
+  case $n in server | redis | haproxy) build_service "$n"; continue ;; esac
   [ -f "$here/$n/packages.txt" ] || { echo "images: unknown image $n (no $here/$n/packages.txt)" >&2; exit 2; }
   build "$n"
 done
