@@ -21,7 +21,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
-	"github.com/airlock-dev/airlock/state"
 )
 
 // stackFlags choose how tool calls reach sandboxes.
@@ -60,10 +59,6 @@ type stack struct {
 	disp     *dispatcher.Dispatcher
 	rdb      *redis.Client // nil without --redis
 	agentApr approvals.Store
-	// runState holds agent runs (records, checkpoints, event logs) for
-	// agent.ManagerConfig.Store; nil keeps them in this process's memory.
-	// With --redis it must be a store shared by every replica.
-	runState state.Store
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
 }
@@ -101,7 +96,6 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		s.rdb = rdb
 		dcfg.Approvals = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":approvals}", 0)
 		s.agentApr = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":agent}", 0)
-		s.runState = state.NewRedis(rdb, "airlock:"+f.queueName+":state:")
 	}
 	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName}, queue.Deps{Logger: log, Registerer: s.metrics})
 	if err != nil {
