@@ -36,6 +36,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	h.do(keyAlice, "GET", in["result"].(map[string]any)["artifacts"].([]any)[0].(map[string]any)["url"].(string), nil)
 	h.do(keyAlice, "PUT", "/v1/sessions/"+sid+"/files/data.csv", []byte("a,b\n1,2\n"))
 	h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files/data.csv", nil)
+	h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files", nil)
 	h.do(keyAlice, "PUT", "/v1/sessions/"+sid+"/notebook", map[string]any{"cells": []any{map[string]any{"source": "1"}}, "version": 0})
 	h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/notebook", nil)
 	rid := h.startRun(keyAlice, map[string]any{"goal": "x", "session_id": sid})

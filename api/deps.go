@@ -47,6 +47,9 @@ type Sessions interface {
 	// so the caller can still answer with an error. It returns the bytes
 	// written.
 	GetFile(ctx context.Context, owner, id, path string, open func(size int64) io.Writer) (int64, error)
+	// ListFiles lists the folder path ("" for the work folder) of the
+	// session: names, types, sizes and modification times.
+	ListFiles(ctx context.Context, owner, id, path string) ([]core.FileEntry, error)
 	// InterruptSession raises KeyboardInterrupt in the session's running
 	// call and reports whether one was running.
 	InterruptSession(ctx context.Context, owner, id string) (bool, error)

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -449,4 +450,37 @@ func (f *fakeRuns) Configured() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.configured
+}
+
+// ListFiles lists the fake's files and folders directly under dir.
+func (f *fakeSessions) ListFiles(ctx context.Context, owner, id, dir string) ([]core.FileEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(owner, id); err != nil {
+		return nil, err
+	}
+	prefix := id + "/"
+	if dir != "" {
+		prefix += dir + "/"
+	}
+	seen := map[string]bool{}
+	var out []core.FileEntry
+	for k, d := range f.files {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		name, _, nested := strings.Cut(rest, "/")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if nested {
+			out = append(out, core.FileEntry{Name: name, Type: "dir"})
+		} else {
+			out = append(out, core.FileEntry{Name: name, Type: "file", Size: int64(len(d))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

@@ -55,6 +55,7 @@ func (s *Server) routes() *gin.Engine {
 	g.POST("/sessions/:id/tool-calls", slow, body, s.sessionToolCall)
 	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)
 	g.GET("/sessions/:id/files/*path", slow, s.getFile)
+	g.GET("/sessions/:id/files", slow, s.listFiles)
 	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
 	g.PUT("/sessions/:id/notebook", quick, limitBody(notebookMaxBytes), s.putNotebook)

@@ -1096,7 +1096,7 @@ async function listFiles(s) {
   try {
     const r = await api("GET", `/v1/sessions/${s.id}/files`);
     const entries = (r && (r.files || r.entries)) || [];
-    return entries.filter((e) => !e.dir && !e.is_dir).map((e) => ({ path: e.path || e.name, size: e.size }));
+    return entries.filter((e) => e.type !== "dir" && !e.dir && !e.is_dir).map((e) => ({ path: e.path || e.name, size: e.size }));
   } catch (e) {
     if (!(e instanceof APIError) || (e.status !== 404 && e.status !== 405 && e.status !== 400)) throw e;
   }

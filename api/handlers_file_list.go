@@ -1,0 +1,85 @@
+package api
+
+import (
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/airlock-dev/airlock/core"
+	"github.com/gin-gonic/gin"
+)
+
+// Bounds of one file listing: how many files and how deep it walks.
+const (
+	listMaxFiles = 2000
+	listMaxDepth = 8
+)
+
+// listedFile is one file of GET /v1/sessions/{id}/files.
+type listedFile struct {
+	Path  string  `json:"path"` // relative to the work folder
+	Type  string  `json:"type"` // file, dir, symlink or other
+	Size  int64   `json:"size"`
+	MTime float64 `json:"mtime"` // unix seconds
+}
+
+// listFiles answers GET /v1/sessions/{id}/files[?path=DIR]: every file
+// under the folder (default the work folder), walked breadth first up to
+// listMaxDepth folders deep and listMaxFiles entries, as
+// {"path", "files": [{path, type, size, mtime}], "truncated"}. Folders
+// are listed too (type "dir"); hidden entries (a leading ".") are left out.
+func (s *Server) listFiles(c *gin.Context) {
+	if !s.needSessions(c) {
+		return
+	}
+	rec, ok := s.ownedSession(c, true)
+	if !ok {
+		return
+	}
+	root := strings.Trim(c.Query("path"), "/")
+	if root != "" {
+		for _, seg := range strings.Split(root, "/") {
+			if seg == ".." || seg == "." || seg == "" || strings.ContainsRune(seg, 0) {
+				abortError(c, newError(core.ErrInvalid, "query parameter path must be a relative folder, without empty, '.' or '..' segments"))
+				return
+			}
+		}
+	}
+	type dir struct {
+		path  string
+		depth int
+	}
+	files := []listedFile{}
+	truncated := false
+	queue := []dir{{root, 0}}
+	for len(queue) > 0 && !truncated {
+		d := queue[0]
+		queue = queue[1:]
+		entries, err := s.deps.Sessions.ListFiles(c.Request.Context(), rec.Owner, rec.ID, d.path)
+		if err != nil {
+			s.forgetLost(rec, err)
+			s.logPlatform("list files", rec.Owner, err)
+			fail(c, err)
+			return
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name, ".") {
+				continue
+			}
+			if len(files) == listMaxFiles {
+				truncated = true
+				break
+			}
+			p := path.Join(d.path, e.Name)
+			files = append(files, listedFile{Path: p, Type: e.Type, Size: e.Size, MTime: e.MTime})
+			if e.Type == "dir" {
+				if d.depth+1 < listMaxDepth {
+					queue = append(queue, dir{p, d.depth + 1})
+				} else {
+					truncated = true
+				}
+			}
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"path": root, "files": files, "truncated": truncated})
+}
