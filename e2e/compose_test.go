@@ -248,7 +248,7 @@ func TestComposeStack(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
 		r, err := send(ctx, "POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
-			map[string]any{"code": "import time\ntime.sleep(8)\nprint('survived')", "timeout_seconds": 120}), auth...)
+			map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
 		done <- answer{r, err}
 	}()
 	var job, first string
