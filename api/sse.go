@@ -37,20 +37,8 @@ func (s *Server) runEvents(c *gin.Context) {
 		fail(c, s.runError(err))
 		return
 	}
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	rc := http.NewResponseController(c.Writer)
-	write := func(chunk string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Heartbeat + 30*time.Second))
-		if _, err := c.Writer.WriteString(chunk); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !write("retry: 2000\n\n") {
+	write, ok := s.openEventStream(c)
+	if !ok {
 		return
 	}
 	tick := time.NewTicker(s.cfg.Heartbeat)
@@ -105,4 +93,25 @@ func formatEvent(ev agent.Event) string {
 // sanitizeLine keeps a field value on one line.
 func sanitizeLine(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+// openEventStream starts a text/event-stream answer (no caching, no proxy
+// buffering) and sends the reconnect hint. write sends one chunk and
+// flushes it, with a write deadline of a heartbeat plus 30 s; it reports
+// false once the client is gone. ok is false when even the hint failed.
+func (s *Server) openEventStream(c *gin.Context) (write func(chunk string) bool, ok bool) {
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	rc := http.NewResponseController(c.Writer)
+	write = func(chunk string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Heartbeat + 30*time.Second))
+		if _, err := c.Writer.WriteString(chunk); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	return write, write("retry: 2000\n\n")
 }

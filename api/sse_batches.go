@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -39,20 +38,8 @@ func (s *Server) batchEvents(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	rc := http.NewResponseController(c.Writer)
-	write := func(chunk string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Heartbeat + 30*time.Second))
-		if _, err := c.Writer.WriteString(chunk); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !write("retry: 2000\n\n") {
+	write, ok := s.openEventStream(c)
+	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
