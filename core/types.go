@@ -90,7 +90,19 @@ type Request struct {
 	// and key: a second submission with the same key attaches to the first
 	// one's job and gets its result instead of running again.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Archive, when set, is a tar (optionally gzip-compressed) or zip
+	// archive that the sandbox unpacks inside the container into
+	// /workspace before the code runs (instead of a host Mount), so the
+	// call can use the owner's warm containers. It is at most
+	// MaxArchiveBytes; entries that escape the folder (absolute paths,
+	// "..", links pointing outside), devices and archives over the
+	// unpacked-size or entry bounds are refused with ErrInvalid naming
+	// the entry. Mount and Archive are exclusive.
+	Archive []byte `json:"archive,omitempty"`
 }
+
+// MaxArchiveBytes bounds Request.Archive (the packed bytes).
+const MaxArchiveBytes = 16 << 20
 
 // Lane is a queue lane: interactive calls go before batch items.
 type Lane string
@@ -191,4 +203,7 @@ type Result struct {
 	Session *SessionInfo `json:"session,omitempty"`
 	// Interrupted is true when OpSessionInterrupt found a call to interrupt.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// CPUSeconds is the CPU time (user + system) the call's processes
+	// used, as the controller measured it; 0 when not measured.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }

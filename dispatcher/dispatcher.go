@@ -242,6 +242,9 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 	if req.Mount == "" {
 		req.Mount = call.Mount
 	}
+	if req.Archive == nil {
+		req.Archive = call.Archive
+	}
 	req.Background = req.Background || call.Background
 	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, overLimits(d.cfg.Ceiling, call.Ceiling)))

@@ -21,8 +21,12 @@ type Call struct {
 	// MountName is the name clients know Mount by (an input folder's
 	// name). The host path never reaches a client: where a result quotes
 	// it, it becomes "input folder NAME" (or "the input folder").
-	MountName string      `json:"mount_name,omitempty"`
-	Limits    core.Limits `json:"limits,omitempty"` // lowers the server defaults
+	MountName string `json:"mount_name,omitempty"`
+	// Archive travels as core.Request.Archive (set by the transport, e.g.
+	// a batch map item): packed input files unpacked into /workspace
+	// inside the sandbox. Exclusive with Mount.
+	Archive []byte      `json:"archive,omitempty"`
+	Limits  core.Limits `json:"limits,omitempty"` // lowers the server defaults
 	// Ceiling, set by the transport from the caller's policy, replaces
 	// Config.Ceiling field by field where set: it may grant more than the
 	// defaults (the sandbox still refuses anything over its maximum).
