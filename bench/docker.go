@@ -24,6 +24,12 @@ func dockerRun(image, code string) []string {
 // dockerRunHardened is the baseline with the limits Airlock puts on every
 // container (sandbox DefaultConfig), so the difference is Airlock's own cost.
 func dockerRunHardened(image, code string) []string {
+	return append(hardenedRunArgs(), image, "python3", "-c", code)
+}
+
+// hardenedRunArgs is `docker run --rm` with Airlock's container limits,
+// up to (not including) the image.
+func hardenedRunArgs() []string {
 	d := sandbox.DefaultConfig().Defaults
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", d.TmpfsBytes)
 	return []string{"docker", "run", "--rm", "--network", "none", "--read-only",
@@ -35,8 +41,7 @@ func dockerRunHardened(image, code string) []string {
 		"--ulimit", fmt.Sprintf("fsize=%d:%d", d.FileSize, d.FileSize), "--ulimit", "core=0:0",
 		"--tmpfs", "/tmp:" + tmpfs + ",mode=1777",
 		"--tmpfs", "/work:" + tmpfs + ",uid=10001,gid=10001,mode=0755",
-		"--log-opt", "max-size=1m", "--log-opt", "max-file=1",
-		image, "python3", "-c", code}
+		"--log-opt", "max-size=1m", "--log-opt", "max-file=1"}
 }
 
 // poolMem is one idle pooled container's memory as three sources see it.

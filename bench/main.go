@@ -9,7 +9,10 @@
 // one-shot calls at the paces users create (an agent's call a second,
 // back-to-back, concurrent clients, several owners), 7 tenancy (server RSS
 // under concurrent maximum-size uploads from two keys, and the server CPU
-// of a call returning the maximum number of artifacts). Variants are
+// of a call returning the maximum number of artifacts), 8 a map batch of
+// small items against the same items through /v1/tool-calls and a
+// `docker run --rm` loop, with interactive latency and server RSS while it
+// runs. Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
 // quiet.go), section 6 deliberately does not.
 package main
@@ -57,6 +60,7 @@ func run() int {
 		{"5", "mcp", sectionMCP},
 		{"6", "owners", sectionOwners},
 		{"7", "tenancy", sectionTenancy},
+		{"8", "batch", sectionBatch},
 	}
 	failed := 0
 	for _, s := range sections {

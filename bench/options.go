@@ -22,6 +22,7 @@ type options struct {
 	mcpN      int           // interleaved MCP/REST pairs in section 5
 	queueSpan time.Duration // measuring time per throughput run
 	pythonImg string        // image for run_python
+	batch     batchOptions  // section 8
 }
 
 // defaultOptions reads the BENCH_* environment.
@@ -38,6 +39,7 @@ func defaultOptions() options {
 		mcpN:      envInt("BENCH_MCP_N", 50),
 		queueSpan: time.Duration(envInt("BENCH_QUEUE_MS", 2000)) * time.Millisecond,
 		pythonImg: envStr("BENCH_PYTHON_IMAGE", "airlock/python:latest"),
+		batch:     defaultBatchOptions(),
 	}
 }
 
@@ -54,6 +56,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.mcpN, "mcp-n", o.mcpN, "interleaved MCP/REST call pairs in section 5 (env BENCH_MCP_N)")
 	fs.DurationVar(&o.queueSpan, "queue-span", o.queueSpan, "time per throughput run (env BENCH_QUEUE_MS)")
 	fs.StringVar(&o.pythonImg, "python-image", o.pythonImg, "run_python image (env BENCH_PYTHON_IMAGE)")
+	o.batch.register(fs)
 }
 
 // wants reports whether section key is selected.
