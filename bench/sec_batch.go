@@ -378,7 +378,7 @@ func batchWallTable(o options, args []string, run *batchRun, loops *loopsRun, n 
 	t.note("`docker run --rm`: Airlock's limits as flags (`--network none --read-only --cap-drop ALL --user 10001:10001 --memory/--cpus/--pids-limit/ulimits/tmpfs`) and `-v ITEM:/workspace:ro %s bash -c %q`, interleaved item by item with the tool calls.",
 		o.batch.shellImg, wcCommand)
 	if extrap {
-		t.note("The two sequential loops ran %d items spread over the %d and their mean is multiplied by %d (each costs a container start, about a second on this machine's fuse-overlayfs); `-batch-full` (BENCH_BATCH_FULL=1) runs all of them.", loops.sample, n, n)
+		t.note("The two sequential loops ran %d items spread evenly over the %d, and their mean time per item is multiplied by %d (each item costs a container start); `-batch-full` (BENCH_BATCH_FULL=1) runs all of them, about 2 × %d container starts.", loops.sample, n, n, n)
 	}
 	for _, w := range []struct{ name, first string }{{"batch", run.firstWrong}, {"tool calls", loops.calls.firstWrong}, {"docker run", loops.docker.firstWrong}} {
 		if w.first != "" {
