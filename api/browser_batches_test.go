@@ -190,7 +190,9 @@ func TestBrowserBatches(t *testing.T) {
 	// Three items finish: the bar moves without a reload, from the stream.
 	release(3)
 	br.Poll("3 of 6 done", row+`.querySelector('progress').value === 3`)
-	if got := eval(`String(batchUI.streams.has('` + id + `')) + ' ' + String(batchUI.poll) + ' ' + ` + row + `.querySelector('.counts').textContent`); got != "true null  3 of 6 done (50%) · 3 ok · 0 failed" {
+	// Which three ran depends on which waiting call took a token; repo-04
+	// may be among them.
+	if got := eval(`String(batchUI.streams.has('` + id + `')) + ' ' + String(batchUI.poll) + ' ' + ` + row + `.querySelector('.counts').textContent`); got != "true null  3 of 6 done (50%) · 3 ok · 0 failed" && got != "true null  3 of 6 done (50%) · 2 ok · 1 failed" {
 		t.Fatalf("stream, poll, counts: %q", got)
 	}
 	br.Poll("the open item table follows", `document.querySelectorAll('#batch-items tbody tr').length === 3`)
