@@ -481,6 +481,11 @@ func (f *fakeSessions) ListFiles(ctx context.Context, owner, id, dir string) ([]
 			out = append(out, core.FileEntry{Name: name, Type: "file", Size: int64(len(d))})
 		}
 	}
+	if dir != "" && len(out) == 0 {
+		// As the sandbox's controller: a folder that is not there (or is a
+		// file) is refused as invalid.
+		return nil, fmt.Errorf("fake: ls %s: %w: No such file or directory", dir, core.ErrInvalid)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }

@@ -3,13 +3,15 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 // TestListFiles walks a session's work folder through nested folders, skips
-// hidden entries, refuses a bad path and keeps other keys out.
+// hidden entries, refuses a bad path, answers 404 naming a missing folder and keeps other
+// keys out.
 func TestListFiles(t *testing.T) {
 	h := newHarness(t, nil)
 	sid := h.openSession(keyAlice)
@@ -41,6 +43,24 @@ func TestListFiles(t *testing.T) {
 	}
 	if c := h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files?path=../etc", nil).must(t, http.StatusBadRequest).errCode(t); c != "bad_request" {
 		t.Fatalf("bad path code %s", c)
+	}
+	// A folder that is not there is 404 naming it; a file is not a folder.
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"outputs/missing", http.StatusNotFound, `"outputs/missing"`},
+		{"nope/deeper", http.StatusNotFound, `"nope"`},
+		{"data.csv", http.StatusBadRequest, "not a folder"},
+		{"outputs/plot.png/x", http.StatusBadRequest, "is a file"},
+	} {
+		r := h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files?path="+tc.path, nil).must(t, tc.code)
+		e := r.JSON(t)["error"].(map[string]any)
+		msg := e["message"].(string)
+		if want := map[int]string{404: "not_found", 400: "bad_request"}[tc.code]; e["code"] != want || !strings.Contains(msg, tc.want) || !strings.Contains(msg, tc.path) {
+			t.Errorf("path=%s: code %v message %q, want %s naming %s and %s", tc.path, e["code"], msg, want, tc.path, tc.want)
+		}
 	}
 	h.do(keyBob, "GET", "/v1/sessions/"+sid+"/files", nil).must(t, http.StatusNotFound)
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"path"
 	"strings"
@@ -56,6 +58,9 @@ func (s *Server) listFiles(c *gin.Context) {
 		d := queue[0]
 		queue = queue[1:]
 		entries, err := s.deps.Sessions.ListFiles(c.Request.Context(), rec.Owner, rec.ID, d.path)
+		if err != nil && d.path == root && root != "" && core.CodeOf(err) == core.ErrInvalid {
+			err = s.whyNoFolder(c.Request.Context(), rec, root, err)
+		}
 		if err != nil {
 			s.forgetLost(rec, err)
 			s.logPlatform("list files", rec.Owner, err)
@@ -82,4 +87,35 @@ func (s *Server) listFiles(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"path": root, "files": files, "truncated": truncated})
+}
+
+// whyNoFolder explains a refused listing of folder root: it walks root's
+// segments from the work folder and answers not_found naming root when a
+// segment is missing, bad_request when one is a file, and err otherwise
+// (the sandbox refuses a missing folder and a malformed one alike).
+func (s *Server) whyNoFolder(ctx context.Context, rec sessionRecord, root string, err error) error {
+	parent := ""
+	for _, seg := range strings.Split(root, "/") {
+		entries, lerr := s.deps.Sessions.ListFiles(ctx, rec.Owner, rec.ID, parent)
+		if lerr != nil {
+			return err
+		}
+		kind := ""
+		for _, e := range entries {
+			if e.Name == seg {
+				kind = e.Type
+				break
+			}
+		}
+		here := path.Join(parent, seg)
+		switch kind {
+		case "":
+			return newError(core.ErrNotFound, fmt.Sprintf("no folder %q in the work folder (%q does not exist)", root, here))
+		case "dir":
+		default:
+			return newError(core.ErrInvalid, fmt.Sprintf("%q is not a folder (%q is a %s)", root, here, kind))
+		}
+		parent = here
+	}
+	return err
 }

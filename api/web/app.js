@@ -173,7 +173,8 @@ function initTabs() {
     const v = t.id.replace("tab-", "");
     $("files-panel").hidden = v === "batches";
     if (v === "notebook") cellsRefresh();
-    if (v === "batches") loadBatches();
+    if (v === "batches") showBatches();
+    else hideBatches();
     updateURL();
     refreshFiles();
   };
@@ -197,6 +198,7 @@ function updateURL() {
   if (state.run) p.set("run", state.run.id);
   const v = currentView();
   if (v !== "assistant") p.set("view", v);
+  if (v === "batches" && batchUI.open) p.set("batch", batchUI.open);
   const q = p.toString();
   history.replaceState(null, "", location.pathname + (q ? "?" + q : ""));
 }
@@ -1534,80 +1536,6 @@ async function restoreConversation(runID) {
   updateURL();
 }
 
-// ---------- batches ----------
-
-async function loadBatches() {
-  const body = $("batches").querySelector("tbody");
-  $("batches-status").textContent = "loading…";
-  try {
-    const data = await api("GET", "/v1/batches");
-    const list = data.data || data.batches || [];
-    body.replaceChildren();
-    $("batches-status").textContent = list.length ? "" : "No batches yet.";
-    for (const b of list) body.append(batchRow(b));
-  } catch (e) {
-    $("batches-status").textContent = e instanceof APIError && e.status === 404 ? "This server has no batches API." : explain(e);
-  }
-}
-
-function batchRow(b) {
-  const tr = el("tr", "batch");
-  tr.dataset.batchId = b.id;
-  const c = b.request_counts || {};
-  const total = c.total || 0, done = (c.completed || 0) + (c.failed || 0);
-  const idCell = el("td");
-  const open = el("button", "link", b.id);
-  open.type = "button";
-  open.addEventListener("click", () => openBatch(b.id));
-  idCell.append(open);
-  const prog = el("td");
-  const bar = el("progress");
-  bar.max = total || 1;
-  bar.value = done;
-  bar.setAttribute("aria-label", `${done} of ${total} done`);
-  prog.append(bar, el("span", "muted", ` ${c.completed || 0} ok, ${c.failed || 0} failed of ${total}`));
-  const dl = el("td");
-  const res = el("button", null, "Results");
-  res.type = "button";
-  res.addEventListener("click", () => download(`/v1/batches/${b.id}/results`, `${b.id}-results.jsonl`));
-  const rep = el("button", null, "Report");
-  rep.type = "button";
-  rep.addEventListener("click", () => download(`/v1/batches/${b.id}/report`, `${b.id}-report.html`));
-  dl.append(res, " ", rep);
-  tr.append(idCell, el("td", `status-${b.status}`, b.status), prog, dl);
-  return tr;
-}
-
-async function openBatch(id) {
-  $("batch-detail").hidden = false;
-  $("batch-title").textContent = `Batch ${id}`;
-  const body = $("batch-items").querySelector("tbody");
-  body.replaceChildren(el("tr", null));
-  try {
-    const b = await api("GET", `/v1/batches/${id}`);
-    $("batch-title").textContent = `Batch ${id} — ${b.status}`;
-    const res = await api("GET", `/v1/batches/${id}/results`, { raw: true });
-    const text = await res.text();
-    body.replaceChildren();
-    for (const line of text.split("\n")) {
-      if (!line.trim()) continue;
-      let item;
-      try { item = JSON.parse(line); } catch { continue; }
-      const tr = el("tr", "batch-item");
-      const r = (item.response && (item.response.body || item.response)) || item.result || {};
-      const st = item.error ? "failed" : (r.result && r.result.status) || r.status || (item.response && item.response.status_code) || "";
-      const det = el("details");
-      det.append(el("summary", null, "details"), el("pre", "stdout", JSON.stringify(item.error || r, null, 2)));
-      tr.append(el("td", null, item.custom_id || item.id || ""), el("td", `status-${st}`, String(st)), el("td"));
-      tr.lastChild.append(det);
-      body.append(tr);
-    }
-    if (!body.children.length) body.append(el("tr", null, "No results yet."));
-  } catch (e) {
-    body.replaceChildren(el("tr", "error", explain(e)));
-  }
-}
-
 // ---------- start ----------
 
 async function init() {
@@ -1628,7 +1556,7 @@ async function init() {
   $("clear-all").addEventListener("click", () => { for (const n of $("cells").children) clearCell(n); scheduleSave(); });
   $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
   $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
-  $("batches-refresh").addEventListener("click", loadBatches);
+  initBatches();
   $("reconnect").addEventListener("click", probe);
   $("welcome-close").addEventListener("click", () => { localStorage.setItem("airlock.welcomed", "1"); $("welcome").hidden = true; });
   $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
@@ -1654,6 +1582,7 @@ async function init() {
   }
   if (params.get("run")) await restoreConversation(params.get("run")).catch((e) => showAlert(explain(e)));
   if (params.get("view")) state.selectTab(params.get("view"));
+  if (params.get("batch")) openBatch(params.get("batch"));
   setRunning(!!(state.run && !state.run.done));
   document.body.dataset.ready = "true";
 }
