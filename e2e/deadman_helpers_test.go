@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -171,3 +172,6 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// workerLogID finds the worker id in a worker's "worker started" log line.
+var workerLogID = regexp.MustCompile(`msg="worker started".* worker=(\S+)`)

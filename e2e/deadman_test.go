@@ -124,8 +124,9 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 	if err := rdb.Set(ctx, keys+"alive:"+liveWorker, "1", 10*time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	live, dead := mk(liveWorker), mk(deadWorker)
+	live := mk(liveWorker)
 	made := time.Now()
+	dead := mk(deadWorker)
 	exists := func(id string) bool { _, err := dc.ContainerInspect(ctx, id); return err == nil }
 	// The bound: the key must stay missing 15 s (deadWorkerConfirm) before
 	// a sweep (every 1 s here) removes it; 2 minutes is the hang guard.
@@ -155,28 +156,45 @@ func TestUnboundSessionReaped(t *testing.T) {
 		"--pool", "0", "--reap-interval", "1s")
 	w.waitLog("worker started", startTimeout)
 
+	// Without a warm pool each session gets a container of its own: the
+	// worker's new session container is the one just opened.
+	sessionCtrs := func() map[string]bool {
+		ids := map[string]bool{}
+		for _, c := range containers(t, dc, w.pid()) {
+			if c.Labels["airlock.kind"] == "session" {
+				ids[c.ID] = true
+			}
+		}
+		return ids
+	}
 	open := func() (string, string) {
 		t.Helper()
+		before := sessionCtrs()
 		sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
 		decodeCall(t, do(t, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "x = 7"}))).mustOK(t)
-		ctr, _ := do(t, "GET", srv.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusOK).JSON(t)["container"].(string)
-		if ctr == "" {
-			t.Fatalf("session %s names no container", sid)
+		var added []string
+		for id := range sessionCtrs() {
+			if !before[id] {
+				added = append(added, id)
+			}
 		}
-		return sid, ctr
+		if len(added) != 1 {
+			t.Fatalf("opening session %s added session containers %v, want one", sid, added)
+		}
+		return sid, added[0]
 	}
 	gone, goneCtr := open()
 	kept, keptCtr := open()
-	running := func(short string) bool {
+	running := func(id string) bool {
 		for _, c := range containers(t, dc, w.pid()) {
-			if strings.HasPrefix(c.ID, short) && c.State == "running" {
+			if c.ID == id && c.State == "running" {
 				return true
 			}
 		}
 		return false
 	}
 	if !running(goneCtr) || !running(keptCtr) {
-		t.Fatalf("the sessions' containers %s %s do not run on the worker: %s", goneCtr, keptCtr, describe(containers(t, dc, w.pid())))
+		t.Fatalf("the sessions' containers %.12s %.12s do not run on the worker: %s", goneCtr, keptCtr, describe(containers(t, dc, w.pid())))
 	}
 	time.Sleep(3 * time.Second) // sweeps see both bound
 	if !running(goneCtr) || !running(keptCtr) {
@@ -189,7 +207,7 @@ func TestUnboundSessionReaped(t *testing.T) {
 	// Two sweeps 1 s apart; 2 minutes is the hang guard.
 	poll(t, 2*time.Minute, "the unbound session's container to be removed", func() bool {
 		for _, c := range containers(t, dc, w.pid()) {
-			if strings.HasPrefix(c.ID, goneCtr) {
+			if c.ID == goneCtr {
 				return false
 			}
 		}
