@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,4 +225,33 @@ func TestUnboundSessionReaped(t *testing.T) {
 	if !running(keptCtr) {
 		t.Fatal("the bound session's container is gone")
 	}
+}
+
+// TestDeadlineInsideContainer: the call's deadline holds inside the
+// container with no help from Airlock: `airlock exec --timeout 5s` is
+// frozen (SIGSTOP) while its busy loop runs, and the loop still ends at its
+// deadline (checked on the host, 3 s of headroom for a loaded machine).
+func TestDeadlineInsideContainer(t *testing.T) {
+	requireDocker(t)
+	tag := busyTag()
+	p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "5s", "run_python", busyLoop(tag))
+	poll(t, startTimeout, "the busy loop to run on the host", func() bool {
+		if p.exited() {
+			t.Fatalf("exec exited before the call ran:\n%s", tail(p.stderr.String(), 4000))
+		}
+		return procNamed(t, tag) != 0
+	})
+	seen := time.Now()
+	if err := syscall.Kill(p.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(p.pid(), syscall.SIGCONT) }()
+	const bound = 5*time.Second + 3*time.Second
+	for procNamed(t, tag) != 0 {
+		if time.Since(seen) > bound {
+			t.Fatalf("the busy loop still runs %s after it started, with its Airlock process frozen (deadline 5s)", time.Since(seen).Round(10*time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("with exec frozen the busy loop ended %s after it was first seen running (deadline 5s)", time.Since(seen).Round(10*time.Millisecond))
 }
