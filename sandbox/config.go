@@ -72,6 +72,10 @@ type Config struct {
 	// Instance labels this process's containers so a reaper can tell its own
 	// live ones from a crashed process's leftovers.
 	Instance string
+	// Worker and Queue, when set, label every container with the queue
+	// worker it serves (LabelWorker, LabelQueue), so a reaper on any host
+	// removes it once that worker's liveness key is gone (ReapDeadWorkers).
+	Worker, Queue string
 	// UIDRange is where each sandbox container's own uid comes from (issue
 	// 10), so per-uid kernel limits are not shared; zero means DefaultUIDRange.
 	UIDRange IDRange

@@ -38,6 +38,9 @@ type Engine struct {
 	warmMem  atomic.Int64 // Limits.Memory summed over warm containers (idle or starting)
 	// uids gives each live container its own uid (issue 10, uid.go).
 	uids *uidAllocator
+	// deadWorkers and unbound remember, between reaper sweeps, since when
+	// a worker's liveness key or a session's binding was seen missing.
+	deadWorkers, unbound missingSince
 }
 
 // New builds an Engine. It does not contact the daemon; call Ping or Reap
@@ -184,13 +187,16 @@ func (e *Engine) goBackground(f func()) {
 }
 
 // labels marks a container as Airlock's, with an expiry after which any
-// reaper may remove it.
+// reaper may remove it, and with the queue worker it serves, if any.
 func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]string {
 	l := labels(kind, job, owner, e.cfg.Instance)
 	l["airlock.host"] = e.host
 	l["airlock.pid"] = strconv.Itoa(os.Getpid())
 	l[labelProc] = e.proc
 	l["airlock.expires"] = strconv.FormatInt(time.Now().Add(life).Unix(), 10)
+	if e.cfg.Worker != "" {
+		l[LabelWorker], l[LabelQueue] = e.cfg.Worker, e.cfg.Queue
+	}
 	return l
 }
 

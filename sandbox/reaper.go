@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -81,38 +82,50 @@ func procIdentity(pid int) string {
 	return strconv.Itoa(pid) + ":" + f[19] // field 22: starttime
 }
 
-// LabelWorker names the queue worker whose jobs a container serves; a
-// reaper on any host removes the container once that worker's liveness key
-// is gone (see ReapDeadWorkers).
-const LabelWorker = "airlock.worker"
+// Labels of a queue worker's containers: LabelWorker names the worker
+// whose jobs a container serves (the id its liveness key uses) and
+// LabelQueue the queue it takes them from. A reaper on any host removes
+// the container once that worker's liveness key is gone (ReapDeadWorkers).
+const (
+	LabelWorker = "airlock.worker"
+	LabelQueue  = "airlock.queue"
+)
 
 // WorkerAliveFunc reports whether a queue worker is alive (its liveness
 // key exists); an error means "unknown" and spares the container.
 type WorkerAliveFunc func(ctx context.Context, worker string) (bool, error)
 
-// ReapDeadWorkers removes Airlock containers on this Docker host whose
-// LabelWorker names a worker that alive reports dead: containers of a
-// worker on another host (or in a killed process) that no local reaper
-// would judge. Each worker is asked once per sweep. It returns how many it
-// removed.
-func (e *Engine) ReapDeadWorkers(ctx context.Context, alive WorkerAliveFunc) (int, error) {
+// ReapDeadWorkers removes the Airlock containers on this Docker host that
+// serve a worker of queue which alive reports dead: containers of a worker
+// on another host (or in a killed process) that no local reaper would
+// judge. A worker is dead only once its liveness key has been missing on
+// every sweep for at least confirm (so one missed refresh or a worker still
+// starting is no death); an error from alive resets that. Containers of
+// this engine, and those made on this host by a process that still runs,
+// are never judged here. Each worker is asked once per sweep. It returns
+// how many containers it removed.
+func (e *Engine) ReapDeadWorkers(ctx context.Context, queue string, alive WorkerAliveFunc, confirm time.Duration) (int, error) {
 	list, err := e.docker.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelWorker))})
+		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelWorker),
+			filters.Arg("label", LabelQueue+"="+queue))})
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: reap dead workers: list containers: %w: %w", core.ErrUnavailable, err)
 	}
-	verdict := map[string]bool{}
+	now := time.Now()
+	verdict := map[string]bool{} // worker -> dead, once asked this sweep
+	observed := map[string]bool{}
 	n := 0
 	for _, c := range list {
 		w := c.Labels[LabelWorker]
-		if w == "" || c.Labels[LabelInstance] == e.cfg.Instance {
+		if w == "" || c.Labels[LabelManaged] != "true" || c.Labels[LabelQueue] != queue ||
+			c.Labels[LabelInstance] == e.cfg.Instance || e.liveHere(c.Labels) {
 			continue
 		}
 		dead, seen := verdict[w]
 		if !seen {
 			ok, err := alive(ctx, w)
-			dead = err == nil && !ok
-			verdict[w] = dead
+			dead = e.deadWorkers.observe(w, err == nil && !ok, now, confirm)
+			verdict[w], observed[w] = dead, true
 		}
 		if !dead {
 			continue
@@ -122,7 +135,100 @@ func (e *Engine) ReapDeadWorkers(ctx context.Context, alive WorkerAliveFunc) (in
 			e.log.Warn("reap: remove failed", "container", short(c.ID), "err", err)
 			continue
 		}
+		e.log.Info("reaped a dead worker's container", "container", short(c.ID), "worker", w)
 		n++
 	}
+	e.deadWorkers.retain(observed)
 	return n, nil
+}
+
+// liveHere reports whether a container was made on this host by a process
+// incarnation that still runs: that process (or its own dead man's switch)
+// answers for it, whatever Redis says.
+func (e *Engine) liveHere(l map[string]string) bool {
+	if l["airlock.host"] != e.host {
+		return false
+	}
+	pid, _, ok := strings.Cut(l[labelProc], ":")
+	if !ok {
+		return false
+	}
+	n, err := strconv.Atoi(pid)
+	return err == nil && procIdentity(n) == l[labelProc]
+}
+
+// SessionBoundFunc reports whether the session id of owner is still bound
+// to this engine's worker (the queue routes its calls here); an error
+// means "unknown" and spares the session.
+type SessionBoundFunc func(ctx context.Context, owner, id string) (bool, error)
+
+// ReapUnboundSessions ends the sessions nobody can reach any more: those
+// bound reports unbound on every sweep for at least confirm (the queue
+// declared them lost, or their binding expired or was never written). Their
+// containers are removed. An error from bound resets a session's count. It
+// returns how many sessions it ended.
+func (e *Engine) ReapUnboundSessions(ctx context.Context, bound SessionBoundFunc, confirm time.Duration) int {
+	s := e.sessions
+	s.mu.Lock()
+	var live []*session
+	ids := map[string]bool{}
+	for id, ss := range s.live {
+		if ss.box != nil {
+			live = append(live, ss)
+			ids[id] = true
+		}
+	}
+	s.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, ss := range live {
+		id, owner := ss.info.ID, ss.info.Owner // fixed once the session is live
+		ok, err := bound(ctx, owner, id)
+		if !e.unbound.observe(id, err == nil && !ok, now, confirm) {
+			continue
+		}
+		e.log.Info("session unbound: ending it and removing its container", "session", id, "owner", owner)
+		s.end(ss)
+		n++
+	}
+	e.unbound.retain(ids)
+	return n
+}
+
+// missingSince remembers since when each key (a worker, a session) has been
+// seen missing on consecutive observations.
+type missingSince struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// observe records one observation of key at now and reports whether key has
+// been missing on every observation for at least after (at once when after
+// is 0). An observation that is not missing clears the record.
+func (m *missingSince) observe(key string, missing bool, now time.Time, after time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !missing {
+		delete(m.seen, key)
+		return false
+	}
+	if m.seen == nil {
+		m.seen = map[string]time.Time{}
+	}
+	first, ok := m.seen[key]
+	if !ok {
+		m.seen[key], first = now, now
+	}
+	return now.Sub(first) >= after
+}
+
+// retain forgets every key not in keep (no longer observed).
+func (m *missingSince) retain(keep map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.seen {
+		if !keep[k] {
+			delete(m.seen, k)
+		}
+	}
 }

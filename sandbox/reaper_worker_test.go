@@ -18,7 +18,7 @@ func TestReapDeadWorkers(t *testing.T) {
 	defer cancel()
 	mk := func(worker string) string {
 		r, err := dc.ContainerCreate(ctx, &container.Config{Image: "airlock/shell:latest", Cmd: []string{"sleep", "60"},
-			Labels: map[string]string{LabelManaged: "true", LabelInstance: "other-host", LabelWorker: worker}}, nil, nil, nil, "")
+			Labels: map[string]string{LabelManaged: "true", LabelInstance: "other-host", LabelWorker: worker, LabelQueue: "q"}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestReapDeadWorkers(t *testing.T) {
 		}
 		return false, nil
 	}
-	n, err := e.ReapDeadWorkers(ctx, alive)
+	n, err := e.ReapDeadWorkers(ctx, "q", alive, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

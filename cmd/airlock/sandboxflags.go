@@ -25,6 +25,10 @@ type sandboxFlags struct {
 	runtime    string
 	python     string
 	shell      string
+	reapEvery  time.Duration
+	// worker and queue, set by the stack of a Redis worker, label the
+	// engine's containers with the worker they serve (sandbox.Config.Worker).
+	worker, queue string
 }
 
 // register adds the flags; pool is the default warm-pool size (long-lived
@@ -38,6 +42,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
+	fs.DurationVar(&f.reapEvery, "reap-interval", envDuration("AIRLOCK_REAP_INTERVAL", 15*time.Second), "how often leftover sandbox containers are looked for: those of dead processes on this host and, with --redis, of dead workers and unbound sessions (env AIRLOCK_REAP_INTERVAL)")
 }
 
 // engine builds a sandbox engine from the flags; its metrics go to reg
@@ -61,6 +66,10 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 		cfg.WarmMemoryBudget = n
 	}
 	cfg.Runtime = f.runtime
+	if f.reapEvery > 0 {
+		cfg.ReapInterval = f.reapEvery
+	}
+	cfg.Worker, cfg.Queue = f.worker, f.queue
 	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {
@@ -107,6 +116,13 @@ func envInt(k string, def int) int {
 	var n int
 	if _, err := fmt.Sscan(os.Getenv(k), &n); err == nil {
 		return n
+	}
+	return def
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
+		return d
 	}
 	return def
 }

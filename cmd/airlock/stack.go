@@ -61,6 +61,7 @@ type stack struct {
 	agentApr approvals.Store
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
+	reaper   *reaper // with Redis: dead workers' containers, unbound sessions
 }
 
 // stackEngine is what the stack needs of a sandbox engine.
@@ -107,6 +108,13 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	if f.redis == "" && conc <= 0 {
 		conc = 2
 	}
+	// A Redis worker's id is picked here, so its containers carry it
+	// (airlock.worker) and reapers anywhere can tell when it is dead.
+	workerID := ""
+	if conc > 0 && f.redis != "" {
+		workerID = newWorkerID()
+		f.worker, f.queue = workerID, f.queueName
+	}
 	if conc > 0 {
 		eng, err := newEngine(log, s.metrics)
 		if err != nil {
@@ -119,7 +127,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		}
 		s.worker = eng
 		s.engine, _ = eng.(*sandbox.Engine)
-		w, err := q.NewWorker(queue.WorkerConfig{Concurrency: conc, Grace: f.grace}, jobs.NewHandler(eng))
+		w, err := q.NewWorker(queue.WorkerConfig{ID: workerID, Concurrency: conc, Grace: f.grace}, jobs.NewHandler(eng))
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("worker: %w", err)
@@ -134,15 +142,21 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 			}
 		}()
 	}
+	if f.redis != "" {
+		s.startReaper(f, workerID)
+	}
 	s.client = jobs.NewClient(q, jobs.ClientConfig{DefaultTimeout: sandbox.DefaultConfig().Defaults.Timeout})
 	dcfg.Ceiling = sandbox.DefaultConfig().Defaults // a call's limits only lower the sandbox defaults
 	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
 
-// close stops the worker (letting running jobs finish), the engine, the
-// queue and the Redis client of the approval stores.
+// close stops the reaper, the worker (letting running jobs finish), the
+// engine, the queue and the Redis client of the approval stores.
 func (s *stack) close() {
+	if s.reaper != nil {
+		s.reaper.close()
+	}
 	if s.stopWork != nil {
 		s.stopWork()
 		s.workerWG.Wait()

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+)
+
+// hostProc is one process in the host's process table.
+type hostProc struct {
+	pid  int
+	pgrp int
+	comm string
+	cg   string // /proc/PID/cgroup
+	cmd  string // /proc/PID/cmdline, NULs as spaces
+}
+
+// hostProcs reads the host's process table (processes that vanish while
+// it is read are skipped).
+func hostProcs(t *testing.T) []hostProc {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("read /proc: %v", err)
+	}
+	var out []hostProc
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		base := filepath.Join("/proc", d.Name())
+		stat, err := os.ReadFile(filepath.Join(base, "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		j := strings.IndexByte(string(stat), '(')
+		if i < 0 || j < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
+		if len(f) < 3 || f[0] == "Z" {
+			continue // a zombie runs nothing
+		}
+		pgrp, _ := strconv.Atoi(f[2])
+		cg, _ := os.ReadFile(filepath.Join(base, "cgroup"))
+		cmd, _ := os.ReadFile(filepath.Join(base, "cmdline"))
+		out = append(out, hostProc{pid: pid, pgrp: pgrp, comm: string(stat[j+1 : i]), cg: string(cg),
+			cmd: strings.ReplaceAll(string(cmd), "\x00", " ")})
+	}
+	return out
+}
+
+// sandboxLeft lists what remains on the host of the containers ids and of
+// the process group pgrp: processes whose cgroup or command line names one
+// of the containers (its runner, its shim), processes named tag, and
+// processes still in the group.
+func sandboxLeft(t *testing.T, ids []string, tag string, pgrp int) []string {
+	t.Helper()
+	var left []string
+	for _, p := range hostProcs(t) {
+		why := ""
+		for _, id := range ids {
+			if strings.Contains(p.cg, id) || strings.Contains(p.cmd, id) {
+				why = "of container " + id[:12]
+			}
+		}
+		if tag != "" && p.comm == tag {
+			why = "the busy loop " + tag
+		}
+		if p.pgrp == pgrp {
+			why = fmt.Sprintf("in the killed process's group %d", pgrp)
+		}
+		if why != "" {
+			left = append(left, fmt.Sprintf("pid %d (%s) %s", p.pid, p.comm, why))
+		}
+	}
+	return left
+}
+
+// procNamed returns the pid of a host process whose name is tag, or 0.
+func procNamed(t *testing.T, tag string) int {
+	t.Helper()
+	for _, p := range hostProcs(t) {
+		if p.comm == tag {
+			return p.pid
+		}
+	}
+	return 0
+}
+
+// busyTag returns a fresh process name for a busy loop (at most 15 bytes).
+func busyTag() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "dm-" + hex.EncodeToString(b[:])
+}
+
+// busyLoop is Python code that names its process tag, so the host can see
+// it running, and then spins forever.
+func busyLoop(tag string) string {
+	return fmt.Sprintf("with open('/proc/self/comm', 'w') as f:\n    f.write(%q)\nwhile True:\n    pass\n", tag)
+}
+
+// labelled lists Airlock's containers (any state) carrying label k=v.
+func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", "airlock.managed=true"), filters.Arg("label", kv))})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	return list
+}
+
+// killMidCall waits until the busy loop tag runs on the host (started by a
+// call through victim), kill -9s victim's process alone and checks that 5 s
+// later (the issue's bound) no container of victim (by its airlock.pid
+// label), no process of those containers, no busy loop and no process of
+// victim's group remains. It returns how long the cleanup took.
+func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time.Duration {
+	t.Helper()
+	poll(t, startTimeout, "the busy loop to run on the host", func() bool {
+		if victim.exited() {
+			t.Fatalf("%s exited before the call ran:\n%s", victim.name, tail(victim.stderr.String(), 4000))
+		}
+		return procNamed(t, tag) != 0
+	})
+	var ids []string
+	for _, c := range containers(t, dc, victim.pid()) {
+		ids = append(ids, c.ID)
+	}
+	if len(ids) == 0 {
+		t.Fatalf("the busy loop runs but %s has no container labelled airlock.pid=%d", victim.name, victim.pid())
+	}
+	if err := syscall.Kill(victim.pid(), syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d: %v", victim.pid(), err)
+	}
+	killed := time.Now()
+	const bound = 5 * time.Second
+	for {
+		var left []string
+		if l := containers(t, dc, victim.pid()); len(l) > 0 {
+			left = append(left, "containers "+describe(l))
+		}
+		left = append(left, sandboxLeft(t, ids, tag, victim.pid())...)
+		took := time.Since(killed)
+		if len(left) == 0 {
+			t.Logf("kill -9 of %s: its %d containers and every sandbox process were gone %s after the kill (bound %s)",
+				victim.name, len(ids), took.Round(10*time.Millisecond), bound)
+			return took
+		}
+		if took > bound {
+			t.Fatalf("%s after kill -9 of %s these remain: %s", took.Round(10*time.Millisecond), victim.name, strings.Join(left, "; "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// workerLogID finds the worker id in a worker's "worker started" log line.
+var workerLogID = regexp.MustCompile(`msg="worker started".* worker=(\S+)`)
