@@ -26,7 +26,7 @@ type slots struct {
 	log   *slog.Logger
 
 	mu    sync.Mutex
-	freed chan struct{} // closed and replaced whenever a slot is released here
+	freed map[string]chan struct{} // owner → a token sent when one of its slots is released here
 }
 
 func newSlots(store state.Store, limit int, ttl time.Duration, log *slog.Logger) *slots {
@@ -37,7 +37,7 @@ func newSlots(store state.Store, limit int, ttl time.Duration, log *slog.Logger)
 	if poll > 250*time.Millisecond {
 		poll = 250 * time.Millisecond
 	}
-	return &slots{store: store, limit: limit, ttl: ttl, poll: poll, log: log, freed: make(chan struct{})}
+	return &slots{store: store, limit: limit, ttl: ttl, poll: poll, log: log, freed: map[string]chan struct{}{}}
 }
 
 func slotKey(owner string, i int) state.Key {
@@ -49,16 +49,14 @@ func slotKey(owner string, i int) state.Key {
 // returned release gives the slot back.
 func (s *slots) acquire(ctx context.Context, owner string) (release func(), err error) {
 	token := randomID("slot_")
-	for {
-		s.mu.Lock()
-		freed := s.freed
-		s.mu.Unlock()
+	freed := s.freedOf(owner)
+	for try := 0; ; try++ {
 		key, version, err := s.tryTake(ctx, owner, token)
 		if err == nil {
 			return s.hold(owner, key, token, version), nil
 		}
-		if !errors.Is(err, errSlotsFull) {
-			s.log.Warn("batch: owner slot", "owner", owner, "err", err)
+		if !errors.Is(err, errSlotsFull) && try%20 == 0 {
+			s.log.Warn("batch: owner slot", "owner", owner, "try", try+1, "err", err)
 		}
 		wait := s.poll/2 + rand.N(s.poll)
 		select {
@@ -71,6 +69,19 @@ func (s *slots) acquire(ctx context.Context, owner string) (release func(), err 
 }
 
 var errSlotsFull = errors.New("every slot of the owner is held")
+
+// freedOf is owner's wake-up channel: a release here wakes one local
+// waiter at once (the others, and waiters on other replicas, poll).
+func (s *slots) freedOf(owner string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.freed[owner]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		s.freed[owner] = ch
+	}
+	return ch
+}
 
 // tryTake creates the first free slot record it can.
 func (s *slots) tryTake(ctx context.Context, owner, token string) (state.Key, int64, error) {
@@ -137,10 +148,10 @@ func (s *slots) hold(owner string, k state.Key, token string, version int64) fun
 			if err := s.drop(ctx, k, token); err != nil {
 				s.log.Warn("batch: release owner slot", "owner", owner, "slot", k.ID, "err", err)
 			}
-			s.mu.Lock()
-			close(s.freed)
-			s.freed = make(chan struct{})
-			s.mu.Unlock()
+			select {
+			case s.freedOf(owner) <- struct{}{}:
+			default:
+			}
 		})
 	}
 }
