@@ -23,41 +23,40 @@ const (
 	archiveMaxRatio   = 200       // uncompressed / compressed
 )
 
-// extractArchives checks and unpacks uploaded tar/zip archives, one folder
-// each, to be mounted read-only at /workspace of their item. Absolute
-// paths, "..", links and devices, too many entries, too many bytes or a
-// bomb's compression ratio are refused with 400 before any item runs.
-func (s *Server) extractArchives(files []*multipart.FileHeader) ([]string, error) {
-	var dirs []string
-	cleanup := func() {
-		for _, d := range dirs {
-			_ = os.RemoveAll(d)
-		}
-	}
+// readArchives reads and checks uploaded tar/zip archives, one item each.
+// Nothing is unpacked on the host: the bytes are kept in the state store
+// under the batch and unpacked inside each item's sandbox. An archive over
+// core.MaxArchiveBytes is 413; absolute paths, "..", links and devices,
+// too many entries, too many bytes or a bomb's compression ratio are 400
+// naming the archive and the entry, before any item runs.
+func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
+	var out [][]byte
 	for i, fh := range files {
+		if fh.Size > core.MaxArchiveBytes {
+			return nil, archiveTooLarge(i, fh.Filename)
+		}
 		f, err := fh.Open()
 		if err != nil {
-			cleanup()
-			return nil, newError(core.ErrInvalid, "could not read an uploaded archive")
+			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
 		}
-		data, err := io.ReadAll(f)
+		data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
 		_ = f.Close()
 		if err != nil {
-			cleanup()
-			return nil, newError(core.ErrInvalid, "could not read an uploaded archive")
+			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
 		}
-		dir, err := os.MkdirTemp("", "airlock-batch-archive-")
-		if err != nil {
-			cleanup()
-			return nil, core.E("batch.archive", core.ErrInternal, err)
+		if len(data) > core.MaxArchiveBytes {
+			return nil, archiveTooLarge(i, fh.Filename)
 		}
-		dirs = append(dirs, dir)
-		if err := unpack(data, dir); err != nil {
-			cleanup()
+		if err := checkArchive(data); err != nil {
 			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): %v", i, fh.Filename, err))
 		}
+		out = append(out, data)
 	}
-	return dirs, nil
+	return out, nil
+}
+
+func archiveTooLarge(i int, name string) error {
+	return newError(core.ErrTooLarge, fmt.Sprintf("archive %d (%s) is over the limit of %d bytes (16 MiB) per archive", i, name, core.MaxArchiveBytes))
 }
 
 // safeName checks an archive entry name and returns it cleaned.
@@ -78,9 +77,11 @@ func safeName(name string) (string, error) {
 	return c, nil
 }
 
-func unpack(data []byte, dir string) error {
+// checkArchive reads a whole tar (optionally gzip) or zip archive without
+// writing anything and reports the first entry that is refused.
+func checkArchive(data []byte) error {
 	if len(data) >= 4 && bytes.Equal(data[:4], []byte("PK\x03\x04")) {
-		return unzip(data, dir)
+		return checkZip(data)
 	}
 	var r io.Reader = bytes.NewReader(data)
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
@@ -90,7 +91,7 @@ func unpack(data []byte, dir string) error {
 		}
 		r = gz
 	}
-	return untar(r, dir, int64(len(data)))
+	return checkTar(r, int64(len(data)))
 }
 
 func budget(compressed int64) int64 {
@@ -101,7 +102,7 @@ func budget(compressed int64) int64 {
 	return b
 }
 
-func unzip(data []byte, dir string) error {
+func checkZip(data []byte) error {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return fmt.Errorf("not a zip archive: %v", err)
@@ -118,26 +119,18 @@ func unzip(data []byte, dir string) error {
 			return fmt.Errorf("entry %q is not a regular file or folder", zf.Name)
 		}
 		if int64(zf.UncompressedSize64) > left {
-			return fmt.Errorf("uncompressed size is over the limit (a bomb?)")
+			return fmt.Errorf("entry %q: uncompressed size is over the limit (a bomb?)", zf.Name)
 		}
 	}
 	for _, zf := range zr.File {
-		name, _ := safeName(zf.Name)
-		if name == "" {
-			continue
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
 		if zf.FileInfo().IsDir() {
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
 			continue
 		}
 		rc, err := zf.Open()
 		if err != nil {
 			return fmt.Errorf("entry %q: %v", zf.Name, err)
 		}
-		n, err := writeEntry(dst, rc, left)
+		n, err := countEntry(zf.Name, rc, left)
 		_ = rc.Close()
 		if err != nil {
 			return err
@@ -147,7 +140,7 @@ func unzip(data []byte, dir string) error {
 	return nil
 }
 
-func untar(r io.Reader, dir string, compressed int64) error {
+func checkTar(r io.Reader, compressed int64) error {
 	tr := tar.NewReader(r)
 	left := budget(compressed)
 	for n := 0; ; n++ {
@@ -161,24 +154,16 @@ func untar(r io.Reader, dir string, compressed int64) error {
 		if n >= archiveMaxEntries {
 			return fmt.Errorf("over %d entries", archiveMaxEntries)
 		}
-		name, err := safeName(h.Name)
-		if err != nil {
+		if _, err := safeName(h.Name); err != nil {
 			return err
 		}
-		if name == "" {
-			continue
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
 		case tar.TypeReg:
 			if h.Size > left {
-				return fmt.Errorf("uncompressed size is over the limit (a bomb?)")
+				return fmt.Errorf("entry %q: uncompressed size is over the limit (a bomb?)", h.Name)
 			}
-			w, err := writeEntry(dst, tr, left)
+			w, err := countEntry(h.Name, tr, left)
 			if err != nil {
 				return err
 			}
@@ -189,22 +174,14 @@ func untar(r io.Reader, dir string, compressed int64) error {
 	}
 }
 
-// writeEntry copies at most left bytes of r to dst.
-func writeEntry(dst string, r io.Reader, left int64) (int64, error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+// countEntry reads at most left+1 bytes of entry name and fails past left.
+func countEntry(name string, r io.Reader, left int64) (int64, error) {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, left+1))
 	if err != nil {
-		return 0, fmt.Errorf("entry %s: %v", filepath.Base(dst), err)
-	}
-	n, err := io.Copy(f, io.LimitReader(r, left+1))
-	_ = f.Close()
-	if err != nil {
-		return n, err
+		return n, fmt.Errorf("entry %q: %v", name, err)
 	}
 	if n > left {
-		return n, fmt.Errorf("uncompressed size is over the limit (a bomb?)")
+		return n, fmt.Errorf("entry %q: uncompressed size is over the limit (a bomb?)", name)
 	}
 	return n, nil
 }

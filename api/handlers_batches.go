@@ -68,8 +68,10 @@ func batchView(b batch.Batch) batch.Batch {
 }
 
 // mapSpec is the JSON body of a map batch: one tool call template run
-// once per path matched by Each under input folder Input (each mounted
-// read-only at /workspace), or once per uploaded archive.
+// once per folder matched by Each under input folder Input, or once per
+// uploaded archive; the item's files are unpacked into /workspace inside
+// its sandbox (a folder that cannot be packed is mounted read-only, see
+// batch.Config.MountInputs).
 type mapSpec struct {
 	ToolCall         json.RawMessage `json:"tool_call"`
 	Each             string          `json:"each"`
@@ -143,7 +145,7 @@ func parseWindow(v string) (time.Duration, error) {
 
 // batchFromBody parses a JSONL body or a JSON map spec (an object with
 // "each" or, with archives, "tool_call" alone).
-func (s *Server) batchFromBody(c *gin.Context, data []byte, archives []string) (batch.Spec, error) {
+func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return batch.Spec{}, newError(core.ErrInvalid, "request body is empty; send JSONL items or a map spec")
@@ -259,7 +261,7 @@ func (s *Server) batchRun(c *gin.Context, r batch.RawItem) (*agent.RunRequest, e
 }
 
 // batchFromMap expands a map spec over its input folder (or archives).
-func (s *Server) batchFromMap(c *gin.Context, data []byte, archives []string) (batch.Spec, error) {
+func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
 	var m mapSpec
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -288,9 +290,15 @@ func (s *Server) batchFromMap(c *gin.Context, data []byte, archives []string) (b
 		if m.Each != "" || m.Input != "" {
 			return batch.Spec{}, newError(core.ErrInvalid, `"each" and "input" do not go with uploaded archives`)
 		}
-		for i, dir := range archives {
-			mounts = append(mounts, struct{ id, path, name string }{fmt.Sprintf("archive-%d", i), dir, ""})
+		if len(archives) > s.maxBatchItems() {
+			return batch.Spec{}, newError(core.ErrTooLarge, fmt.Sprintf("%d archives, over the limit of %d items", len(archives), s.maxBatchItems()))
 		}
+		spec.Archives = archives
+		for i := range archives {
+			call := *tmpl
+			spec.Items = append(spec.Items, batch.Item{CustomID: fmt.Sprintf("archive-%d", i), Call: &call, Archive: i + 1})
+		}
+		return spec, nil
 	default:
 		if m.Input == "" || m.Each == "" {
 			return batch.Spec{}, newError(core.ErrInvalid, `a map spec needs "each" (a glob) and "input" (an input folder name)`)
@@ -371,11 +379,11 @@ func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
 	if len(arcs) == 0 {
 		return s.batchFromBody(c, []byte(specs[0]), nil)
 	}
-	dirs, err := s.extractArchives(arcs)
+	data, err := readArchives(arcs)
 	if err != nil {
 		return batch.Spec{}, err
 	}
-	return s.batchFromBody(c, []byte(specs[0]), dirs)
+	return s.batchFromBody(c, []byte(specs[0]), data)
 }
 
 // listBatches answers GET /v1/batches: the caller's batches, newest first.

@@ -13,9 +13,12 @@ import (
 	"github.com/airlock-dev/airlock/core"
 )
 
-// batchEvents answers GET /v1/batches/{id}/events as Server-Sent Events:
-// "id: SEQ", "event: progress" and the batch as JSON, until the batch has
-// ended ("event: done"). Last-Event-ID (or ?after=N) resumes.
+// batchEvents answers GET /v1/batches/{id}/events as Server-Sent Events,
+// with dense ids (the events log's Seq): "event: progress" with the batch
+// as JSON when its counts or status change, and "event: item" with a
+// batch.ItemEvent (custom_id, status, duration_ms, attempt) per finished
+// item, until the batch has ended ("event: done"). Last-Event-ID (or
+// ?after=N) resumes after that id.
 func (s *Server) batchEvents(c *gin.Context) {
 	if !s.needBatches(c) {
 		return
@@ -75,12 +78,19 @@ func (s *Server) batchEvents(c *gin.Context) {
 		}
 		for _, e := range es {
 			after = e.Seq
-			var snap batch.Batch
+			var snap struct {
+				Object string       `json:"object"`
+				Status batch.Status `json:"status"`
+			}
 			_ = json.Unmarshal(e.Data, &snap)
-			if !write(fmt.Sprintf("id: %d\nevent: progress\ndata: %s\n\n", e.Seq, e.Data)) {
+			kind := "progress"
+			if snap.Object == batch.ItemEventObject {
+				kind = "item"
+			}
+			if !write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, kind, e.Data)) {
 				return
 			}
-			if snap.Status.Terminal() {
+			if kind == "progress" && snap.Status.Terminal() {
 				ended = true
 			}
 		}

@@ -39,9 +39,27 @@ type Config struct {
 	Concurrency int
 	// MaxConcurrency bounds what a batch may ask for (default 32).
 	MaxConcurrency int
-	// OwnerConcurrency caps one owner's running items in this replica
-	// across all its batches (default 8).
+	// OwnerConcurrency caps one owner's running items across all its
+	// batches and every replica sharing the store (default 8): each
+	// running item holds one of the owner's slot records (see slots.go).
 	OwnerConcurrency int
+	// SlotTTL is how long an owner slot outlives a replica that stopped
+	// renewing it, e.g. after kill -9 (default 10s).
+	SlotTTL time.Duration
+	// MountInputs mounts a folder item (an input folder path) read-only at
+	// /workspace as before archives existed. By default (false) the item
+	// folder is packed into a tar on the host and sent as the call's
+	// Archive, so the item can use the owner's warm containers; a folder
+	// over core.MaxArchiveBytes or PackMaxEntries, or holding a link out
+	// of it or a special file, is mounted instead and its result line
+	// says why (input_mode "mount", input_note).
+	MountInputs bool
+	// PackMaxEntries bounds the entries of a packed item folder (default
+	// 10000).
+	PackMaxEntries int
+	// ArchiveRetention keeps uploaded archives this long after the
+	// batch's completion window, for retries (default 24h).
+	ArchiveRetention time.Duration
 	// MaxItems bounds the items of one batch (default 50000).
 	MaxItems int
 	// CompletionWindow is the default completion window (default 24h).
@@ -76,6 +94,15 @@ func (c Config) withDefaults() Config {
 	if c.OwnerConcurrency <= 0 {
 		c.OwnerConcurrency = 8
 	}
+	if c.SlotTTL <= 0 {
+		c.SlotTTL = 10 * time.Second
+	}
+	if c.PackMaxEntries <= 0 {
+		c.PackMaxEntries = 10000
+	}
+	if c.ArchiveRetention <= 0 {
+		c.ArchiveRetention = 24 * time.Hour
+	}
 	if c.MaxItems <= 0 {
 		c.MaxItems = 50000
 	}
@@ -104,6 +131,8 @@ const (
 	kindItem   = "batchitem"
 	kindResult = "batchres"
 	kindEvent  = "batchev"
+	kindSlot   = "batchslot"
+	kindArc    = "batcharc"
 )
 
 // Manager creates, runs and reports batches.
@@ -115,7 +144,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	active map[string]context.CancelFunc // batch id → its local runner
-	owners map[string]chan struct{}      // owner → running-item slots
+	slots  *slots
 	wg     sync.WaitGroup
 	base   context.Context
 }
@@ -125,8 +154,10 @@ func New(cfg Config, store state.Store, disp Dispatcher, runs Runs) (*Manager, e
 	if store == nil || disp == nil {
 		return nil, errors.New("batch: store and dispatcher are required")
 	}
-	return &Manager{cfg: cfg.withDefaults(), store: store, disp: disp, runs: runs,
-		active: map[string]context.CancelFunc{}, owners: map[string]chan struct{}{}, base: context.Background()}, nil
+	cfg = cfg.withDefaults()
+	return &Manager{cfg: cfg, store: store, disp: disp, runs: runs,
+		active: map[string]context.CancelFunc{}, slots: newSlots(store, cfg.OwnerConcurrency, cfg.SlotTTL, cfg.Logger),
+		base: context.Background()}, nil
 }
 
 // RunsAvailable reports whether run items can be accepted.
@@ -201,6 +232,11 @@ type Spec struct {
 	CompletionWindow time.Duration
 	Limits           any
 	Metadata         any
+	// Archives are uploaded archives (tar, tar.gz or zip, each at most
+	// core.MaxArchiveBytes, already checked by the caller); an item's
+	// Archive n > 0 names Archives[n-1]. They are kept in the store under
+	// the batch, never unpacked on the host.
+	Archives [][]byte
 }
 
 // Create stores a batch and its items and starts it.
@@ -226,8 +262,16 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 	b := Batch{ID: randomID("batch_"), Object: "batch", Owner: owner, Status: StatusValidating,
 		RequestCounts: Counts{Total: len(spec.Items)}, CreatedAt: now.Unix(), ExpiresAt: now.Add(win).Unix(),
 		CompletionWindow: win.String(), Concurrency: conc, Limits: spec.Limits, Metadata: spec.Metadata}
+	for n, data := range spec.Archives {
+		if err := m.putArchive(ctx, owner, b.ID, n+1, data, m.archiveTTL(b)); err != nil {
+			return Batch{}, err
+		}
+	}
 	for i := range spec.Items {
 		it := spec.Items[i]
+		if it.Archive < 0 || it.Archive > len(spec.Archives) {
+			return Batch{}, core.E("batch.create", core.ErrInvalid, fmt.Errorf("item %q names archive %d of %d", it.CustomID, it.Archive, len(spec.Archives)))
+		}
 		it.Index, it.Status, it.Attempt = i, ItemPending, 1
 		if err := m.putItem(ctx, owner, b.ID, &it, -1); err != nil {
 			return Batch{}, err
@@ -313,6 +357,15 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 	}
 	items, err := m.items(ctx, owner, id)
 	if err != nil {
+		return Batch{}, err
+	}
+	used := map[int]bool{}
+	for _, ri := range items {
+		if ri.item.Status == ItemFailed && ri.item.Archive > 0 {
+			used[ri.item.Archive] = true
+		}
+	}
+	if err := m.refreshArchives(ctx, b, used); err != nil {
 		return Batch{}, err
 	}
 	n := 0

@@ -202,6 +202,11 @@ func TestBatchResumesAfterLeaseExpiry(t *testing.T) {
 	if raw != 30 {
 		t.Fatalf("log has %d lines, want exactly 30", raw)
 	}
+	// A's ten finished items had no item events: B adds them once.
+	evs, err := bm.loggedItemEvents(ctx, "alice", b.ID)
+	if err != nil || len(evs) != 30 {
+		t.Fatalf("item events for %d items (%v), want 30", len(evs), err)
+	}
 }
 
 func TestParseJSONLErrorsNameTheLine(t *testing.T) {

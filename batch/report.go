@@ -17,7 +17,7 @@ pre{margin:0;max-width:40rem;overflow:hidden;text-overflow:ellipsis;white-space:
 </style></head><body>
 <h1>Batch {{.S.ID}}</h1>
 <p>Status <b>{{.S.Status}}</b> · total {{.S.RequestCounts.Total}} · completed {{.S.RequestCounts.Completed}} · failed {{.S.RequestCounts.Failed}}
-· p50 {{.S.DurationMS.P50}} ms · p95 {{.S.DurationMS.P95}} ms · CPU {{printf "%.1f" .S.CPUSeconds}} s</p>
+· p50 {{.S.DurationMS.P50}} ms · p95 {{.S.DurationMS.P95}} ms · CPU {{printf "%.1f" .S.CPUSeconds}} s{{if .S.CPUSecondsEstimated}} (estimated: {{.S.CPUMeasuredItems}} of the items measured, wall time for the others){{end}}</p>
 <h2>Duration histogram</h2>
 <div class="hist" id="histogram">{{range .Bins}}<div class="bar" style="height:{{.Pct}}%" title="{{.Label}}: {{.N}}"></div>{{end}}</div>
 <div class="lbl"><span>0 ms</span><span>{{.MaxMS}} ms</span></div>

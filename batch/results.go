@@ -35,6 +35,7 @@ func (m *Manager) toolLine(owner string, it Item, res dispatcher.Result) *Line {
 	if sb.Message != "" {
 		l.Message = sb.Message
 	}
+	l.CPUSeconds = sb.CPUSeconds
 	if sb.DurationMS > 0 {
 		l.DurationMS = sb.DurationMS
 	}
@@ -128,8 +129,13 @@ type Summary struct {
 	RequestCounts Counts         `json:"request_counts"`
 	Statuses      map[string]int `json:"statuses"`
 	DurationMS    DurationStats  `json:"duration_ms"`
-	CPUSeconds    float64        `json:"cpu_seconds"`
-	WallSeconds   float64        `json:"wall_seconds"`
+	// CPUSeconds sums the CPU time the sandbox measured for each item;
+	// for items it did not measure, their wall time stands in, and
+	// CPUSecondsEstimated is true (CPUMeasuredItems counts the others).
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	CPUSecondsEstimated bool    `json:"cpu_seconds_estimated"`
+	CPUMeasuredItems    int     `json:"cpu_measured_items"`
+	WallSeconds         float64 `json:"wall_seconds"`
 }
 
 // DurationStats are item duration percentiles in milliseconds.
@@ -153,10 +159,12 @@ func Summarize(b Batch, lines []Line) Summary {
 		s.DurationMS.Sum += l.DurationMS
 		if l.CPUSeconds > 0 {
 			s.CPUSeconds += l.CPUSeconds
+			s.CPUMeasuredItems++
 		} else {
 			// No CPU accounting from the sandbox: the item's wall time
 			// bounds what one core could have spent.
 			s.CPUSeconds += float64(l.DurationMS) / 1000
+			s.CPUSecondsEstimated = true
 		}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -53,9 +52,9 @@ func (m *Manager) process(ctx context.Context, owner, id string) error {
 	if err != nil {
 		return err
 	}
-	// Lines already in the log, so a resumed runner appends none twice.
-	logged, err := m.loggedLines(ctx, owner, id)
-	if err != nil {
+	// Lines and item events missing from the logs (a runner died between
+	// storing a result and logging it) are added once.
+	if err := m.backfill(ctx, owner, id, all); err != nil {
 		return err
 	}
 	var done, failed atomic.Int64
@@ -64,16 +63,10 @@ func (m *Manager) process(ctx context.Context, owner, id string) error {
 		switch v.item.Status {
 		case ItemPending:
 			pending = append(pending, v)
-			continue
 		case ItemCompleted:
 			done.Add(1)
 		case ItemFailed:
 			failed.Add(1)
-		}
-		if v.item.Result != nil && !logged[lineID(v.item.CustomID, v.item.Attempt)] {
-			if err := m.appendLine(ctx, owner, id, v.item.Result, len(all)); err != nil {
-				return err
-			}
 		}
 	}
 
@@ -152,15 +145,20 @@ func (m *Manager) process(ctx context.Context, owner, id string) error {
 				if line.Failed() {
 					it.Status = ItemFailed
 				}
-				// The CAS on the item record makes the result exactly once.
-				if err := m.putItem(ctx, owner, id, &it, v.version); err != nil {
-					if !errors.Is(err, state.ErrConflict) {
+				// The CAS on the item record makes the result exactly once;
+				// while the store is unreachable the write is retried.
+				err := m.persist(ctx, "item", func() error { return m.putItem(ctx, owner, id, &it, v.version) })
+				if err != nil {
+					if !errors.Is(err, state.ErrConflict) && ctx.Err() == nil {
 						m.cfg.Logger.Warn("batch: store item", "batch", id, "err", err)
 					}
 					continue
 				}
-				if err := m.appendLine(ctx, owner, id, line, len(all)); err != nil {
+				if err := m.persist(ctx, "line", func() error { return m.appendLine(ctx, owner, id, line, len(all)) }); err != nil {
 					m.cfg.Logger.Warn("batch: append line", "batch", id, "err", err)
+				}
+				if err := m.persist(ctx, "event", func() error { return m.itemEvent(ctx, owner, id, line, len(all)) }); err != nil {
+					m.cfg.Logger.Warn("batch: item event", "batch", id, "err", err)
 				}
 				if it.Status == ItemFailed {
 					failed.Add(1)
@@ -205,7 +203,7 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 	cancelled = cancelled || b.Status == StatusCancelling
 	var c Counts
 	c.Total = len(all)
-	for _, v := range all {
+	for i, v := range all {
 		it := v.item
 		if it.Status == ItemPending {
 			if !cancelled && !expired {
@@ -218,9 +216,10 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 			it.Status = st
 			it.Result = &Line{CustomID: it.CustomID, Status: st, Attempt: it.Attempt, CompletedAt: now.Unix(),
 				Error: &ItemError{Code: st, Message: msg}}
-			if err := m.putItem(ctx, owner, id, &it, v.version); err == nil {
-				_ = m.appendLine(ctx, owner, id, it.Result, len(all))
+			if err := m.putItem(ctx, owner, id, &it, v.version); err != nil {
+				return err // the next runner settles it
 			}
+			all[i].item = it
 		}
 		switch it.Status {
 		case ItemCompleted:
@@ -228,6 +227,11 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 		case ItemFailed:
 			c.Failed++
 		}
+	}
+	// Every finished item has its line and item event before the batch
+	// is final.
+	if err := m.backfill(ctx, owner, id, all); err != nil {
+		return err
 	}
 	if !cancelled && !expired {
 		b, err = m.update(ctx, owner, id, func(b *Batch) error {
@@ -275,90 +279,4 @@ func (m *Manager) progressEvery() time.Duration {
 		d = 50 * time.Millisecond
 	}
 	return d
-}
-
-// ownerSlot takes one of owner's running-item slots.
-func (m *Manager) ownerSlot(ctx context.Context, owner string) (func(), bool) {
-	m.mu.Lock()
-	ch, ok := m.owners[owner]
-	if !ok {
-		ch = make(chan struct{}, m.cfg.OwnerConcurrency)
-		m.owners[owner] = ch
-	}
-	m.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, true
-	case <-ctx.Done():
-		return nil, false
-	}
-}
-
-// runItem runs one item; ok is false when ctx ended before it started.
-func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line, bool) {
-	release, ok := m.ownerSlot(ctx, owner)
-	if !ok {
-		return nil, false
-	}
-	defer release()
-	start := m.cfg.Now()
-	var line *Line
-	switch {
-	case it.Call != nil:
-		call := *it.Call
-		call.Owner = owner
-		call.Lane = core.LaneBatch
-		call.IdempotencyKey = fmt.Sprintf("%s/%s/%d", id, it.CustomID, it.Attempt)
-		if call.ID == "" {
-			call.ID = fmt.Sprintf("call_%s_%d_%d", id, it.Index, it.Attempt)
-		}
-		if call.Caller == "" {
-			call.Caller = "batch"
-		}
-		res := m.disp.Run(ctx, call)
-		line = m.toolLine(owner, it, res)
-	case it.Run != nil:
-		line = m.runLine(ctx, owner, it)
-	default:
-		line = &Line{Status: "rejected", Error: &ItemError{Code: "invalid", Message: "the item has neither a tool call nor a run"}}
-	}
-	line.CustomID, line.Attempt = it.CustomID, it.Attempt
-	if line.DurationMS == 0 {
-		line.DurationMS = m.cfg.Now().Sub(start).Milliseconds()
-	}
-	line.CompletedAt = m.cfg.Now().Unix()
-	return line, true
-}
-
-// runLine runs an agent for a run item and waits for its end.
-func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
-	if m.runs == nil {
-		return &Line{Status: "rejected", Error: &ItemError{Code: string(core.ErrNoModel), Message: "agent runs are not available on this server"}}
-	}
-	req := *it.Run
-	req.Owner = owner
-	start := m.cfg.Now()
-	v, err := m.runs.Start(req)
-	if err != nil {
-		return &Line{Status: "failed", Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
-	}
-	for !runEnded(v.Status) {
-		select {
-		case <-ctx.Done():
-			return &Line{Status: "cancelled", RunID: v.ID, Error: &ItemError{Code: "cancelled", Message: ctx.Err().Error()}}
-		case <-time.After(200 * time.Millisecond):
-		}
-		if nv, err := m.runs.Get(owner, v.ID); err == nil {
-			v = nv
-		}
-	}
-	l := &Line{Status: string(v.Status), RunID: v.ID, FinalAnswer: v.FinalAnswer, DurationMS: m.cfg.Now().Sub(start).Milliseconds()}
-	if v.Error != "" {
-		l.Error = &ItemError{Code: string(v.Status), Message: v.Error}
-	}
-	return l
-}
-
-func runEnded(s agent.RunStatus) bool {
-	return s != agent.RunRunning && s != agent.RunWaitingApproval
 }

@@ -134,7 +134,7 @@ func (m *Manager) event(ctx context.Context, b Batch) {
 	if err != nil {
 		return
 	}
-	if _, err := m.store.Append(ctx, logKey(kindEvent, b.Owner, b.ID), data, 2000, 0); err != nil {
+	if _, err := m.store.Append(ctx, logKey(kindEvent, b.Owner, b.ID), data, eventsMax(b.RequestCounts.Total), 0); err != nil {
 		m.cfg.Logger.Warn("batch: event", "batch", b.ID, "err", err)
 	}
 }

@@ -110,9 +110,12 @@ type Item struct {
 	CustomID string            `json:"custom_id"`
 	Call     *dispatcher.Call  `json:"call,omitempty"`
 	Run      *agent.RunRequest `json:"run,omitempty"`
-	Status   string            `json:"status"`
-	Attempt  int               `json:"attempt"`
-	Result   *Line             `json:"result,omitempty"`
+	// Archive, when > 0, names the batch's uploaded archive (1-based)
+	// sent as the call's Archive.
+	Archive int    `json:"archive,omitempty"`
+	Status  string `json:"status"`
+	Attempt int    `json:"attempt"`
+	Result  *Line  `json:"result,omitempty"`
 }
 
 // Artifact is an artifact kept by reference in a result line.
@@ -140,8 +143,13 @@ type Line struct {
 	Error       *ItemError `json:"error,omitempty"`
 	DurationMS  int64      `json:"duration_ms"`
 	CPUSeconds  float64    `json:"cpu_seconds,omitempty"`
-	Attempt     int        `json:"attempt"`
-	CompletedAt int64      `json:"completed_at"`
+	// InputMode is how a folder or archive item got its files: "archive"
+	// (unpacked inside the sandbox) or "mount" (read-only bind mount);
+	// InputNote says why a folder was mounted instead of packed.
+	InputMode   string `json:"input_mode,omitempty"`
+	InputNote   string `json:"input_note,omitempty"`
+	Attempt     int    `json:"attempt"`
+	CompletedAt int64  `json:"completed_at"`
 }
 
 // Failed reports whether the line counts as a failed item.

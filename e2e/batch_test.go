@@ -26,6 +26,8 @@ type batchLine struct {
 	Stderr     string `json:"stderr"`
 	DurationMS int64  `json:"duration_ms"`
 	Attempt    int    `json:"attempt"`
+	InputMode  string `json:"input_mode"`
+	InputNote  string `json:"input_note"`
 }
 
 type repoTruth struct{ lines, warnings int }
@@ -125,7 +127,13 @@ func TestBatchMapOverRepos(t *testing.T) {
 		n = v
 	}
 	root, truths := makeRepos(t, n)
-	s := startServe(t, "--input", "src="+root)
+	// Each repository is packed into an archive unpacked in the sandbox,
+	// or with AIRLOCK_TEST_BATCH_INPUTS=mount, mounted read-only.
+	mode, extra := "archive", []string{}
+	if os.Getenv("AIRLOCK_TEST_BATCH_INPUTS") == "mount" {
+		mode, extra = "mount", []string{"--batch-mount-inputs"}
+	}
+	s := startServe(t, append([]string{"--input", "src=" + root}, extra...)...)
 	spec := map[string]any{
 		"tool_call": map[string]any{"type": "function", "function": map[string]any{"name": "run_python", "arguments": map[string]any{"code": analysisCode}}},
 		"each":      "repos/*", "input": "src", "concurrency": 8,
@@ -158,6 +166,9 @@ func TestBatchMapOverRepos(t *testing.T) {
 		var gotLines, gotWarn int
 		if _, err := fmt.Sscan(l.Stdout, &gotLines, &gotWarn); err != nil || l.Status != "ok" {
 			t.Fatalf("%s: status %s stdout %q stderr %q", l.CustomID, l.Status, l.Stdout, l.Stderr)
+		}
+		if l.InputMode != mode || l.InputNote != "" {
+			t.Errorf("%s: input_mode %q (%s), want %s", l.CustomID, l.InputMode, l.InputNote, mode)
 		}
 		if gotLines != tr.lines || gotWarn != tr.warnings {
 			t.Errorf("%s: got %d lines %d warnings, want %d and %d", l.CustomID, gotLines, gotWarn, tr.lines, tr.warnings)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -83,16 +84,17 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		_ = mcpSrv.Close(c)
 	}()
 	srv, err := api.New(cfg, api.Deps{
-		Dispatcher: apiDispatcher{st.disp},
-		Sessions:   apiSessions{st.client},
-		Runs:       runs,
-		MCP:        mcpSrv,
-		Checks:     checks,
-		State:      store,
-		Batches:    store,
-		Gatherer:   st.metrics,
-		Registerer: st.metrics,
-		Logger:     log,
+		Dispatcher:  apiDispatcher{st.disp},
+		Sessions:    apiSessions{st.client},
+		Runs:        runs,
+		MCP:         mcpSrv,
+		Checks:      checks,
+		State:       store,
+		Batches:     store,
+		BatchConfig: batch.Config{MountInputs: o.batchMount},
+		Gatherer:    st.metrics,
+		Registerer:  st.metrics,
+		Logger:      log,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
@@ -119,6 +121,8 @@ type serveOptions struct {
 	verbose  bool
 	// dataDir holds the embedded state store (without --redis).
 	dataDir string
+	// batchMount mounts batch folder items instead of packing them.
+	batchMount bool
 }
 
 // parseServeFlags parses the flags of `airlock serve`, with environment
@@ -135,6 +139,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	fs.BoolVar(&o.batchMount, "batch-mount-inputs", false, "mount batch folder items read-only instead of packing them into an archive unpacked in the sandbox")
 	fs.StringVar(&o.dataDir, "data-dir", state.DefaultDataDir(), "directory of the embedded state store (sessions, artifacts, idempotency keys) used without --redis (env AIRLOCK_DATA_DIR)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return o, code, false

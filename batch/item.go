@@ -1,0 +1,171 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// maxTransient bounds how often one item is retried after platform
+// failures that may pass (busy, unavailable: a Redis restart, a worker
+// gone) before its line records the failure.
+const maxTransient = 12
+
+// errTransient marks an item attempt that did not reach an outcome.
+type errTransient struct{ err error }
+
+func (e errTransient) Error() string { return e.err.Error() }
+func (e errTransient) Unwrap() error { return e.err }
+
+// runItem runs one item to a result line, retrying transient platform
+// failures with backoff (same idempotency key, so a job the queue already
+// ran is not run again); ok is false when ctx ended first.
+func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line, bool) {
+	for try := 1; ; try++ {
+		line, err := m.tryItem(ctx, owner, id, it)
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		var te errTransient
+		if err == nil || !errors.As(err, &te) {
+			return line, true
+		}
+		if try >= maxTransient {
+			if line == nil {
+				line = &Line{Status: string(dispatcher.StatusUnavailable), Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
+			}
+			return m.stamp(line, it, m.cfg.Now()), true
+		}
+		m.cfg.Logger.Warn("batch: item retried", "batch", id, "custom_id", it.CustomID, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(min(time.Duration(try)*500*time.Millisecond, 5*time.Second)):
+		}
+	}
+}
+
+// tryItem makes one attempt while holding one of the owner's slots.
+func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item) (*Line, error) {
+	release, err := m.slots.acquire(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	start := m.cfg.Now()
+	var line *Line
+	switch {
+	case it.Call != nil:
+		call := *it.Call
+		call.Owner = owner
+		call.Lane = core.LaneBatch
+		call.IdempotencyKey = fmt.Sprintf("%s/%s/%d", id, it.CustomID, it.Attempt)
+		if call.ID == "" {
+			call.ID = fmt.Sprintf("call_%s_%d_%d", id, it.Index, it.Attempt)
+		}
+		if call.Caller == "" {
+			call.Caller = "batch"
+		}
+		mode, note, err := m.inputs(ctx, owner, id, it, &call)
+		if err != nil {
+			if errors.Is(err, errArchiveGone) {
+				return m.stamp(&Line{Status: "failed", Error: &ItemError{Code: "archive_gone",
+					Message: fmt.Sprintf("uploaded archive %d of the batch is no longer stored (archives are kept for the completion window plus %s)", it.Archive, m.cfg.ArchiveRetention)}}, it, start), nil
+			}
+			return nil, errTransient{err}
+		}
+		res := m.disp.Run(ctx, call)
+		line = m.toolLine(owner, it, res)
+		line.InputMode, line.InputNote = mode, note
+		if res.Status == dispatcher.StatusBusy || res.Status == dispatcher.StatusUnavailable {
+			err := res.Err
+			if err == nil {
+				err = fmt.Errorf("%s: %s", res.Status, res.Content)
+			}
+			return m.stamp(line, it, start), errTransient{err}
+		}
+	case it.Run != nil:
+		line = m.runLine(ctx, owner, it)
+	default:
+		line = &Line{Status: "rejected", Error: &ItemError{Code: "invalid", Message: "the item has neither a tool call nor a run"}}
+	}
+	return m.stamp(line, it, start), nil
+}
+
+// stamp sets the line's item fields, duration and completion time.
+func (m *Manager) stamp(line *Line, it Item, start time.Time) *Line {
+	line.CustomID, line.Attempt = it.CustomID, it.Attempt
+	if line.DurationMS == 0 {
+		line.DurationMS = m.cfg.Now().Sub(start).Milliseconds()
+	}
+	line.CompletedAt = m.cfg.Now().Unix()
+	return line
+}
+
+// inputs gives the call its files: an uploaded archive from the store, or
+// the item folder packed into a tar (the folder is mounted instead when it
+// cannot be packed, or with Config.MountInputs). It answers the input mode
+// and, for a fallback, why.
+func (m *Manager) inputs(ctx context.Context, owner, id string, it Item, call *dispatcher.Call) (mode, note string, err error) {
+	switch {
+	case it.Archive > 0:
+		data, err := m.getArchive(ctx, owner, id, it.Archive)
+		if err != nil {
+			return "", "", err
+		}
+		call.Archive, call.Mount = data, ""
+		return InputArchive, "", nil
+	case call.Mount == "":
+		return "", "", nil
+	case m.cfg.MountInputs:
+		return InputMount, "", nil
+	}
+	data, err := packFolder(call.Mount, core.MaxArchiveBytes, m.cfg.PackMaxEntries)
+	if reason, ok := isNoPack(err); ok {
+		return InputMount, reason + "; mounted read-only instead", nil
+	}
+	if err != nil {
+		m.cfg.Logger.Warn("batch: pack item folder", "batch", id, "custom_id", it.CustomID, "err", err)
+		return InputMount, "the item folder could not be packed; mounted read-only instead", nil
+	}
+	call.Archive, call.Mount = data, ""
+	return InputArchive, "", nil
+}
+
+// runLine runs an agent for a run item and waits for its end.
+func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
+	if m.runs == nil {
+		return &Line{Status: "rejected", Error: &ItemError{Code: string(core.ErrNoModel), Message: "agent runs are not available on this server"}}
+	}
+	req := *it.Run
+	req.Owner = owner
+	start := m.cfg.Now()
+	v, err := m.runs.Start(req)
+	if err != nil {
+		return &Line{Status: "failed", Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
+	}
+	for !runEnded(v.Status) {
+		select {
+		case <-ctx.Done():
+			return &Line{Status: "cancelled", RunID: v.ID, Error: &ItemError{Code: "cancelled", Message: ctx.Err().Error()}}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if nv, err := m.runs.Get(owner, v.ID); err == nil {
+			v = nv
+		}
+	}
+	l := &Line{Status: string(v.Status), RunID: v.ID, FinalAnswer: v.FinalAnswer, DurationMS: m.cfg.Now().Sub(start).Milliseconds()}
+	if v.Error != "" {
+		l.Error = &ItemError{Code: string(v.Status), Message: v.Error}
+	}
+	return l
+}
+
+func runEnded(s agent.RunStatus) bool {
+	return s != agent.RunRunning && s != agent.RunWaitingApproval
+}
