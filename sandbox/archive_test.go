@@ -197,3 +197,23 @@ func TestArchiveRequest(t *testing.T) {
 		t.Fatalf("plain archive call: %v", err)
 	}
 }
+
+// TestWorkspaceTmpfs: a controller container without an input folder gets
+// its own size-capped, noexec/nosuid/nodev /workspace owned by its uid;
+// with an input folder, or without a controller, it gets none.
+func TestWorkspaceTmpfs(t *testing.T) {
+	lim := DefaultConfig().Defaults
+	s := containerSpec{Controller: true, Limits: lim, Identity: identity{UID: 70123, GID: 70123}}
+	_, host := s.build()
+	ws := host.Tmpfs[WorkspacePath]
+	for _, opt := range []string{"noexec", "nosuid", "nodev", "size=" + itoa(int(lim.TmpfsBytes)), "uid=70123", "gid=70123", "mode=0555"} {
+		if !strings.Contains(ws, opt) {
+			t.Fatalf("/workspace tmpfs %q lacks %s", ws, opt)
+		}
+	}
+	for _, other := range []containerSpec{{Controller: true, Limits: lim, Mount: "/srv/in"}, {Limits: lim}} {
+		if _, host := other.build(); host.Tmpfs[WorkspacePath] != "" {
+			t.Fatalf("spec %+v got a /workspace tmpfs: %v", other, host.Tmpfs)
+		}
+	}
+}
