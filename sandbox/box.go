@@ -55,7 +55,12 @@ type box struct {
 	dead    atomic.Bool // set once the container is killed or gone
 	ackMu   sync.Mutex
 	acks    map[string]chan ctlFrame // side requests (interrupt) awaiting their done frame
+	// features the controller announced in its ready frame (set before first use).
+	features map[string]bool
 }
+
+// has reports whether the box's controller announced a feature.
+func (b *box) has(feature string) bool { return b.features[feature] }
 
 // callOpts are one call's Go-side bounds.
 type callOpts struct {
@@ -90,6 +95,11 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mn
 	}
 	if preload {
 		extra["AIRLOCK_PRELOAD"] = "1"
+	}
+	if mnt == "" {
+		// /workspace is the container's own tmpfs (spec.go): the controller may
+		// unpack archives into it and empties it after every one-shot call.
+		extra["AIRLOCK_WORKSPACE"] = "tmpfs"
 	}
 	spec := containerSpec{
 		Image:      image,
@@ -136,6 +146,10 @@ func (b *box) awaitReady(ctx context.Context, deadline time.Time) error {
 		}
 		var f ctlFrame
 		if json.Unmarshal(line, &f) == nil && f.T == "ready" {
+			b.features = map[string]bool{}
+			for _, x := range f.Features {
+				b.features[x] = true
+			}
 			return nil
 		}
 	}

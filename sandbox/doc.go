@@ -39,6 +39,16 @@
 // superblock, e.g. a read-only overlay whose lowerdir is given relative to
 // a neutral working directory, which the daemon's host must allow.
 //
+// An archive (Request.Archive: tar, tar.gz or zip) is listed on the host
+// first (archive.go: every entry, link chains, the bounds, the /workspace
+// size) and then unpacked by the controller into the container's own
+// /workspace tmpfs before the code runs, so archive calls use the owner's
+// warm containers; the controller empties /workspace after every one-shot
+// call. Shell archive calls run as lang shell in the python image's
+// controller when the shell image has none. Result.CPUSeconds is the
+// controller's count of the call's CPU (the container's cgroup delta less
+// the controller's and zygote's own).
+//
 // It knows nothing of tools, HTTP or Redis; it talks to Docker only through
 // the narrow DockerAPI interface so that its logic can be tested with a fake.
 package sandbox

@@ -71,9 +71,17 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 // otherwise in a fresh container destroyed afterwards.
 func (e *Engine) Exec(ctx context.Context, req core.Request) (core.Result, error) {
 	start := time.Now()
+	if err := archiveRequest(req); err != nil {
+		return core.Result{}, err
+	}
 	c, rej, err := e.check(ctx, req)
 	if err != nil || rej != nil {
 		return deref(rej), err
+	}
+	if len(c.Archive) > 0 {
+		if err := e.checkArchive(ctx, &c); err != nil {
+			return core.Result{}, err
+		}
 	}
 	if c.runner {
 		return e.execRunner(ctx, c)
@@ -81,6 +89,58 @@ func (e *Engine) Exec(ctx context.Context, req core.Request) (core.Result, error
 	res, err := e.execDirect(ctx, c)
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res, err
+}
+
+// archiveRequest refuses what no archive call may ask for: an archive over
+// core.MaxArchiveBytes (ErrTooLarge), together with a Mount, or in a session.
+func archiveRequest(req core.Request) error {
+	if len(req.Archive) == 0 {
+		return nil
+	}
+	if len(req.Archive) > core.MaxArchiveBytes {
+		return core.Errorf("sandbox.exec", core.ErrTooLarge, fmt.Sprintf("the archive is %d bytes, over the %d-byte limit", len(req.Archive), core.MaxArchiveBytes))
+	}
+	if req.Mount != "" {
+		return core.Errorf("sandbox.exec", core.ErrInvalid, "a call takes either an input folder (mount) or an archive, not both")
+	}
+	if req.SessionID != "" {
+		return errArchiveInSession
+	}
+	return nil
+}
+
+// errArchiveInSession refuses an archive outside a one-shot call.
+var errArchiveInSession = core.Errorf("sandbox", core.ErrInvalid, "an archive can only come with a one-shot call; put files into a session with file.put")
+
+// checkArchive lists c's archive on the host (every entry, the bounds, the
+// /workspace size) before any container is touched, and picks a controller
+// image: an archive is unpacked by the controller, so a shell call whose
+// image has none runs as lang shell in the python image's controller
+// (which carries every package of the shell image).
+func (e *Engine) checkArchive(ctx context.Context, c *checked) error {
+	sum, err := listArchive(c.Archive, archiveBounds{entries: ArchiveMaxEntries, bytes: ArchiveMaxBytes,
+		ratio: ArchiveMaxRatio, fileSize: c.limits.FileSize})
+	if err != nil {
+		return err
+	}
+	if sum.Pages > c.limits.TmpfsBytes {
+		return core.Errorf("sandbox.exec", core.ErrInvalid, fmt.Sprintf("the archive unpacks to %d bytes (%d in whole pages), more than the %d-byte /workspace (tmpfs_bytes)", sum.Bytes, sum.Pages, c.limits.TmpfsBytes))
+	}
+	if c.runner {
+		return nil
+	}
+	if c.Language == core.Shell && c.Request.Image == "" {
+		img := e.cfg.Images[core.Python]
+		ok, err := e.hasRunner(ctx, img)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.image, c.runner = img, true
+			return nil
+		}
+	}
+	return core.Errorf("sandbox.exec", core.ErrInvalid, fmt.Sprintf("image %s has no Airlock controller, which archive inputs need; use the python image or a mount", c.image))
 }
 
 // execRunner runs a one-shot request through a controller: a warm
@@ -105,7 +165,9 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 		}
 	}
 	res, err := e.runOn(ctx, b, c, false, c.Env)
-	if p != nil && err == nil {
+	// A refused archive left the container clean (the controller emptied
+	// /workspace and never started the code): it may serve the owner again.
+	if p != nil && (err == nil || isRefusal(err)) {
 		p.release(b, c.Owner)
 	} else {
 		e.retire(b)
@@ -126,12 +188,22 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 	// 500 ms later) and answers; Airlock kills the container only when no
 	// answer comes well after that.
 	deadline := time.Now().Add(c.limits.Timeout + e.cfg.InterruptGrace + 2*time.Second)
-	out, err := b.call(ctx, e, ctlRequest{
+	req := ctlRequest{
 		Op: "exec", Mode: mode, Lang: string(c.Language), Code: c.Code, Env: env, Stdin: c.Stdin,
 		TimeoutMS: c.limits.Timeout.Milliseconds(), HardOutputBytes: e.cfg.HardOutputBytes,
 		MaxArtifacts: e.cfg.MaxArtifacts, MaxArtifactBytes: e.cfg.MaxArtifactBytes,
 		Background: session && c.Background,
-	}, callOpts{deadline: deadline, session: session, output: c.limits.OutputBytes, sink: fw})
+	}
+	if len(c.Archive) > 0 {
+		if !b.has(featureArchive) {
+			fw.close()
+			return core.Result{}, core.Errorf("sandbox.exec", core.ErrUnavailable, fmt.Sprintf("the sandbox image %s is older than archive inputs: rebuild it (make images)", b.image))
+		}
+		req.Archive, req.ArchiveMaxEntries, req.ArchiveMaxBytes, req.ArchiveMaxRatio = c.Archive, ArchiveMaxEntries, ArchiveMaxBytes, ArchiveMaxRatio
+		// Writing and unpacking up to MaxArchiveBytes takes time the code's deadline must not pay.
+		deadline = deadline.Add(10 * time.Second)
+	}
+	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, session: session, output: c.limits.OutputBytes, sink: fw})
 	if err != nil {
 		fw.close()
 		return core.Result{}, err
@@ -164,11 +236,18 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 			res.Status = core.StatusOOM
 			res.Message = fmt.Sprintf("the code went past its %d MiB memory limit and the container was killed", c.limits.Memory>>20)
 		}
+	case out.done.Fail != "" && out.done.Code != "":
+		// The controller refused the call before running anything (a bad archive entry).
+		fw.close()
+		return core.Result{}, core.Errorf("sandbox.exec", knownCode(out.done.Code), out.done.Fail)
 	case out.done.Fail != "":
 		res.Status, res.ExitCode = core.StatusRejected, -1
 		res.Message = out.done.Fail
 	default:
 		e.fromDone(&res, out.done, c)
+		if a := out.done.Archive; a != nil {
+			e.metrics.unpacked(a.UnpackMS / 1000)
+		}
 		for i := range res.Artifacts {
 			a := res.Artifacts[i]
 			a.Data = nil
@@ -192,6 +271,9 @@ func (e *Engine) fromDone(res *core.Result, d ctlFrame, c checked) {
 	res.ExecutionCount = d.ExecutionCount
 	res.DurationMS = int64(math.Round(d.DurationMS))
 	res.KernelRestarted = d.KernelRestarted
+	if d.CPUSeconds > 0 {
+		res.CPUSeconds = d.CPUSeconds
+	}
 	res.Message = d.Message
 	res.Warnings = append(res.Warnings, d.Warnings...)
 	arts, warn := checkArtifacts(d.Artifacts, e.cfg.MaxArtifacts, e.cfg.MaxArtifactBytes)
@@ -227,6 +309,17 @@ func (e *Engine) fromDone(res *core.Result, d ctlFrame, c checked) {
 	default:
 		res.Status = core.StatusError
 	}
+}
+
+// knownCode is c when it is one of core's codes, else core.ErrInternal: a
+// controller cannot make up codes.
+func knownCode(c string) core.Code {
+	for _, k := range core.Codes() {
+		if string(k) == c {
+			return k
+		}
+	}
+	return core.ErrInternal
 }
 
 func deref(r *core.Result) core.Result {

@@ -29,6 +29,12 @@ type ctlRequest struct {
 	MaxBytes         int64             `json:"max_bytes,omitempty"`
 	Offset           int64             `json:"offset,omitempty"`
 	Length           int64             `json:"length,omitempty"`
+	// Archive (tar, tar.gz or zip) is unpacked into /workspace before a
+	// one-shot exec runs, within the three bounds.
+	Archive           []byte `json:"archive,omitempty"`
+	ArchiveMaxEntries int    `json:"archive_max_entries,omitempty"`
+	ArchiveMaxBytes   int64  `json:"archive_max_bytes,omitempty"`
+	ArchiveMaxRatio   int64  `json:"archive_max_ratio,omitempty"`
 }
 
 // ctlArtifact is an artifact as the controller reports it; Go re-checks it.
@@ -50,6 +56,7 @@ type ctlFrame struct {
 	// ready
 	BootMS   float64  `json:"boot_ms"`
 	Warnings []string `json:"warnings"`
+	Features []string `json:"features"` // what the controller supports beyond the base protocol
 	// done of exec
 	Status          string          `json:"status"`
 	ExitCode        int             `json:"exit_code"`
@@ -59,8 +66,11 @@ type ctlFrame struct {
 	Artifacts       []ctlArtifact   `json:"artifacts"`
 	KernelRestarted bool            `json:"kernel_restarted"`
 	Message         string          `json:"message"`
+	CPUSeconds      float64         `json:"cpu_seconds"` // the call's processes, as the controller measured them
+	Archive         *ctlUnpacked    `json:"archive"`     // what the call's archive unpacked to
 	// done of other ops
 	Fail        string           `json:"fail"`
+	Code        string           `json:"code"` // with Fail: a core.Code (the call was refused, nothing ran)
 	Size        int64            `json:"size"`
 	SHA256      string           `json:"sha256"`
 	Entries     []core.FileEntry `json:"entries"`
@@ -70,6 +80,18 @@ type ctlFrame struct {
 	CPUMS       float64          `json:"cpu_ms"`
 	MemBytes    int64            `json:"mem_bytes"`
 }
+
+// ctlUnpacked is what the controller unpacked from a call's archive.
+type ctlUnpacked struct {
+	Format   string  `json:"format"`
+	Entries  int     `json:"entries"`
+	Bytes    int64   `json:"bytes"`
+	UnpackMS float64 `json:"unpack_ms"`
+}
+
+// featureArchive (in the ready frame's "features"): the controller unpacks
+// a one-shot exec's archive into its own /workspace.
+const featureArchive = "archive"
 
 // bytesData decodes a done frame's base64 "data" (get op).
 func (f *ctlFrame) bytesData() ([]byte, error) {

@@ -14,6 +14,7 @@ type metrics struct {
 	bootCPU  *prometheus.HistogramVec
 	warm     *prometheus.CounterVec
 	idle     *prometheus.GaugeVec
+	unpack   prometheus.Histogram
 	sources  [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
 }
 
@@ -59,14 +60,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		idle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "airlock_sandbox_idle_containers", Help: "Idle warm containers: generic or owned.",
 		}, []string{"image", "kind"}),
+		unpack: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "airlock_sandbox_archive_unpack_seconds", Help: "Time the controller took to check and unpack a call's archive into /workspace.",
+			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5},
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle} {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.unpack} {
 			_ = reg.Register(c)
 		}
 	}
 	return m
 }
+
+// unpacked records one archive's unpack time in the container.
+func (m *metrics) unpacked(seconds float64) { m.unpack.Observe(seconds) }
 
 // boot records one container's start cost; cpu < 0 means unknown.
 func (m *metrics) boot(kind string, wall time.Duration, cpu float64) {

@@ -41,6 +41,9 @@ func newSessions(e *Engine) *sessions { return &sessions{e: e, live: map[string]
 // OpenSession creates a session bound to one fresh container. The request
 // supplies the owner, limits, mount and env; Code and Language are ignored.
 func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo, *core.Result, error) {
+	if len(req.Archive) > 0 {
+		return SessionInfo{}, nil, errArchiveInSession
+	}
 	req.Language = core.Python
 	req.Code = ""
 	c, rej, err := e.check(ctx, req)
@@ -210,6 +213,9 @@ func (s *sessions) touch(ss *session) {
 // away interrupts its call and the session lives on. Only a controller that
 // stops answering ends the session (Result.SessionEnded).
 func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result, error) {
+	if len(req.Archive) > 0 {
+		return core.Result{}, errArchiveInSession
+	}
 	ss, err := e.sessions.get(req.Owner, req.SessionID)
 	if err != nil {
 		return core.Result{}, err

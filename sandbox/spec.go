@@ -66,7 +66,6 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		Tty:             false,
 		StopSignal:      "SIGKILL",
 	}
-	tmpfs := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", l.TmpfsBytes)
 	useInit := !s.Controller
 	pids := l.Pids
 	host := &container.HostConfig{
@@ -83,10 +82,7 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		Runtime:        s.Runtime,
 		AutoRemove:     s.Controller,
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
-		Tmpfs: map[string]string{
-			"/tmp":  tmpfs + ",mode=1777",
-			"/work": tmpfs + ",uid=" + sandboxUID + ",gid=" + sandboxUID + ",mode=0755",
-		},
+		Tmpfs:          s.tmpfs(sandboxUID, sandboxUID),
 		Resources: container.Resources{
 			Memory:           l.Memory,
 			MemorySwap:       l.Memory, // swap equal to memory: no swap at all
@@ -114,6 +110,23 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 	// Issue 10: per-container uid, OomScoreAdj, capped /dev/shm (tenant.go).
 	s.isolateTenant(cfg, host)
 	return cfg, host
+}
+
+// tmpfs returns the container's size-capped tmpfs mounts, owned by
+// uid:gid: /tmp, /work and, for a controller with no input folder, its own
+// /workspace, where it unpacks a call's archive (read-only, mode 0555,
+// until then; the controller opens it for unpacking only).
+func (s containerSpec) tmpfs(uid, gid string) map[string]string {
+	opts := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", s.Limits.TmpfsBytes)
+	own := ",uid=" + uid + ",gid=" + gid
+	m := map[string]string{
+		"/tmp":  opts + own + ",mode=1777",
+		"/work": opts + own + ",mode=0755",
+	}
+	if s.Controller && s.Mount == "" {
+		m[WorkspacePath] = opts + own + ",mode=0555"
+	}
+	return m
 }
 
 func ptr[T any](v T) *T { return &v }

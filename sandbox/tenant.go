@@ -25,17 +25,12 @@ const (
 
 // isolateTenant applies the per-container identity and the host-pressure
 // settings to payloads built by containerSpec.build: the container's own
-// uid:gid (also the owner of its /work and /tmp tmpfs), a positive
+// uid:gid (also the owner of its tmpfs mounts), a positive
 // OomScoreAdj and a capped, private /dev/shm.
 func (s containerSpec) isolateTenant(cfg *container.Config, host *container.HostConfig) {
 	if s.Identity.UID > 0 {
 		cfg.User = s.Identity.user()
-		own := ",uid=" + strconv.Itoa(s.Identity.UID) + ",gid=" + strconv.Itoa(s.Identity.GID)
-		tmpfs := "rw,nosuid,nodev,noexec,size=" + strconv.FormatInt(s.Limits.TmpfsBytes, 10)
-		host.Tmpfs = map[string]string{
-			"/tmp":  tmpfs + own + ",mode=1777",
-			"/work": tmpfs + own + ",mode=0755",
-		}
+		host.Tmpfs = s.tmpfs(strconv.Itoa(s.Identity.UID), strconv.Itoa(s.Identity.GID))
 	}
 	host.OomScoreAdj = SandboxOOMScoreAdj
 	host.IpcMode = "private"

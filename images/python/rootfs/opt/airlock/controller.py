@@ -28,6 +28,11 @@ import airlock_files as files
 import airlock_wire as wire
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
+# /workspace is the controller's own tmpfs (Airlock mounted no input folder there): a
+# call's archive is unpacked into it, and it is emptied after every one-shot call.
+WORKSPACE = "/workspace"
+WORKSPACE_OWNED = os.environ.get("AIRLOCK_WORKSPACE") == "tmpfs"
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 HERE = os.path.dirname(os.path.abspath(__file__))
 PR_SET_DUMPABLE = 4
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
@@ -99,6 +104,47 @@ def live_pids():
     return out
 
 
+def cgroup_cpu():
+    """CPU seconds of the whole container (its cgroup; ns resolution), or None."""
+    for p in ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage"):
+        v = _read_int_file(p)
+        if v is not None:
+            return v / 1e9
+    v = _read_int_file("/sys/fs/cgroup/cpu.stat", "usage_usec")
+    return v / 1e6 if v is not None else None
+
+
+def load_archive():
+    """The unpacker, imported only where archives can come (tarfile, zipfile and gzip cost
+    tens of ms to load): start_zygote loads it while the zygote preloads."""
+    import airlock_archive
+    return airlock_archive
+
+
+def proc_cpu(pid):
+    """CPU seconds of a live process from /proc/<pid>/stat: (own, own + waited-for children),
+    or None. Clock-tick resolution; the kernel keeps these numbers, user code cannot."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            s = f.read()
+        fields = s[s.rindex(b")") + 2:].split()
+        ut, st, cut, cst = (int(x) for x in fields[11:15])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (ut + st) / CLK_TCK, (ut + st + cut + cst) / CLK_TCK
+
+
+def thread_cpu(pid):
+    """CPU seconds (ns resolution) of a process's main thread from /proc/<pid>/schedstat,
+    else from /proc/<pid>/stat, or None."""
+    try:
+        with open("/proc/%d/schedstat" % pid, "rb") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        c = proc_cpu(pid)
+        return c[0] if c else None
+
+
 class Kernel:
     """The controller's view of one forked kernel."""
 
@@ -109,6 +155,8 @@ class Kernel:
         self.reader = None
         self.dead = None  # None while alive, else a description dict
         self.count = 0
+        self.cpu_s = None  # user+system seconds of it and its waited-for children, from its exit report
+        self.ready = False  # it said it finished setting itself up (before any user code ran)
 
 
 class Call:
@@ -147,6 +195,11 @@ class Call:
         self.marks = []
         self.registered = set()  # pipe fds in the selector
         self.nap = {}  # pipe fd -> monotonic time until which it is not read (coalescing)
+        self.cpu0 = None  # the kernel's CPU seconds when the call started (see Controller.call_cpu)
+        self.orphans0 = 0.0
+        self.cg = None  # [container, controller, zygote] CPU seconds at the call's start ...
+        self.cg_end = None  # ... and when the kernel answered or died
+        self.unpack = None  # {"format", "entries", "bytes", "ms"} of the call's archive
         self.pend = []  # [(stream, [text])] output not yet sent, in order
         self.pend_bytes = 0
         self.pend_since = 0.0
@@ -176,6 +229,8 @@ class Controller:
         os.set_blocking(self.infd, False)
         os.set_blocking(self.outfd, False)
         self.inbuf = bytearray()
+        self.inscan = 0  # inbuf[:inscan] holds no newline
+        self.orphan_cpu = 0.0  # CPU seconds of reaped processes that were not our children
         self.out = bytearray()
         self.out_registered = False
         self.queue = collections.deque()
@@ -284,13 +339,16 @@ class Controller:
             pass
         while True:
             try:
-                pid, _status = os.waitpid(-1, os.WNOHANG)
+                pid, _status, ru = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             if pid == self.zygote_pid:
                 self.zygote_died()
+            else:
+                # An orphan of a call (its parent died first): its time counts for that call.
+                self.orphan_cpu += ru.ru_utime + ru.ru_stime
 
     def on_stdin(self, _fd):
         try:
@@ -301,11 +359,14 @@ class Controller:
             self.shutdown(0)  # Airlock is gone: dead man's switch
         self.inbuf += data
         while True:
-            i = self.inbuf.find(b"\n")
+            # A long line (an archive) arrives in many reads: scan only the new bytes.
+            i = self.inbuf.find(b"\n", self.inscan)
             if i < 0:
+                self.inscan = len(self.inbuf)
                 break
             line = bytes(self.inbuf[:i])
             del self.inbuf[:i + 1]
+            self.inscan = 0
             if line.strip():
                 self.on_request(line)
 
@@ -355,6 +416,8 @@ class Controller:
         ours.settimeout(10)
         self.zreader = wire.Reader(ours)
         self.sel.register(ours.fileno(), selectors.EVENT_READ, self.on_zygote)
+        if WORKSPACE_OWNED:
+            load_archive()  # while the zygote preloads, off every call's path
         while self.zygote_ready is False:
             self.poll(1.0)
 
@@ -401,6 +464,8 @@ class Controller:
                         self.signal_kernel(k, signal.SIGKILL)
             elif t == "exit":
                 k = self.by_pid.pop(msg.get("pid"), None)
+                if k is not None and isinstance(msg.get("cpu_s"), (int, float)):
+                    k.cpu_s = float(msg["cpu_s"])
                 if k is not None and k.dead is None:
                     sig = msg.get("signal")
                     if sig:
@@ -486,6 +551,9 @@ class Controller:
                 break
             if msg is None:
                 break
+            if msg.get("t") == "ready" and k.count == 0:
+                k.ready = True  # only a kernel that has run no call yet can say this
+                continue
             if call is None or msg.get("seq") != call.seq or call.kdone is not None:
                 continue  # not this call's: a kernel only ever speaks for its current call
             self.drain_available(call)
@@ -634,6 +702,13 @@ class Controller:
         env = req.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             return self.emit({"t": "done", "id": req.get("id"), "fail": "env must map strings to strings"})
+        unpacked = None
+        if req.get("archive") is not None:
+            # Before any kernel takes the call: no process of the owner runs while the
+            # controller writes the workspace.
+            unpacked = self.unpack_archive(req, mode)
+            if unpacked is None:
+                return None
         restarted = False
         if mode == "oneshot":
             k = self.take_spare()
@@ -645,13 +720,26 @@ class Controller:
             k = self.session
             while k.pid is None and k.dead is None:
                 self.poll(0.05)
+        # A spare forked right after the previous call may still be setting itself up
+        # (copy-on-write faults of the preloaded heap): let it finish first, so the call's
+        # CPU count holds only the call. Bounded: a kernel that never says so still runs.
+        end = now() + 2.0
+        while not k.ready and k.dead is None and k.count == 0 and now() < end:
+            self.poll(min(0.05, max(0.0, end - now())))
         t_kernel = now()
         self.seq += 1
         call = Call(req, k, self.seq)
+        call.unpack = unpacked
         call.mark("kernel_ready", t_kernel)
         self.wait_forks()
         if mode == "session":
             call.snapshot = set(live_pids())
+            c = proc_cpu(k.pid) if k.pid is not None else None
+            call.cpu0 = c[1] if c else None
+        elif k.pid is not None:
+            call.cpu0 = thread_cpu(k.pid)  # the spare's own start-up is not the call's
+        call.orphans0 = self.orphan_cpu
+        call.cg = self.own_cpu()
         oom0 = oom_kills()
         r_out, w_out = os.pipe2(os.O_CLOEXEC)
         r_err, w_err = os.pipe2(os.O_CLOEXEC)
@@ -711,6 +799,8 @@ class Controller:
             self.poll(max(0.0, wake - t))
         if call.end is None:
             call.end = now()
+        if call.cg is not None:
+            call.cg_end = self.own_cpu()
         call.mark("kernel_done")
         if call.stdin_fd is not None:
             self.sel.unregister(call.stdin_fd)
@@ -749,6 +839,106 @@ class Controller:
             self.session = None
             self.session_lost = False
             self.session = self.fork_kernel()
+
+    def unpack_archive(self, req, mode):
+        """Unpack the request's archive into the emptied workspace; returns what was
+        unpacked, or None after answering the request with its refusal."""
+        rid = req.get("id")
+
+        def refuse(msg, code="bad_request"):
+            self.emit({"t": "done", "id": rid, "fail": msg, "code": code})
+
+        t0 = now()
+        data, req["archive"] = req.get("archive"), None
+        if mode != "oneshot":
+            return refuse("an archive can only come with a one-shot call")
+        if not WORKSPACE_OWNED:
+            return refuse("this container's /workspace is an input folder, not its own: it cannot "
+                          "take an archive", "internal")
+        if not isinstance(data, str):
+            return refuse("archive must be base64 text")
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            return refuse("archive is not valid base64")
+        del data
+        if not self.reset_workspace():
+            return refuse("the workspace could not be emptied", "internal")
+
+        def bound(key, default):
+            v = req.get(key)
+            return int(v) if isinstance(v, int) and v > 0 else default
+
+        archive = load_archive()
+        try:
+            info = archive.unpack(WORKSPACE, raw, bound("archive_max_entries", archive.MAX_ENTRIES),
+                                  bound("archive_max_bytes", archive.MAX_BYTES),
+                                  bound("archive_max_ratio", archive.MAX_RATIO))
+        except archive.Refused as exc:
+            self.reset_workspace()
+            self.seal_workspace()
+            return refuse(str(exc))
+        except Exception as exc:  # a bug: still leave nothing half unpacked behind
+            self.reset_workspace()
+            self.seal_workspace()
+            return refuse("unpacking the archive failed: %s: %s" % (type(exc).__name__, exc), "internal")
+        info["unpack_ms"] = round((now() - t0) * 1000, 3)
+        return info
+
+    def reset_workspace(self):
+        """Empty the controller's own /workspace and make it writable for unpacking;
+        reports whether it is empty."""
+        try:
+            os.chmod(WORKSPACE, 0o755)
+        except OSError:
+            pass
+        files.clear_dir(WORKSPACE)
+        try:
+            return not os.listdir(WORKSPACE)
+        except OSError:
+            return False
+
+    def seal_workspace(self):
+        """An empty workspace is read-only, like the image's own /workspace folder."""
+        try:
+            os.chmod(WORKSPACE, 0o555)
+        except OSError:
+            pass
+
+    def own_cpu(self):
+        """[container, controller, zygote] CPU seconds now; None if the cgroup is unreadable."""
+        cg = cgroup_cpu()
+        if cg is None:
+            return None
+        z = thread_cpu(self.zygote_pid) if self.zygote_pid else 0.0
+        return [cg, time.process_time(), z or 0.0]
+
+    def call_cpu(self, call):
+        """CPU seconds the call's processes used between the exec and the kernel's answer
+        (or death): the container's cgroup counter, less what the controller and the zygote
+        used meanwhile (the container runs one call at a time, and the next spare is forked
+        only after it). Without a readable cgroup: the kernel's own accounting (what it
+        waited for included) plus orphans the controller reaped. None if unknown."""
+        if call.cg is not None and call.cg_end is not None:
+            a, b = call.cg, call.cg_end
+            return max(0.0, (b[0] - a[0]) - (b[1] - a[1]) - max(0.0, b[2] - a[2]))
+        return self.proc_call_cpu(call)
+
+    def proc_call_cpu(self, call):
+        k = call.kernel
+        self.on_sigchld(self.wake_r)
+        if k.dead is not None:
+            # It exited: the zygote's exit report carries its rusage (wait4).
+            end = now() + 0.2
+            while k.cpu_s is None and k.pid is not None and k.pid in self.by_pid and now() < end:
+                self.poll(0.01)
+            total = k.cpu_s
+        else:
+            c = proc_cpu(k.pid) if k.pid is not None else None
+            total = c[1] if c else None
+        if total is None or call.cpu0 is None:
+            return None
+        return max(0.0, total - call.cpu0) + max(0.0, self.orphan_cpu - call.orphans0)
 
     def paused_unregister_safe(self, call, fd):
         stream = call.pipes.pop(fd)
@@ -801,8 +991,15 @@ class Controller:
                     if len(call.warnings) > MAX_WARNINGS else []),
                 "kernel_restarted": bool(restarted or restarted_now), "message": message,
                 "dropped": {"stdout": 0, "stderr": 0}}
+        cpu = self.call_cpu(call)
+        if cpu is not None:
+            done["cpu_seconds"] = round(cpu, 6)
+        if call.unpack is not None:
+            done["archive"] = call.unpack
         if TRACE:
             done["trace"] = {name: round((t - call.t_recv) * 1000, 3) for name, t in call.marks}
+            pc = self.proc_call_cpu(call)
+            done["trace"]["cpu_proc_ms"] = round(pc * 1000, 3) if pc is not None else None
         self.emit(done)
 
     # --- artifacts ------------------------------------------------------------------
@@ -890,6 +1087,9 @@ class Controller:
     def clean_files(self):
         for d in CLEAN_DIRS:
             files.clear_dir(d)
+        if WORKSPACE_OWNED:
+            self.reset_workspace()
+            self.seal_workspace()
         for d in (os.path.join(WORK, "outputs"), "/tmp/.mpl"):
             try:
                 os.makedirs(d, exist_ok=True)
@@ -899,15 +1099,8 @@ class Controller:
     # --- other ops ------------------------------------------------------------------
     def stats(self):
         pids = live_pids()
-        cpu = None
-        for p, div in (("/sys/fs/cgroup/cpuacct/cpuacct.usage", 1e6), ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", 1e6)):
-            v = _read_int_file(p)
-            if v is not None:
-                cpu = v / div
-                break
-        if cpu is None:
-            v = _read_int_file("/sys/fs/cgroup/cpu.stat", "usage_usec")
-            cpu = v / 1e3 if v is not None else None
+        cpu = cgroup_cpu()
+        cpu = cpu * 1000 if cpu is not None else None
         mem = _read_int_file("/sys/fs/cgroup/memory/memory.usage_in_bytes")
         if mem is None:
             mem = _read_int_file("/sys/fs/cgroup/memory.current")
@@ -976,10 +1169,13 @@ class Controller:
                 os.makedirs(d, exist_ok=True)
             except OSError:
                 pass
+        if WORKSPACE_OWNED:
+            self.seal_workspace()
         self.start_zygote()
         first = self.take_spare()
         self.spares.appendleft(first)
-        ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.t0) * 1000, 3)}
+        ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.t0) * 1000, 3),
+                 "features": ["cpu_seconds"] + (["archive"] if WORKSPACE_OWNED else [])}
         if os.getpid() != 1:
             # pid 1 (docker-init) holds the container's stdin/stdout and, being of our uid
             # and dumpable, lets user code open /proc/1/fd/0 and /proc/1/fd/1.

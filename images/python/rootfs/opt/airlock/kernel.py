@@ -436,6 +436,8 @@ def child_main(ctl_fd):
             k.warm_up()
         if not any(isinstance(f, _PyplotHook) for f in sys.meta_path):
             sys.meta_path.insert(0, _PyplotHook(_ref))
+        # Set up: the controller starts a call's clock (and CPU count) only after this.
+        wire.send(sock, {"t": "ready", "seq": None})
         k.serve()
     except BaseException:
         try:

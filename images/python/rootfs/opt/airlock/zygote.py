@@ -5,7 +5,7 @@ socketpair. With AIRLOCK_PRELOAD=1 it imports numpy, pandas and matplotlib (Agg,
 pyplot patched for figure capture) and runs nothing else. Messages (airlock_wire):
   controller -> zygote  {"op": "fork", "tag": n} + 1 fd: the new kernel's control socket
   zygote -> controller  {"t": "ready", "pid"}  {"t": "forked", "tag", "pid"}
-                        {"t": "exit", "pid", "exit_code" | "signal"}
+                        {"t": "exit", "pid", "exit_code" | "signal", "cpu_s"}
 The zygote reaps its children (the kernels) and reports every exit.
 """
 
@@ -85,12 +85,13 @@ def main():
 def reap(sock):
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, ru = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        msg = {"t": "exit", "pid": pid}
+        # rusage of the kernel and every child it waited for: the call's CPU time.
+        msg = {"t": "exit", "pid": pid, "cpu_s": ru.ru_utime + ru.ru_stime}
         if os.WIFSIGNALED(status):
             msg["signal"] = os.WTERMSIG(status)
         else:
