@@ -68,7 +68,9 @@ type WorkerConfig struct {
 	// cancelling them. Default 30s.
 	Grace time.Duration
 	// ReadBlock (Redis) bounds one blocking XREADGROUP; it is also the
-	// worst-case delay before Run notices shutdown. Default 2s.
+	// worst-case delay before Run notices shutdown. An empty batch lane is
+	// looked at every ReadBlock/4 (20–500 ms), so a batch job reaching an
+	// idle worker starts within that. Default 2s.
 	ReadBlock time.Duration
 }
 
