@@ -69,8 +69,9 @@ type WorkerConfig struct {
 	Grace time.Duration
 	// ReadBlock (Redis) bounds one blocking XREADGROUP; it is also the
 	// worst-case delay before Run notices shutdown. An empty batch lane is
-	// looked at every ReadBlock/4 (20–500 ms), so a batch job reaching an
-	// idle worker starts within that. Default 2s.
+	// looked at again after 20 ms, doubling up to ReadBlock while it stays
+	// empty, so a batch job reaching an idle worker starts within ReadBlock
+	// at worst. Default 2s.
 	ReadBlock time.Duration
 }
 

@@ -62,8 +62,8 @@
 // to the lane's stream (or to the session holder's own stream). Workers
 // XREADGROUP the interactive lane and their own stream (blocking), and the
 // batch lane only for slots left free (non-blocking, COUNT = free slots,
-// so no worker holds an entry it cannot start; looked at every
-// ReadBlock/4, at most 500 ms, while empty). A first delivery starts with
+// so no worker holds an entry it cannot start; while it stays empty it is
+// looked at after 20 ms, doubling up to ReadBlock). A first delivery starts with
 // no script: the deadline is checked in Go from the entry. The finish
 // script is the CAS, SET and PUBLISH. Workers acknowledge and delete
 // finished entries in batches (XACK and XDEL of up to 32 entries or 1 MiB

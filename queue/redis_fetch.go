@@ -11,12 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batchPollEvery is how often a worker whose slots are not all filled by
-// interactive jobs looks at the batch lane while it is empty (while batch
-// jobs keep coming it looks every time): a fraction of ReadBlock, between
-// 20 ms and 500 ms.
-func batchPollEvery(readBlock time.Duration) time.Duration {
-	return min(max(readBlock/4, 20*time.Millisecond), 500*time.Millisecond)
+// batchPollEvery is how long a worker whose slots interactive jobs do not
+// fill waits before looking at the batch lane again after finding it empty
+// idle times in a row: 20 ms doubling up to ReadBlock, so an idle worker
+// costs Redis a few commands per ReadBlock while a batch job reaching it
+// starts within ReadBlock at worst. While batch jobs keep coming it looks
+// every time.
+func batchPollEvery(readBlock time.Duration, idle int) time.Duration {
+	return min(20*time.Millisecond<<min(idle, 10), max(readBlock, 20*time.Millisecond))
 }
 
 // fetch returns up to n deliveries from the lanes (reclaimed ones first,
@@ -53,12 +55,17 @@ func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([
 		return nil, err
 	}
 	if len(ds) < n && due() {
-		w.nextBatchPoll = time.Now().Add(batchPollEvery(w.cfg.ReadBlock))
 		bs, _, err := w.read(ctx, []string{batch}, n-len(ds), -1)
 		if err != nil {
 			return nil, err
 		}
 		w.batchFlowing = len(bs) > 0
+		if w.batchFlowing {
+			w.batchIdle = 0
+		} else {
+			w.batchIdle++
+		}
+		w.nextBatchPoll = time.Now().Add(batchPollEvery(w.cfg.ReadBlock, w.batchIdle))
 		ds = append(ds, bs...)
 	}
 	return append(ds, own...), nil

@@ -49,6 +49,7 @@ type redisWorker struct {
 	repend        bool              // a read failed: recheck own pending entries
 	batchFlowing  bool              // the last batch-lane read found entries
 	nextBatchPoll time.Time         // when to look at an empty batch lane again
+	batchIdle     int               // batch-lane looks in a row that found nothing
 
 	mu       sync.Mutex
 	started  bool
