@@ -94,21 +94,26 @@ const terminalOffsetLua = "10000000000000"
 // Returns "ok" (recorded), "late" (the job had ended) or "stale" (ended,
 // and this worker no longer held the entry: another one took it over).
 var finishScript = redis.NewScript(`#!lua
+local verdict = 'ok'
+if redis.call('ZADD', KEYS[1], 'XX', 'LT', 'CH', ARGV[2], ARGV[1]) == 0 then
+  local p = redis.call('XPENDING', KEYS[3], ARGV[11], ARGV[12], ARGV[12], 1)
+  if not p[1] or p[1][2] ~= ARGV[9] or tostring(p[1][4]) ~= ARGV[13] then
+    verdict = 'stale'
+  else
+    verdict = 'late'
+  end
+else
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+  if ARGV[6] == '1' then redis.call('ZREM', KEYS[4], ARGV[1]) end
+  if ARGV[8] == '1' and redis.call('GET', KEYS[6]) == ARGV[9] then redis.call('DEL', KEYS[6]) end
+  if ARGV[7] == '1' then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
+  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[14] .. ARGV[3]) end
+end
 if #ARGV > 14 then
   redis.call('XACK', KEYS[3], ARGV[11], unpack(ARGV, 15))
   redis.call('XDEL', KEYS[3], unpack(ARGV, 15))
 end
-if redis.call('ZADD', KEYS[1], 'XX', 'LT', 'CH', ARGV[2], ARGV[1]) == 0 then
-  local p = redis.call('XPENDING', KEYS[3], ARGV[11], ARGV[12], ARGV[12], 1)
-  if p[1] and (p[1][2] ~= ARGV[9] or tostring(p[1][4]) ~= ARGV[13]) then return 'stale' end
-  return 'late'
-end
-redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
-if ARGV[6] == '1' then redis.call('ZREM', KEYS[4], ARGV[1]) end
-if ARGV[8] == '1' and redis.call('GET', KEYS[6]) == ARGV[9] then redis.call('DEL', KEYS[6]) end
-if ARGV[7] == '1' then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
-if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[14] .. ARGV[3]) end
-return 'ok'
+return verdict
 `)
 
 // abortScript ends a job from outside a run: its caller cancelled or timed
@@ -198,13 +203,15 @@ return {'run', att}
 // heartbeatScript extends a running job's visibility (resets its idle
 // time without counting a delivery) while this worker holds the entry with
 // its token (delivery count). It returns 1 when extended, 0 when the job
-// has ended and -1 when another worker took it over.
+// has ended and -1 when another worker took it over (it holds the entry,
+// or already acknowledged it: callers that end a job delete its entry but
+// leave the acknowledgement to the worker running it).
 //
 // KEYS: stream, active. ARGV: group, consumer, message ID, token, id.
 var heartbeatScript = redis.NewScript(`
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
-if not p[1] then return 0 end
-if p[1][2] ~= ARGV[2] or tostring(p[1][4]) ~= ARGV[4] then return -1 end
+-- not pending: only a worker that took it over acknowledges a running entry
+if not p[1] or p[1][2] ~= ARGV[2] or tostring(p[1][4]) ~= ARGV[4] then return -1 end
 local sc = redis.call('ZSCORE', KEYS[2], ARGV[5])
 if not sc or tonumber(sc) < 0 then return 0 end
 redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
