@@ -76,16 +76,39 @@ func (a *ackBatch) putBack(stream string, ids []string) {
 	}
 }
 
-// takeAll empties the batch and returns it.
-func (a *ackBatch) takeAll() map[string][]string {
+// snapshot returns a copy of the batch, left in place.
+func (a *ackBatch) snapshot() map[string][]string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string][]string, len(a.per))
 	for s, l := range a.per {
-		out[s] = l.ids
+		out[s] = append([]string(nil), l.ids...)
 	}
-	a.per = map[string]*ackList{}
 	return out
+}
+
+// remove drops ids of stream (flushed) from the batch.
+func (a *ackBatch) remove(stream string, ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.per[stream]
+	if l == nil {
+		return
+	}
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+	}
+	kept := l.ids[:0]
+	for _, id := range l.ids {
+		if !gone[id] {
+			kept = append(kept, id)
+		}
+	}
+	l.ids = kept
+	if len(kept) == 0 {
+		delete(a.per, stream)
+	}
 }
 
 // has reports whether id of stream waits in the batch.
@@ -106,7 +129,9 @@ func (a *ackBatch) has(stream, id string) bool {
 // and one XDEL per stream, pipelined); entries that fail stay for the next
 // flush.
 func (w *redisWorker) flushAcks(ctx context.Context) {
-	all := w.acks.takeAll()
+	// Entries stay in the batch until flushed, so a look at this worker's
+	// pending list (ownPending) never mistakes them for unstarted ones.
+	all := w.acks.snapshot()
 	if len(all) == 0 {
 		return
 	}
@@ -119,9 +144,10 @@ func (w *redisWorker) flushAcks(ctx context.Context) {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		w.log.Debug("acknowledging finished jobs failed; retrying later", "err", err)
-		for s, ids := range all {
-			w.acks.putBack(s, ids)
-		}
+		return
+	}
+	for s, ids := range all {
+		w.acks.remove(s, ids)
 	}
 }
 

@@ -128,16 +128,10 @@ func (w *redisWorker) reclaim(ctx context.Context, stream string, n int) ([]deli
 }
 
 // ownPending returns up to n lane entries delivered to this worker but
-// neither running nor finished here (their read's reply was lost). It
+// neither handed to a goroutine nor finished here (their read's reply was lost). It
 // lists them with XPENDING and reads them with XRANGE, neither of which
 // counts a delivery, so the attempt stays right.
 func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error) {
-	w.mu.Lock()
-	running := map[string]bool{}
-	for _, t := range w.tasks {
-		running[t.msgID] = true
-	}
-	w.mu.Unlock()
 	var ds []delivery
 	for _, s := range w.lanes {
 		pend, err := w.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -147,7 +141,10 @@ func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error)
 			return nil, w.groupErr(ctx, err)
 		}
 		for _, p := range pend {
-			if len(ds) >= n || running[p.ID] || w.acks.has(s, p.ID) {
+			w.mu.Lock()
+			busy := w.handed[s+" "+p.ID]
+			w.mu.Unlock()
+			if len(ds) >= n || busy || w.acks.has(s, p.ID) {
 				continue
 			}
 			msgs, err := w.q.rdb.XRangeN(ctx, s, p.ID, p.ID, 1).Result()

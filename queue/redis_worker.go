@@ -30,6 +30,7 @@ func (q *Redis) NewWorker(cfg WorkerConfig, h Handler) (Worker, error) {
 		acks:      newAckBatch(),
 		tasks:     map[string]*task{},
 		sessions:  map[string]struct{}{},
+		handed:    map[string]bool{},
 	}, nil
 }
 
@@ -55,6 +56,9 @@ type redisWorker struct {
 	started  bool
 	tasks    map[string]*task // running jobs, by job ID
 	sessions map[string]struct{}
+	// handed holds "stream id" of every delivery from its dispatch until
+	// it is running, finished into the ack batch, or dropped.
+	handed map[string]bool
 }
 
 // task is one running job of this worker.
@@ -153,7 +157,23 @@ func (w *redisWorker) Run(ctx context.Context) error {
 		bo.reset()
 		for i, d := range ds {
 			reserved := i < free
+			key := d.stream + " " + d.msg.ID
+			w.mu.Lock()
+			dup := w.handed[key]
+			w.handed[key] = true
+			w.mu.Unlock()
+			if dup { // recovered while still being handled here
+				if reserved {
+					<-slots
+				}
+				continue
+			}
 			wg.Go(func() {
+				defer func() {
+					w.mu.Lock()
+					delete(w.handed, key)
+					w.mu.Unlock()
+				}()
 				if !reserved { // an own-stream extra: wait for a slot
 					select {
 					case slots <- struct{}{}:
