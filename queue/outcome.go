@@ -7,23 +7,52 @@ import (
 )
 
 // An outcome is stored (Redis result key) and published (done notices) as
-// one string: "<state>:<len(msg)>:<msg><out>", so the caller needs no
-// further read to learn it.
+// one string: "<state>:<len(msg)>:<msg><len(by)>:<by><out>", where by is
+// the worker that ran the job ("" when a caller wrote the outcome), so the
+// caller needs no further read to learn it and an operator can see where a
+// job ran.
 
-// encodeOutcome packs a terminal state, its message and the reply payload.
-func encodeOutcome(state, msg string, out []byte) string {
-	return state + ":" + strconv.Itoa(len(msg)) + ":" + msg + string(out)
+// encodeOutcome packs a terminal state written by a caller.
+func encodeOutcome(state, msg string, out []byte) string { return encodeOutcomeBy(state, msg, "", out) }
+
+// encodeOutcomeBy packs a terminal state, its message, the worker that ran
+// the job and the reply payload.
+func encodeOutcomeBy(state, msg, by string, out []byte) string {
+	return state + ":" + strconv.Itoa(len(msg)) + ":" + msg + strconv.Itoa(len(by)) + ":" + by + string(out)
 }
 
-// decodeOutcome unpacks encodeOutcome's string.
+// decodeOutcome unpacks encodeOutcomeBy's string, without the worker.
 func decodeOutcome(v string) (state, msg string, out []byte, err error) {
+	state, msg, _, out, err = decodeOutcomeBy(v)
+	return state, msg, out, err
+}
+
+// decodeOutcomeBy unpacks encodeOutcomeBy's string.
+func decodeOutcomeBy(v string) (state, msg, by string, out []byte, err error) {
+	bad := fmt.Errorf("queue: malformed stored outcome %.40q", v)
 	state, rest, ok := strings.Cut(v, ":")
-	n, rest2, ok2 := strings.Cut(rest, ":")
-	l, err1 := strconv.Atoi(n)
-	if !ok || !ok2 || err1 != nil || l < 0 || l > len(rest2) {
-		return "", "", nil, fmt.Errorf("queue: malformed stored outcome %.40q", v)
+	if !ok {
+		return "", "", "", nil, bad
 	}
-	return state, rest2[:l], []byte(rest2[l:]), nil
+	msg, rest, ok = cutCounted(rest)
+	if !ok {
+		return "", "", "", nil, bad
+	}
+	by, rest, ok = cutCounted(rest)
+	if !ok {
+		return "", "", "", nil, bad
+	}
+	return state, msg, by, []byte(rest), nil
+}
+
+// cutCounted splits "<n>:<n bytes><rest>".
+func cutCounted(s string) (field, rest string, ok bool) {
+	n, rest, ok := strings.Cut(s, ":")
+	l, err := strconv.Atoi(n)
+	if !ok || err != nil || l < 0 || l > len(rest) {
+		return "", "", false
+	}
+	return rest[:l], rest[l:], true
 }
 
 // donePrefix starts a done notice: prefix, len(id), ":", id, outcome. It

@@ -189,7 +189,7 @@ if att > tonumber(ARGV[4]) then
   end
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', 10000, '*', unpack(f))
   if redis.call('ZADD', KEYS[2], 'XX', 'LT', 'CH', ARGV[8], ARGV[7]) == 1 then
-    local v = 'dead:' .. #msg .. ':' .. msg
+    local v = 'dead:' .. #msg .. ':' .. msg .. #ARGV[3] .. ':' .. ARGV[3]
     redis.call('SET', KEYS[3], v, 'PX', ARGV[6])
     if ARGV[11] == '1' then redis.call('ZREM', KEYS[5], ARGV[7]) end
     if ARGV[9] ~= '' then redis.call('PUBLISH', ARGV[9], ARGV[10] .. v) end

@@ -360,7 +360,7 @@ func (w *redisWorker) finish(base context.Context, t *task, reply Reply, herr er
 	}
 	size := len(t.job.Payload)
 	acks := w.acks.takeDue(t.stream, t.msgID, size)
-	args := []any{t.job.ID, terminalScore(t.job.Deadline.UnixMilli()), encodeOutcome(state, msg, out),
+	args := []any{t.job.ID, terminalScore(t.job.Deadline.UnixMilli()), encodeOutcomeBy(state, msg, w.cfg.ID, out),
 		q.cfg.ResultTTL.Milliseconds(), t.job.replyTo, flag(q.cfg.MaxPerOwner > 0), flag(bind), flag(unbind),
 		w.cfg.ID, q.cfg.SessionTTL.Milliseconds(), group, t.msgID, t.token, noticePrefix(t.job.ID)}
 	for _, id := range acks {
