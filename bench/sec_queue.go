@@ -35,7 +35,7 @@ func sectionQueue(ctx context.Context, o options, q *quieter, rep *report) error
 	if err != nil {
 		return err
 	}
-	costCmds, costUsec, err := redisCost(ctx, rs.url)
+	costCmds, costUsec, costCPU, err := redisCost(ctx, rs.url)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func sectionQueue(ctx context.Context, o options, q *quieter, rep *report) error
 	t.row("print(1) warm pool, p95", ms(viaRedis.pct(95)), "—", ms(direct.pct(95)), signedMS(viaRedis.pct(95)-direct.pct(95)))
 	t.note("**Redis hop adds %s p50** to print(1) (target < 2 ms); median of the per-round paired differences %s; the no-op job's queue overhead through Redis is %s p50.",
 		signedMS(viaRedis.pct(50)-direct.pct(50)), signedMS(paired), ms(rl.pct(50)))
-	t.note("%s", costNote(costCmds, costUsec))
+	t.note("%s", costNote(costCmds, costUsec, costCPU))
 	t.note("Failures: no-op Redis %s, in-process %s; print(1) via Redis %s, direct %s. Warm calls that fell back to a cold container: %s.",
 		rl.failures(), ml.failures(), viaRedis.failures(), direct.failures(), cmp.Or(viaRedis.note, "not counted"))
 	t.note("Redis path = jobs.Client → queue.Redis (caller's own client) → worker (own client) → jobs.Handler → the same warm engine; each worker in the throughput runs has its own Redis client, as separate `airlock worker` processes would.")

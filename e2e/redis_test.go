@@ -92,12 +92,11 @@ func TestRedisDeployment(t *testing.T) {
 		}
 	}
 	ran := map[int]int{} // worker pid → jobs
-	for _, k := range scanKeys(t, rdb, keys+"job:*") {
-		w, err := rdb.HGet(context.Background(), k, "w").Result()
-		if err != nil {
-			t.Fatalf("job %s has no worker: %v", k, err)
+	for k, o := range outcomes(t, rdb, keys) {
+		if o.by == "" {
+			t.Fatalf("job %s has no worker: %+v", k, o)
 		}
-		ran[pidOfWorker(t, w)]++
+		ran[pidOfWorker(t, o.by)]++
 	}
 	total := 0
 	for pid, n := range ran {
@@ -111,6 +110,7 @@ func TestRedisDeployment(t *testing.T) {
 	}
 
 	// A session lives on one worker; its calls go there and keep state.
+	beforeSession := outcomes(t, rdb, keys)
 	sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
 	holderID, err := rdb.Get(context.Background(), keys+"sess:"+sid).Result()
 	if err != nil {
@@ -145,15 +145,15 @@ func TestRedisDeployment(t *testing.T) {
 	if got := do(t, "GET", srv.URL+"/v1/sessions/"+sid+"/files/note.txt", nil).must(t, http.StatusOK).Body; string(got) != "hello" {
 		t.Errorf("file read back %q", got)
 	}
-	// Every job of the session ran on the holder.
+	// Every job of the session (open, calls, put, get) ran on the holder.
 	sessJobs := 0
-	for _, k := range scanKeys(t, rdb, keys+"job:*") {
-		f, _ := rdb.HMGet(context.Background(), k, "sess", "w").Result()
-		if sess, _ := f[0].(string); sess == sid {
-			sessJobs++
-			if w, _ := f[1].(string); w != holderID {
-				t.Errorf("session job %s ran on %q, not on the holder %s", k, w, holderID)
-			}
+	for k, o := range outcomes(t, rdb, keys) {
+		if _, old := beforeSession[k]; old {
+			continue
+		}
+		sessJobs++
+		if o.by != holderID {
+			t.Errorf("session job %s ran on %q, not on the holder %s", k, o.by, holderID)
 		}
 	}
 	if sessJobs < 6 {
@@ -229,7 +229,7 @@ func TestRedisDeployment(t *testing.T) {
 	})
 	t.Logf("the cancelled call's container was removed %s after the hang-up (not asserted)", time.Since(cancelledAt).Round(100*time.Millisecond))
 	poll(t, startTimeout, "the survivor to be back to its idle pool", func() bool { return len(running(t, dc, survivorPID)) >= poolSize })
-	if n := countState(t, rdb, keys+"job:*", "canceled"); n != 1 {
+	if n := countState(t, rdb, keys, "canceled"); n != 1 {
 		t.Errorf("%d jobs are marked canceled in Redis, want 1", n)
 	}
 
@@ -289,12 +289,44 @@ func scanKeys(t *testing.T, rdb *redis.Client, pattern string) []string {
 	return keys
 }
 
-// countState counts the job hashes matching pattern whose state is st.
-func countState(t *testing.T, rdb *redis.Client, pattern, st string) int {
+// outcome is one job's stored outcome, as the queue keeps it under
+// <keys>res:<id>: "<state>:<len(msg)>:<msg><len(by)>:<by><out>".
+type outcome struct{ state, by string }
+
+// outcomes reads every stored job outcome of the queue with key prefix keys.
+func outcomes(t *testing.T, rdb *redis.Client, keys string) map[string]outcome {
+	t.Helper()
+	m := map[string]outcome{}
+	counted := func(s string) (string, string, bool) {
+		n, rest, ok := strings.Cut(s, ":")
+		l, err := strconv.Atoi(n)
+		if !ok || err != nil || l < 0 || l > len(rest) {
+			return "", "", false
+		}
+		return rest[:l], rest[l:], true
+	}
+	for _, k := range scanKeys(t, rdb, keys+"res:*") {
+		v, err := rdb.Get(context.Background(), k).Result()
+		if err != nil {
+			continue // expired meanwhile
+		}
+		st, rest, ok := strings.Cut(v, ":")
+		_, rest, ok2 := counted(rest)
+		by, _, ok3 := counted(rest)
+		if !ok || !ok2 || !ok3 {
+			t.Fatalf("outcome %s malformed: %.60q", k, v)
+		}
+		m[k] = outcome{state: st, by: by}
+	}
+	return m
+}
+
+// countState counts the stored job outcomes whose state is st.
+func countState(t *testing.T, rdb *redis.Client, keys, st string) int {
 	t.Helper()
 	n := 0
-	for _, k := range scanKeys(t, rdb, pattern) {
-		if v, _ := rdb.HGet(context.Background(), k, "st").Result(); v == st {
+	for _, o := range outcomes(t, rdb, keys) {
+		if o.state == st {
 			n++
 		}
 	}

@@ -404,6 +404,8 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 		}
 	})
 
+	runLaneContract(t, newQ)
+
 	t.Run("Closed", func(t *testing.T) {
 		q := newQ(t, contractConfig(), nil)
 		if err := q.Close(); err != nil {

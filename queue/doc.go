@@ -31,55 +31,101 @@
 // caller cancel or deadline, dead-lettering, session loss) goes through an
 // atomic compare-and-set on the job state, and the first one wins. A
 // second Do with the same ID while the outcome is kept (Config.ResultTTL)
-// returns it without running the job again.
+// returns it without running the job again; while the job is live it
+// attaches to it.
+//
+// # Lanes
+//
+// Job.Lane is LaneInteractive (default) or LaneBatch. A worker takes a
+// batch job only for a slot no waiting interactive job can fill, so a
+// batch of thousands of items never delays interactive calls by more than
+// the jobs already running; batch jobs run whenever interactive ones leave
+// slots free. Both lanes count against MaxDepth and MaxPerOwner. Session
+// jobs go to their session's worker whatever their lane.
 //
 // # Redis design
 //
 // Keys are built by keyspace (redis_keys.go) and all carry the hash tag
 // {Config.Name}, so one queue lives in one Redis Cluster slot and each Lua
-// script touches one slot. Submission is one script: admission against the
-// "active" and per-owner sorted sets (scored by deadline, so entries of
-// callers that died expire by themselves), the job hash, and XADD to the
-// shared stream, or to the session holder's own stream for session jobs.
+// script touches one slot. The "active" sorted set holds every job ID:
+// scored by its deadline (ms) while live, and by deadline − 1e13 once it
+// has an outcome. Ending a job is "ZADD active XX LT CH <that score> id":
+// it succeeds once per job, whoever tries, and every writer of a job
+// computes the same terminal score from the job's own deadline, so clocks
+// do not matter. That one command is the compare-and-set; the winner then
+// SETs the encoded outcome in the job's result key (TTL ResultTTL) and
+// PUBLISHes it inside the done notice, so the caller reads nothing.
 //
-// Workers XREADGROUP from the shared stream and their own stream. A start
-// script increments the job's attempt counter, which is the fencing token;
-// heartbeats (every third of min(VisibilityTimeout, LivenessTTL)) reset
-// the message's idle time with XCLAIM only while the token is current, and
-// refresh the worker's liveness key. A worker that dies or stalls stops
-// heartbeating; after VisibilityTimeout another worker takes the message
-// with XAUTOCLAIM and starts it with a new token, so the stalled worker's
-// heartbeat and its late result are rejected ("stale result discarded").
-// The finish script stores the result only if the token is current and no
-// outcome exists, binds or unbinds sessions in the same step, publishes a
-// notice to the caller and XACKs and XDELs the message. A start beyond
-// MaxDeliveries moves the job to the dead-letter stream instead and tells
-// the caller.
+// Submission is one script: ZADD NX on the active set (dedupe: an existing
+// live ID attaches, an ended one returns its stored outcome), ZCOUNT of
+// the live scores for MaxDepth, and XADD of the entry, payload included,
+// to the lane's stream (or to the session holder's own stream). Workers
+// XREADGROUP the interactive lane and their own stream (blocking), and the
+// batch lane only for slots left free (non-blocking, COUNT = free slots,
+// so no worker holds an entry it cannot start; while it stays empty it is
+// looked at after 20 ms, doubling up to ReadBlock). A first delivery starts with
+// no script: the deadline is checked in Go from the entry. The finish
+// script is the CAS, SET and PUBLISH. Workers acknowledge and delete
+// finished entries in batches (XACK and XDEL of up to 32 entries or 1 MiB
+// of payload, or every 2 s; redis_acks.go). A one-shot call so costs 9
+// commands plus its share of a batch (about 9.04 back to back; 10 at one
+// call a second per worker; at most 11 when slower, where Redis is idle
+// anyway), script-inner commands included. Per-owner limits (MaxPerOwner > 0) add 4 (owner set
+// ZADD, ZCOUNT, PEXPIRETIME at submit, ZREM at finish); session jobs add 3
+// at submit (GET of the binding outside, GET and EXISTS inside) and 1–2
+// to bind or unbind at finish.
+//
+// Heartbeats (every third of min(VisibilityTimeout, LivenessTTL)) reset a
+// running entry's idle time with XCLAIM JUSTID only while this worker still
+// owns it with the delivery count it started with (the fencing token and
+// Job.Attempt), and refresh the worker's liveness key; they also sweep
+// active-set members ResultTTL past their deadline. A worker that dies or
+// stalls stops heartbeating; after VisibilityTimeout another worker takes
+// the entry with XAUTOCLAIM (which counts a delivery) and a takeover
+// script checks it: skipped if the job has ended or its deadline passed,
+// dead-lettered past MaxDeliveries (the caller is told), run otherwise. A
+// stalled worker that resumes learns at its next heartbeat that it lost
+// the lease and drops its result ("stale result discarded"); a result it
+// finishes before that heartbeat competes in the CAS like any other: the
+// job gets the outcome of whichever complete run finished first, and a
+// later one is discarded.
 //
 // Callers wait without polling: each process holds one pub/sub
-// subscription on its reply channel, and Do sleeps on a Go channel until a
-// notice, its deadline or its context. Outcomes live in the job hash, so a
-// notice missed while Redis restarted is recovered by re-reading every
-// waiter's hash after re-subscribing. A cancelled or timed-out caller
-// writes that outcome (if first) and, if the job is running, publishes on
-// the cancel channel; the worker cancels the handler's context (the
-// sandbox handler then kills its container). Session callers also check
-// every LivenessTTL/2 that the holder's liveness key exists, and end the
-// job with ErrSessionLost when it does not.
+// subscription on its reply channel and the queue's cancel channel, and
+// Do sleeps on a Go channel until a done notice, its deadline or its
+// context. Outcomes are stored, so a notice missed while Redis restarted
+// is recovered by re-reading every waiter's outcome after re-subscribing. A
+// caller that attached to a job submitted by another process (whose
+// notices go there) re-reads the outcome every 0.1–2 s. A cancelled or
+// timed-out caller writes that outcome (if first), deletes the job's entry
+// if it has not been read (it never runs), and publishes the outcome on
+// the cancel channel: a worker running the job cancels the handler's
+// context (the sandbox handler then kills its container), and other
+// processes' waiters wake. Session callers also check every LivenessTTL/2
+// that the holder's liveness key exists, and end the job with
+// ErrSessionLost when it does not.
 //
 // Redis down: submissions fail with ErrUnavailable within a dial attempt;
 // callers already waiting keep waiting (until their deadline) and resume
 // when Redis returns; workers retry with backoff and recreate their
-// consumer groups if Redis lost them. With appendonly yes, jobs accepted
-// before a restart are kept (appendfsync everysec can lose the last second
-// if Redis itself crashes; use always to close that window).
+// consumer groups if Redis lost them. Redis full (maxmemory, noeviction):
+// every writing script starts with "#!lua", which Redis refuses as a whole
+// before running any of it, so a submission is refused (ErrUnavailable,
+// not run) with nothing written; heartbeats use no command Redis refuses
+// when full, so leases hold and nothing finished runs again. With
+// appendonly yes, jobs accepted before a restart are kept (appendfsync
+// everysec can lose the last second if Redis itself crashes; use always
+// to close that window).
 //
 // # Delivery guarantees
 //
 // At-least-once execution, exactly-one outcome per job ID. A job may run
 // more than once (worker died or stalled past VisibilityTimeout, or a
 // worker was stopped past its grace period); that is acceptable for
-// one-shot sandbox jobs, which have no outside effects.
+// one-shot sandbox jobs, which have no outside effects. A job whose only
+// caller cancelled it after attaching (from a second Do with its ID)
+// while it was still queued may still be run once; its result is
+// discarded.
 //
 // # Metrics
 //

@@ -34,6 +34,9 @@ var (
 	// ErrJobFailed means the handler returned a Go error or panicked: a
 	// platform failure, reported with the handler's message.
 	ErrJobFailed = core.E("queue", core.ErrInternal, errors.New("job failed"))
+	// ErrInvalid means the job itself is malformed (an unknown lane); it
+	// was not enqueued.
+	ErrInvalid = core.E("queue", core.ErrInvalid, errors.New("invalid job"))
 	// ErrClosed means the queue was closed.
 	ErrClosed = core.E("queue", core.ErrUnavailable, errors.New("closed"))
 )
@@ -78,7 +81,7 @@ func outcomeLabel(err error) string {
 	}{
 		{ErrBusy, "busy"}, {ErrUnavailable, "unavailable"}, {ErrDeadLetter, stateDead},
 		{ErrSessionLost, stateLost}, {ErrDeadline, stateDeadline}, {ErrCanceled, stateCanceled},
-		{ErrJobFailed, stateFailed}, {ErrClosed, "closed"},
+		{ErrJobFailed, stateFailed}, {ErrClosed, "closed"}, {ErrInvalid, "invalid"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.label

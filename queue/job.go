@@ -20,6 +20,10 @@ type Job struct {
 	// session (see Reply.BindSession). If no live worker holds it, Do returns
 	// ErrSessionLost.
 	Session string
+	// Lane is the lane the job waits in: LaneInteractive (the default) or
+	// LaneBatch, which a worker takes only when no interactive job waits.
+	// Session jobs go to their session's worker whatever their lane.
+	Lane Lane
 	// Payload is the opaque request; the handler decodes it.
 	Payload []byte
 	// Deadline bounds the whole job: waiting, running and delivering the
@@ -42,6 +46,21 @@ type Job struct {
 	// replyTo is the caller's reply channel (Redis), read from the stream.
 	replyTo string
 }
+
+// Lane is a job's priority lane.
+type Lane string
+
+// The lanes: interactive jobs go before batch jobs.
+const (
+	// LaneInteractive is the default lane (calls a user waits for).
+	LaneInteractive Lane = ""
+	// LaneBatch holds batch items; a worker serves it only when no
+	// interactive job waits.
+	LaneBatch Lane = "batch"
+)
+
+// valid reports whether l is a known lane.
+func (l Lane) valid() bool { return l == LaneInteractive || l == LaneBatch }
 
 // Reply is what a handler returns for a job that it ran.
 type Reply struct {

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Memory is the in-process Queue: a mutex-guarded FIFO with workers in the
-// same process. Open returns it when no Redis is configured. Jobs do not
+// Memory is the in-process Queue: mutex-guarded FIFOs (one per lane) with
+// workers in the same process. Open returns it when no Redis is configured. Jobs do not
 // survive the process; a job is only redelivered when a worker shuts down
 // with it still running past its grace period.
 type Memory struct {
@@ -22,7 +22,8 @@ type Memory struct {
 	closed   bool
 	jobs     map[string]*memJob // active and recently finished, by ID
 	finished []*memJob          // finished jobs in finish order, for expiry
-	main     []*memJob          // the shared FIFO
+	main     []*memJob          // the interactive lane's FIFO
+	batch    []*memJob          // the batch lane's FIFO (served when main is empty)
 	workers  map[string]*memWorker
 	sessions map[string]*memWorker
 	owners   map[string]int
@@ -105,6 +106,9 @@ func (q *Memory) Do(ctx context.Context, j Job) (out []byte, err error) {
 
 // submit admits j and enqueues it, or attaches to the job with its ID.
 func (q *Memory) submit(ctx context.Context, j Job, now time.Time) (*memJob, error) {
+	if !j.Lane.valid() {
+		return nil, fmt.Errorf("%w: unknown lane %q (want %q or %q)", ErrInvalid, j.Lane, LaneInteractive, LaneBatch)
+	}
 	if j.ID == "" {
 		j.ID = randomID(16)
 	}
@@ -140,9 +144,12 @@ func (q *Memory) submit(ctx context.Context, j Job, now time.Time) (*memJob, err
 	q.jobs[j.ID] = mj
 	q.active++
 	q.owners[j.Owner]++
-	if target != nil {
+	switch {
+	case target != nil:
 		target.queue = append(target.queue, mj)
-	} else {
+	case j.Lane == LaneBatch:
+		q.batch = append(q.batch, mj)
+	default:
 		q.main = append(q.main, mj)
 	}
 	q.broadcastLocked()
@@ -303,7 +310,8 @@ func drainWithGrace(wg *sync.WaitGroup, grace time.Duration, abort func()) {
 	<-done
 }
 
-// take blocks for the next job (session jobs first) and marks it running
+// take blocks for the next job (session jobs first, then interactive,
+// then batch) and marks it running
 // with a fresh handler context; it returns nil when ctx ends.
 func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, context.CancelCauseFunc) {
 	q := w.q
@@ -316,6 +324,9 @@ func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, c
 		mj := popLive(&w.queue)
 		if mj == nil {
 			mj = popLive(&q.main)
+		}
+		if mj == nil {
+			mj = popLive(&q.batch)
 		}
 		if mj == nil {
 			wake := q.wake
@@ -385,7 +396,11 @@ func (w *memWorker) run(hctx context.Context, mj *memJob) {
 			q.finishLocked(mj, stateLost, nil, "worker shut down")
 			return
 		}
-		q.main = append([]*memJob{mj}, q.main...)
+		if j.Lane == LaneBatch {
+			q.batch = append([]*memJob{mj}, q.batch...)
+		} else {
+			q.main = append([]*memJob{mj}, q.main...)
+		}
 		q.broadcastLocked()
 		return
 	}

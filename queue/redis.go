@@ -16,13 +16,16 @@ import (
 )
 
 // Redis is the Queue on Redis Streams. Callers submit with one Lua script
-// (admission + enqueue) and then wait on a Go channel fed by one pub/sub
-// subscription per process (the job's "reply" channel); the outcome itself
-// is stored in the job's hash, so a notice lost while Redis restarts is
-// recovered by re-reading every waiter's hash after the subscription is
-// re-established. Nothing polls: a waiter wakes on a notice, its deadline,
-// its context, or (session jobs only) every LivenessTTL/2 to check that
-// the session's worker is alive.
+// (dedupe + admission + enqueue) and then wait on a Go channel fed by one
+// pub/sub subscription per process (its reply channel, plus the queue's
+// cancel channel); a worker's done notice carries the outcome itself, so
+// the caller reads nothing. The outcome is also stored in the job's result
+// key, so a notice lost while Redis restarts is recovered by re-reading
+// every waiter's result after the subscription is re-established. Nothing
+// polls on the normal path: a waiter wakes on a notice, its deadline, its
+// context, (session jobs) every LivenessTTL/2 to check that the session's
+// worker is alive, or (a caller that attached to a job another process
+// submitted) on a slow re-read of the stored outcome.
 type Redis struct {
 	cfg      Config
 	rdb      redis.UniversalClient
@@ -37,13 +40,20 @@ type Redis struct {
 
 	mu      sync.Mutex
 	closed  bool
-	waiters map[string]map[chan struct{}]struct{}
+	waiters map[string]map[*waiter]struct{}
 	// progress holds the OnProgress callbacks of jobs waiting in Do.
 	progress map[string]func([]byte)
 
 	// missedNotices counts jobs whose outcome was found only when their
 	// caller gave up waiting: a wake-up was lost (tests expect zero).
 	missedNotices atomic.Int64
+}
+
+// waiter is one Do waiting for its job; v and has are guarded by Redis.mu.
+type waiter struct {
+	ch  chan struct{} // poked on a notice or a re-subscription
+	v   string        // the encoded outcome, when a done notice carried it
+	has bool
 }
 
 // NewRedis returns a Redis-backed queue. It dials lazily: an unreachable
@@ -66,7 +76,7 @@ func NewRedis(cfg Config, deps Deps) (*Redis, error) {
 		clientID: randomID(8),
 		lisDone:  make(chan struct{}),
 		closeCh:  make(chan struct{}),
-		waiters:  map[string]map[chan struct{}]struct{}{},
+		waiters:  map[string]map[*waiter]struct{}{},
 		progress: map[string]func([]byte){},
 	}
 	m, err := newMetrics(deps.Registerer, "redis", q.depth)
@@ -77,7 +87,7 @@ func NewRedis(cfg Config, deps Deps) (*Redis, error) {
 		return nil, err
 	}
 	q.m = m
-	q.ps = rdb.Subscribe(context.Background(), q.keys.reply(q.clientID))
+	q.ps = rdb.Subscribe(context.Background(), q.keys.reply(q.clientID), q.keys.cancel())
 	go q.listen()
 	return q, nil
 }
@@ -180,9 +190,9 @@ func (q *Redis) Close() error {
 	return err
 }
 
-// listen turns reply notices into waiter wake-ups. After every
-// (re)subscription it wakes every waiter, since notices published while
-// the subscription was down are lost; the waiters re-read their job hash.
+// listen turns notices into waiter wake-ups. After every (re)subscription
+// it wakes every waiter, since notices published while the subscription
+// was down are lost; the waiters re-read their stored outcome.
 func (q *Redis) listen() {
 	defer close(q.lisDone)
 	var bo backoff
@@ -214,7 +224,9 @@ func (q *Redis) listen() {
 				q.deliverProgress(id, data)
 				continue
 			}
-			q.wake(m.Payload)
+			if id, v, ok := parseDone(m.Payload); ok {
+				q.deliverDone(id, v)
+			}
 		}
 	}
 }
@@ -226,26 +238,33 @@ func (q *Redis) isClosed() bool {
 	return q.closed
 }
 
-// addWaiter registers a wake-up channel for job id.
-func (q *Redis) addWaiter(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
+// addWaiter registers a waiter for job id.
+func (q *Redis) addWaiter(id string) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1)}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.waiters[id] == nil {
-		q.waiters[id] = map[chan struct{}]struct{}{}
+		q.waiters[id] = map[*waiter]struct{}{}
 	}
-	q.waiters[id][ch] = struct{}{}
-	return ch
+	q.waiters[id][w] = struct{}{}
+	return w
 }
 
-// removeWaiter unregisters ch.
-func (q *Redis) removeWaiter(id string, ch chan struct{}) {
+// removeWaiter unregisters w.
+func (q *Redis) removeWaiter(id string, w *waiter) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.waiters[id], ch)
+	delete(q.waiters[id], w)
 	if len(q.waiters[id]) == 0 {
 		delete(q.waiters, id)
 	}
+}
+
+// notified returns the outcome a done notice brought w, if any.
+func (q *Redis) notified(w *waiter) (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return w.v, w.has
 }
 
 // setProgress registers (or with nil removes) job id's progress callback.
@@ -269,12 +288,13 @@ func (q *Redis) deliverProgress(id string, data []byte) {
 	}
 }
 
-// wake signals the waiters of job id.
-func (q *Redis) wake(id string) {
+// deliverDone hands job id's outcome to its waiters.
+func (q *Redis) deliverDone(id, v string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for ch := range q.waiters[id] {
-		poke(ch)
+	for w := range q.waiters[id] {
+		w.v, w.has = v, true
+		poke(w.ch)
 	}
 }
 
@@ -283,8 +303,8 @@ func (q *Redis) wakeAll() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, set := range q.waiters {
-		for ch := range set {
-			poke(ch)
+		for w := range set {
+			poke(w.ch)
 		}
 	}
 }
@@ -295,235 +315,4 @@ func poke(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-// Do submits j and waits for its outcome; see Queue.Do.
-func (q *Redis) Do(ctx context.Context, j Job) (out []byte, err error) {
-	start := time.Now()
-	defer func() { q.m.e2e.WithLabelValues(outcomeLabel(err)).Observe(time.Since(start).Seconds()) }()
-	if j.ID == "" {
-		j.ID = randomID(16)
-	}
-	cd, hasCD := ctx.Deadline()
-	j.Deadline = deadlineFor(cd, hasCD, j, q.cfg.DefaultTimeout, start)
-	j.EnqueuedAt = start
-	if q.isClosed() {
-		return nil, ErrClosed
-	}
-	sig := q.addWaiter(j.ID) // before submitting: no notice can be missed
-	defer q.removeWaiter(j.ID, sig)
-	if j.OnProgress != nil {
-		q.setProgress(j.ID, j.OnProgress)
-		defer q.setProgress(j.ID, nil)
-	}
-	worker, exists, err := q.submit(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	return q.await(ctx, j, worker, sig, exists)
-}
-
-// submit runs the submit script; it returns the session's worker (for
-// session jobs) and whether the job ID already existed.
-func (q *Redis) submit(ctx context.Context, j Job) (worker string, exists bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, q.cfg.SubmitTimeout)
-	defer cancel()
-	now := time.Now()
-	for range 3 { // a session may move between GET and the script
-		stream, sessKey, aliveKey := q.keys.stream(), q.keys.job(j.ID), q.keys.job(j.ID)
-		if j.Session != "" {
-			sessKey = q.keys.session(j.Session)
-			worker, err = q.rdb.Get(ctx, sessKey).Result()
-			if errors.Is(err, redis.Nil) {
-				return "", false, fmt.Errorf("%w: no worker holds session %q", ErrSessionLost, j.Session)
-			}
-			if err != nil {
-				return "", false, fmt.Errorf("%w: %w", ErrUnavailable, err)
-			}
-			stream, aliveKey = q.keys.workerStream(worker), q.keys.alive(worker)
-		}
-		if !j.Deadline.After(now) {
-			return "", false, fmt.Errorf("%w: %w", ErrDeadline, context.DeadlineExceeded)
-		}
-		res, err := submitScript.Run(ctx, q.rdb,
-			[]string{q.keys.job(j.ID), stream, q.keys.active(), q.keys.owner(j.Owner), sessKey, aliveKey},
-			j.ID, now.UnixMilli(), j.Deadline.UnixMilli(), q.cfg.MaxDepth, q.cfg.MaxPerOwner, j.Owner,
-			q.keys.reply(q.clientID), q.cfg.ResultTTL.Milliseconds(), j.Payload, j.Session, worker,
-			now.UnixMicro()).StringSlice()
-		if err != nil {
-			if cerr := context.Cause(ctx); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
-				return "", false, fmt.Errorf("%w: %w", ErrCanceled, cerr)
-			}
-			if isOOM(err) {
-				return "", false, fmt.Errorf("%w: submit job %s refused, not run: Redis is full (maxmemory): %w", ErrUnavailable, j.ID, err)
-			}
-			return "", false, fmt.Errorf("%w: submit job %s: %w", ErrUnavailable, j.ID, err)
-		}
-		switch res[0] {
-		case "ok":
-			return worker, false, nil
-		case "exists":
-			return worker, true, nil
-		case "busy":
-			if res[1] == "owner" {
-				return "", false, fmt.Errorf("%w: owner %q has %d jobs in flight", ErrBusy, j.Owner, q.cfg.MaxPerOwner)
-			}
-			return "", false, fmt.Errorf("%w: queue depth %d reached", ErrBusy, q.cfg.MaxDepth)
-		case "lost":
-			return "", false, fmt.Errorf("%w: worker %s holding session %q is gone", ErrSessionLost, worker, j.Session)
-		case "moved":
-			continue
-		}
-	}
-	return "", false, fmt.Errorf("%w: session %q keeps moving", ErrSessionLost, j.Session)
-}
-
-// await waits for job j's outcome. worker is the session's worker for
-// session jobs; check asks for an immediate read of the stored outcome.
-func (q *Redis) await(ctx context.Context, j Job, worker string, sig chan struct{}, check bool) ([]byte, error) {
-	timer := time.NewTimer(time.Until(j.Deadline))
-	defer timer.Stop()
-	var liveness <-chan time.Time
-	if worker != "" {
-		t := time.NewTicker(q.cfg.LivenessTTL / 2)
-		defer t.Stop()
-		liveness = t.C
-	}
-	var retry <-chan time.Time
-	var bo backoff
-	missing := 0
-	for {
-		if check {
-			st, out, msg, err := q.outcome(j.ID)
-			switch {
-			case err != nil:
-				// Redis unreachable: the notice may be lost, so read
-				// again after a backoff until Redis answers.
-				retry = time.After(bo.next())
-			case st == "":
-				return nil, fmt.Errorf("%w: job %s vanished from Redis (restarted without persistence?)", ErrUnavailable, j.ID)
-			case st != stateQueued && st != stateRunning:
-				return out, outcomeErr(st, msg)
-			}
-		}
-		check = false
-		select {
-		case <-sig:
-			check = true
-		case <-retry:
-			retry, check = nil, true
-		case <-timer.C:
-			return q.abort(j, stateDeadline, "", worker)
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return q.abort(j, stateDeadline, "", worker)
-			}
-			out, err := q.abort(j, stateCanceled, "", worker)
-			if errors.Is(err, ErrCanceled) {
-				err = fmt.Errorf("%w: %w", ErrCanceled, ctx.Err())
-			}
-			return out, err
-		case <-liveness:
-			if q.workerAlive(worker) {
-				missing = 0
-				continue
-			}
-			// Declared lost only when the key is still gone a tick
-			// later: a short Redis stall or a late refresh is no loss.
-			if missing++; missing < 2 {
-				continue
-			}
-			out, err, done := q.checkSession(j, worker)
-			if done {
-				return out, err
-			}
-		case <-q.closeCh:
-			return nil, ErrClosed
-		}
-	}
-}
-
-// outcome reads a job's stored state and outcome; st is "" if the job
-// hash does not exist.
-func (q *Redis) outcome(id string) (st string, out []byte, msg string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
-	defer cancel()
-	vals, err := q.rdb.HMGet(ctx, q.keys.job(id), "st", "out", "err").Result()
-	if err != nil {
-		return "", nil, "", err
-	}
-	s := func(i int) string { v, _ := vals[i].(string); return v }
-	return s(0), []byte(s(1)), s(2), nil
-}
-
-// abort ends job j with state (first outcome wins) and returns whichever
-// outcome won. If Redis cannot be reached, state is returned anyway and
-// the job may still run once; its late result is discarded.
-func (q *Redis) abort(j Job, state, msg, worker string) ([]byte, error) {
-	res, err := q.runAbort(j, state, msg, false, worker, "", "")
-	if err != nil {
-		q.log.Warn("could not record job end; it may still run", "job", j.ID, "state", state, "err", err)
-		return nil, outcomeErr(state, msg)
-	}
-	if res == "done" {
-		st, out, m, err := q.outcome(j.ID)
-		if err == nil && st != "" {
-			if state == stateDeadline {
-				q.missedNotices.Add(1)
-				q.log.Warn("job outcome found only at its deadline: a notice was lost", "job", j.ID)
-			}
-			return out, outcomeErr(st, m)
-		}
-	}
-	return nil, outcomeErr(state, msg)
-}
-
-// workerAlive reports whether worker's liveness key exists; an error
-// (Redis unreachable) counts as alive: nothing is known to be lost.
-func (q *Redis) workerAlive(worker string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
-	defer cancel()
-	n, err := q.rdb.Exists(ctx, q.keys.alive(worker)).Result()
-	return err != nil || n == 1
-}
-
-// checkSession ends a session job as lost if its worker's liveness key is
-// gone; done reports that the job has an outcome to return.
-func (q *Redis) checkSession(j Job, worker string) (out []byte, err error, done bool) {
-	msg := "worker " + worker + " is gone"
-	res, err := q.runAbort(j, stateLost, msg, true, worker, "", "")
-	switch {
-	case err != nil || res == "alive":
-		return nil, nil, false
-	case res == "ok" || res == "gone":
-		return nil, outcomeErr(stateLost, msg), true
-	default: // "done": the real outcome arrived meanwhile
-		st, out, m, err := q.outcome(j.ID)
-		if err != nil || st == "" {
-			return nil, nil, false
-		}
-		return out, outcomeErr(st, m), true
-	}
-}
-
-// runAbort runs abortScript for j.
-func (q *Redis) runAbort(j Job, state, msg string, checkAlive bool, worker, stream, msgID string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
-	defer cancel()
-	jobKey := q.keys.job(j.ID)
-	alive, sess, strm := jobKey, jobKey, jobKey
-	if checkAlive {
-		alive, sess = q.keys.alive(worker), q.keys.session(j.Session)
-	}
-	if msgID != "" {
-		strm = stream
-	}
-	flag := ""
-	if checkAlive {
-		flag = "1"
-	}
-	return abortScript.Run(ctx, q.rdb,
-		[]string{jobKey, q.keys.active(), q.keys.owner(j.Owner), alive, sess, strm},
-		state, msg, q.cfg.ResultTTL.Milliseconds(), j.ID, q.keys.cancel(), flag, worker, msgID, group,
-	).Text()
 }

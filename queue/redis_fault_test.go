@@ -41,20 +41,37 @@ func cmpDur(a, b time.Duration) time.Duration {
 }
 
 // assertDrained checks that no job of queue name is left unfinished or
-// unacknowledged in Redis.
+// unacknowledged in Redis. Workers acknowledge finished entries in batches
+// (at most ackFlushEvery later), so it waits for that.
 func assertDrained(t *testing.T, rdb *redis.Client, name string) {
 	t.Helper()
 	ctx := testCtx(t)
 	k := newKeyspace("airlock", name)
-	if n, err := rdb.ZCard(ctx, k.active()).Result(); err != nil || n != 0 {
-		t.Errorf("active jobs = %d, %v; want 0", n, err)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if n, err := rdb.ZCount(ctx, k.active(), now, "+inf").Result(); err != nil || n != 0 {
+		t.Errorf("live jobs = %d, %v; want 0", n, err)
 	}
-	p, err := rdb.XPending(ctx, k.stream(), group).Result()
-	if err != nil || p.Count != 0 {
-		t.Errorf("pending messages = %+v, %v; want none", p, err)
-	}
-	if n, err := rdb.XLen(ctx, k.stream()).Result(); err != nil || n != 0 {
-		t.Errorf("stream length = %d, %v; want 0", n, err)
+	var last string
+	deadline := time.Now().Add(3 * ackFlushEvery)
+	for {
+		last = ""
+		for _, s := range []string{k.stream(), k.batchStream()} {
+			p, err := rdb.XPending(ctx, s, group).Result()
+			if err != nil || p.Count != 0 {
+				last += fmt.Sprintf("%s: pending %+v, %v; ", s, p, err)
+			}
+			if n, err := rdb.XLen(ctx, s).Result(); err != nil || n != 0 {
+				last += fmt.Sprintf("%s: length %d, %v; ", s, n, err)
+			}
+		}
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("streams not drained: %s", last)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

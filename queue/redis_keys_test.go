@@ -10,7 +10,7 @@ import (
 func TestKeysShareOneHashTag(t *testing.T) {
 	k := newKeyspace("airlock", "default")
 	for _, key := range []string{
-		k.stream(), k.workerStream("w{1}"), k.job("j}{"), k.active(), k.owner("{o}"),
+		k.stream(), k.batchStream(), k.workerStream("w{1}"), k.res("j}{"), k.active(), k.owner("{o}"),
 		k.session("s"), k.alive("w"), k.dead(), k.reply("c"), k.cancel(),
 	} {
 		if !strings.HasPrefix(key, "airlock:{default}:") {

@@ -51,8 +51,11 @@ func TestRedisFullRefusesSubmit(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, q.keys.job("full-1")).Val(); n != 0 {
-		t.Fatalf("a refused job left its hash behind")
+	if err := rdb.ZScore(ctx, q.keys.active(), "full-1").Err(); err == nil {
+		t.Fatalf("a refused job was admitted to the active set")
+	}
+	if n := rdb.Exists(ctx, q.keys.res("full-1")).Val(); n != 0 {
+		t.Fatalf("a refused job left an outcome behind")
 	}
 	if err := q.Ping(ctx); err != nil {
 		t.Fatalf("Ping after freeing: %v", err)

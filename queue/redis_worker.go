@@ -3,9 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,12 +25,16 @@ func (q *Redis) NewWorker(cfg WorkerConfig, h Handler) (Worker, error) {
 		q: q, cfg: cfg, h: h,
 		log:       q.log.With("worker", cfg.ID),
 		ownStream: q.keys.workerStream(cfg.ID),
+		lanes:     []string{q.keys.stream(), q.keys.batchStream()},
+		cursors:   map[string]string{},
+		acks:      newAckBatch(),
 		tasks:     map[string]*task{},
 		sessions:  map[string]struct{}{},
+		handed:    map[string]bool{},
 	}, nil
 }
 
-// redisWorker runs jobs from the shared stream and from its own stream
+// redisWorker runs jobs from the two lane streams and from its own stream
 // (jobs of the sessions bound to it).
 type redisWorker struct {
 	q         *Redis
@@ -40,13 +42,23 @@ type redisWorker struct {
 	h         Handler
 	log       *slog.Logger
 	ownStream string
-	cursor    string // XAUTOCLAIM position; touched only by Run's loop
-	repend    bool   // a read failed: recheck own pending entries; Run's loop only
+	lanes     []string // interactive, batch
+	acks      *ackBatch
+
+	// Touched only by Run's loop:
+	cursors       map[string]string // XAUTOCLAIM position per lane
+	repend        bool              // a read failed: recheck own pending entries
+	batchFlowing  bool              // the last batch-lane read found entries
+	nextBatchPoll time.Time         // when to look at an empty batch lane again
+	batchIdle     int               // batch-lane looks in a row that found nothing
 
 	mu       sync.Mutex
 	started  bool
 	tasks    map[string]*task // running jobs, by job ID
 	sessions map[string]struct{}
+	// handed holds "stream id" of every delivery from its dispatch until
+	// it is running, finished into the ack batch, or dropped.
+	handed map[string]bool
 }
 
 // task is one running job of this worker.
@@ -54,14 +66,17 @@ type task struct {
 	job    Job
 	stream string
 	msgID  string
-	token  string
+	token  string // the entry's delivery count when this run started
 	cancel context.CancelCauseFunc
 }
 
-// delivery is one stream message handed to this worker.
+// delivery is one stream message handed to this worker; recovered ones
+// (reclaimed from another worker, or found in its own pending list) are
+// checked by takeoverScript before they run.
 type delivery struct {
-	stream string
-	msg    redis.XMessage
+	stream    string
+	msg       redis.XMessage
+	recovered bool
 }
 
 // ID returns the worker's name.
@@ -87,6 +102,7 @@ func (w *redisWorker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	w.beat(bgCtx)
 	bg.Go(func() { w.heartbeatLoop(bgCtx) })
+	bg.Go(func() { w.ackLoop(bgCtx) })
 	ps := rdb.Subscribe(bgCtx, w.q.keys.cancel())
 	bg.Go(func() { w.cancelLoop(bgCtx, ps) })
 
@@ -141,7 +157,23 @@ func (w *redisWorker) Run(ctx context.Context) error {
 		bo.reset()
 		for i, d := range ds {
 			reserved := i < free
+			key := d.stream + " " + d.msg.ID
+			w.mu.Lock()
+			dup := w.handed[key]
+			w.handed[key] = true
+			w.mu.Unlock()
+			if dup { // recovered while still being handled here
+				if reserved {
+					<-slots
+				}
+				continue
+			}
 			wg.Go(func() {
+				defer func() {
+					w.mu.Lock()
+					delete(w.handed, key)
+					w.mu.Unlock()
+				}()
 				if !reserved { // an own-stream extra: wait for a slot
 					select {
 					case slots <- struct{}{}:
@@ -163,6 +195,7 @@ func (w *redisWorker) Run(ctx context.Context) error {
 	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })
 	w.drainOwn()
 	w.unbindAll()
+	w.flushAcks(context.Background())
 	w.cleanup()
 	bgStop()
 	_ = ps.Close()
@@ -189,9 +222,9 @@ func (w *redisWorker) ensureGroups(ctx context.Context) bool {
 	}
 }
 
-// createGroups creates the consumer group on the shared and own streams.
+// createGroups creates the consumer group on the lane and own streams.
 func (w *redisWorker) createGroups(ctx context.Context) error {
-	for _, s := range []string{w.q.keys.stream(), w.ownStream} {
+	for _, s := range append(append([]string(nil), w.lanes...), w.ownStream) {
 		err := w.q.rdb.XGroupCreateMkStream(ctx, s, group, "0").Err()
 		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
 			return err
@@ -200,155 +233,38 @@ func (w *redisWorker) createGroups(ctx context.Context) error {
 	return nil
 }
 
-// fetch returns up to n deliveries from the shared stream (reclaimed ones
-// first, every VisibilityTimeout/2) and any number from the own stream;
-// shared-stream deliveries come first in the slice.
-func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([]delivery, error) {
-	rdb, main := w.q.rdb, w.q.keys.stream()
-	if time.Now().After(*nextClaim) {
-		*nextClaim = time.Now().Add(w.q.cfg.VisibilityTimeout / 2)
-		for range 10 { // sweep the pending list from the last cursor
-			msgs, next, err := rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-				Stream: main, Group: group, Consumer: w.cfg.ID,
-				MinIdle: w.q.cfg.VisibilityTimeout, Start: cmpOr(w.cursor, "0-0"), Count: int64(n),
-			}).Result()
-			if err != nil {
-				return nil, w.groupErr(ctx, err)
-			}
-			w.cursor = next
-			if len(msgs) > 0 {
-				ds := make([]delivery, len(msgs))
-				for i, m := range msgs {
-					ds[i] = delivery{main, m}
-				}
-				w.log.Info("reclaimed stalled jobs", "count", len(msgs))
-				return ds, nil
-			}
-			if next == "0-0" {
-				break
-			}
-		}
+// laneOf names the lane of stream s.
+func (w *redisWorker) laneOf(s string) Lane {
+	if s == w.lanes[1] {
+		return LaneBatch
 	}
-	res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: group, Consumer: w.cfg.ID, Count: int64(n), Block: w.cfg.ReadBlock,
-		Streams: []string{main, w.ownStream, ">", ">"},
-	}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, w.groupErr(ctx, err)
-	}
-	var ds, own []delivery
-	for _, s := range res {
-		for _, m := range s.Messages {
-			if s.Stream == main {
-				ds = append(ds, delivery{s.Stream, m})
-			} else {
-				own = append(own, delivery{s.Stream, m})
-			}
-		}
-	}
-	return append(ds, own...), nil
-}
-
-// ownPending returns up to n entries of the shared stream delivered to this
-// worker but not being run by it (their read's reply was lost).
-func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error) {
-	main := w.q.keys.stream()
-	res, err := w.q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: group, Consumer: w.cfg.ID, Count: 1000, Block: -1, Streams: []string{main, "0"},
-	}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, w.groupErr(ctx, err)
-	}
-	w.mu.Lock()
-	running := map[string]bool{}
-	for _, t := range w.tasks {
-		running[t.msgID] = true
-	}
-	w.mu.Unlock()
-	var ds []delivery
-	for _, s := range res {
-		for _, m := range s.Messages {
-			if !running[m.ID] && len(ds) < n && m.Values != nil {
-				ds = append(ds, delivery{main, m})
-			}
-		}
-	}
-	return ds, nil
-}
-
-// groupErr recreates the consumer groups when Redis lost them (restarted
-// without persistence) and passes err on.
-func (w *redisWorker) groupErr(ctx context.Context, err error) error {
-	if strings.Contains(err.Error(), "NOGROUP") {
-		_ = w.createGroups(ctx)
-	}
-	return err
-}
-
-// cmpOr returns a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
-}
-
-// parseJob decodes a stream message into a Job.
-func parseJob(m redis.XMessage) (Job, error) {
-	s := func(k string) string { v, _ := m.Values[k].(string); return v }
-	j := Job{ID: s("id"), Owner: s("owner"), Session: s("sess"), Payload: []byte(s("pl")), replyTo: s("reply")}
-	dl, err1 := strconv.ParseInt(s("dl"), 10, 64)
-	enq, err2 := strconv.ParseInt(s("enq"), 10, 64)
-	if j.ID == "" || err1 != nil || err2 != nil {
-		return j, fmt.Errorf("queue: malformed stream entry %s", m.ID)
-	}
-	j.Deadline, j.EnqueuedAt = time.UnixMilli(dl), time.UnixMicro(enq)
-	return j, nil
+	return LaneInteractive
 }
 
 // process starts, runs and finishes one delivery.
 func (w *redisWorker) process(base context.Context, d delivery) {
-	q, rdb := w.q, w.q.rdb
-	j, err := parseJob(d.msg)
+	q := w.q
+	j, err := parseJob(d.msg, w.laneOf(d.stream))
 	if err != nil {
 		w.log.Error("dropping malformed job", "err", err)
-		ctx, cancel := context.WithTimeout(base, q.cfg.SubmitTimeout)
-		defer cancel()
-		_ = rdb.XAck(ctx, d.stream, group, d.msg.ID).Err()
+		w.acks.add(d.stream, d.msg.ID, 0)
 		return
 	}
 	log := w.log.With("job", j.ID)
-	ctx, cancel := context.WithTimeout(base, q.cfg.SubmitTimeout)
-	res, err := startScript.Run(ctx, rdb,
-		[]string{q.keys.job(j.ID), d.stream, q.keys.dead(), q.keys.active(), q.keys.owner(j.Owner)},
-		d.msg.ID, group, w.cfg.ID, q.cfg.MaxDeliveries, time.Now().UnixMilli(),
-		q.cfg.ResultTTL.Milliseconds(), j.ID).Slice()
-	cancel()
-	if err != nil {
-		// Left pending: reclaimed after the visibility timeout.
-		log.Warn("could not start job; leaving it for reclaim", "err", err)
-		return
-	}
-	verdict, _ := res[0].(string)
-	att, _ := res[1].(int64)
-	switch verdict {
-	case "dead":
-		q.m.dead.Inc()
-		log.Error("job dead-lettered", "deliveries", att)
-		return
-	case "run":
-	default:
-		log.Debug("skipping job", "verdict", verdict)
+	att := int64(1) // a first delivery (XREADGROUP ">")
+	if d.recovered {
+		var ok bool
+		if att, ok = w.takeover(base, d, j, log); !ok {
+			return
+		}
+	} else if !j.Deadline.After(time.Now()) {
+		// Its caller records the deadline (or a resubmission does).
+		log.Debug("skipping job past its deadline")
+		w.acks.add(d.stream, d.msg.ID, len(j.Payload))
 		return
 	}
 	j.Attempt = int(att)
-	t := &task{job: j, stream: d.stream, msgID: d.msg.ID, token: strconv.FormatInt(att, 10)}
+	t := &task{job: j, stream: d.stream, msgID: d.msg.ID, token: itoa(att)}
 	hctx, hcancel := context.WithCancelCause(base)
 	hctx, cancelDL := context.WithDeadline(hctx, j.Deadline)
 	defer cancelDL()
@@ -375,45 +291,98 @@ func (w *redisWorker) process(base context.Context, d delivery) {
 	reply, herr := safeHandle(withProgress(hctx, pub.send), w.h, j, log)
 	pub.flush()
 	q.m.inflight.Dec()
-	if errors.Is(context.Cause(hctx), errShutdown) {
+	switch cause := context.Cause(hctx); {
+	case errors.Is(cause, errShutdown):
 		log.Warn("job still running at end of grace period; left for another worker")
+		return
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("stale result discarded", "attempt", j.Attempt)
+		return
+	case errors.Is(cause, errJobOver):
+		w.acks.add(d.stream, d.msg.ID, len(j.Payload))
 		return
 	}
 	w.finish(base, t, reply, herr, failState(hctx), log)
 }
 
-// finish records a run's result (failState when herr is set), retrying while Redis is unreachable
-// until the worker is hard-stopped.
+// takeover runs takeoverScript on a recovered delivery; it returns the
+// attempt and whether to run the job.
+func (w *redisWorker) takeover(base context.Context, d delivery, j Job, log *slog.Logger) (int64, bool) {
+	q := w.q
+	ctx, cancel := context.WithTimeout(base, q.cfg.SubmitTimeout)
+	defer cancel()
+	ownerKey := q.keys.active()
+	if q.cfg.MaxPerOwner > 0 {
+		ownerKey = q.keys.owner(j.Owner)
+	}
+	res, err := takeoverScript.Run(ctx, q.rdb,
+		[]string{d.stream, q.keys.active(), q.keys.res(j.ID), q.keys.dead(), ownerKey},
+		d.msg.ID, group, w.cfg.ID, q.cfg.MaxDeliveries, time.Now().UnixMilli(),
+		q.cfg.ResultTTL.Milliseconds(), j.ID, terminalScore(j.Deadline.UnixMilli()),
+		j.replyTo, noticePrefix(j.ID), flag(q.cfg.MaxPerOwner > 0)).Slice()
+	if err != nil {
+		// Left pending: reclaimed after the visibility timeout.
+		log.Warn("could not take over job; leaving it for reclaim", "err", err)
+		return 0, false
+	}
+	verdict, _ := res[0].(string)
+	n, _ := res[1].(int64)
+	switch verdict {
+	case "run":
+		return n, true
+	case "dead":
+		q.m.dead.Inc()
+		log.Error("job dead-lettered", "deliveries", n)
+	default:
+		log.Debug("skipping job", "verdict", verdict)
+	}
+	return 0, false
+}
+
+// finish records a run's result (failState when herr is set), retrying
+// while Redis is unreachable until the worker is hard-stopped.
 func (w *redisWorker) finish(base context.Context, t *task, reply Reply, herr error, failState string, log *slog.Logger) {
 	q := w.q
 	state, out, msg := stateOK, reply.Payload, ""
 	if herr != nil {
 		state, out, msg = failState, nil, herr.Error()
 	}
-	jobKey := q.keys.job(t.job.ID)
-	bindKey, unbindKey, bind, unbind := jobKey, jobKey, "", ""
+	active := q.keys.active()
+	ownerKey, bindKey, unbindKey, bind, unbind := active, active, active, false, false
+	if q.cfg.MaxPerOwner > 0 {
+		ownerKey = q.keys.owner(t.job.Owner)
+	}
 	if herr == nil && reply.BindSession != "" {
-		bindKey, bind = q.keys.session(reply.BindSession), "1"
+		bindKey, bind = q.keys.session(reply.BindSession), true
 	}
 	if herr == nil && reply.UnbindSession != "" {
-		unbindKey, unbind = q.keys.session(reply.UnbindSession), "1"
+		unbindKey, unbind = q.keys.session(reply.UnbindSession), true
+	}
+	size := len(t.job.Payload)
+	acks := w.acks.takeDue(t.stream, t.msgID, size)
+	args := []any{t.job.ID, terminalScore(t.job.Deadline.UnixMilli()), encodeOutcomeBy(state, msg, w.cfg.ID, out),
+		q.cfg.ResultTTL.Milliseconds(), t.job.replyTo, flag(q.cfg.MaxPerOwner > 0), flag(bind), flag(unbind),
+		w.cfg.ID, q.cfg.SessionTTL.Milliseconds(), group, t.msgID, t.token, noticePrefix(t.job.ID)}
+	for _, id := range acks {
+		args = append(args, id)
 	}
 	var bo backoff
 	for {
 		ctx, cancel := context.WithTimeout(base, q.cfg.SubmitTimeout)
 		res, err := finishScript.Run(ctx, q.rdb,
-			[]string{jobKey, t.stream, q.keys.active(), q.keys.owner(t.job.Owner), bindKey, unbindKey},
-			t.msgID, group, t.token, state, out, msg, q.cfg.ResultTTL.Milliseconds(), t.job.ID,
-			w.cfg.ID, bind, unbind, q.cfg.SessionTTL.Milliseconds(), ownerFlag(q.cfg.MaxPerOwner)).Text()
+			[]string{active, q.keys.res(t.job.ID), t.stream, ownerKey, bindKey, unbindKey}, args...).Text()
 		cancel()
 		if err == nil {
+			if acks == nil {
+				w.acks.add(t.stream, t.msgID, size)
+			}
 			switch res {
 			case "ok":
 				w.mu.Lock()
-				if unbind != "" {
+				if unbind {
 					delete(w.sessions, reply.UnbindSession)
 				}
-				if bind != "" {
+				if bind {
 					w.sessions[reply.BindSession] = struct{}{}
 				}
 				w.mu.Unlock()
@@ -429,168 +398,10 @@ func (w *redisWorker) finish(base context.Context, t *task, reply Reply, herr er
 		}
 		if !sleepOr(bo.next(), base.Done()) {
 			log.Warn("gave up storing result at shutdown; the job will be reclaimed")
+			if len(acks) > 1 {
+				w.acks.putBack(t.stream, acks[:len(acks)-1])
+			}
 			return
 		}
 	}
-}
-
-// heartbeatLoop refreshes liveness and running jobs' leases.
-func (w *redisWorker) heartbeatLoop(ctx context.Context) {
-	every := min(w.q.cfg.VisibilityTimeout, w.q.cfg.LivenessTTL) / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			w.beat(ctx)
-		}
-	}
-}
-
-// beat renews every running job's lease, then refreshes the liveness key
-// and session bindings. The two are independent: leases first, in their own
-// pipeline, so a liveness write that fails (a full Redis refuses SET) never
-// lets a running job's lease lapse and the job run twice.
-func (w *redisWorker) beat(ctx context.Context) {
-	q := w.q
-	ctx, cancel := context.WithTimeout(ctx, q.cfg.SubmitTimeout)
-	defer cancel()
-	w.mu.Lock()
-	tasks := make([]*task, 0, len(w.tasks))
-	for _, t := range w.tasks {
-		tasks = append(tasks, t)
-	}
-	sessions := make([]string, 0, len(w.sessions))
-	for s := range w.sessions {
-		sessions = append(sessions, s)
-	}
-	w.mu.Unlock()
-	if len(tasks) > 0 {
-		pipe := q.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(tasks))
-		for i, t := range tasks {
-			cmds[i] = heartbeatScript.EvalSha(ctx, pipe, []string{q.keys.job(t.job.ID), t.stream},
-				t.token, group, w.cfg.ID, t.msgID)
-		}
-		_, _ = pipe.Exec(ctx)
-		for i, t := range tasks {
-			r, err := cmds[i].Int()
-			if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
-				r, err = heartbeatScript.Run(ctx, q.rdb, []string{q.keys.job(t.job.ID), t.stream},
-					t.token, group, w.cfg.ID, t.msgID).Int()
-			}
-			switch {
-			case err != nil:
-				w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
-			case r == -1:
-				w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
-				t.cancel(errLeaseLost)
-			case r == 0:
-				t.cancel(errJobOver)
-			}
-		}
-	}
-	pipe := q.rdb.Pipeline()
-	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
-	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
-	for _, s := range sessions {
-		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		w.log.Warn("liveness heartbeat failed", "err", err)
-	}
-}
-
-// cancelLoop cancels running handlers whose jobs were cancelled.
-func (w *redisWorker) cancelLoop(ctx context.Context, ps *redis.PubSub) {
-	var bo backoff
-	for {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			sleepOr(bo.next(), ctx.Done())
-			continue
-		}
-		bo.reset()
-		if m, ok := msg.(*redis.Message); ok {
-			w.mu.Lock()
-			t := w.tasks[m.Payload]
-			w.mu.Unlock()
-			if t != nil {
-				w.log.Info("job cancelled by its caller", "job", m.Payload)
-				t.cancel(errJobOver)
-			}
-		}
-	}
-}
-
-// cleanup removes this worker's traces at exit: its liveness key, its own
-// stream, and its consumer entry in the shared group unless jobs are still
-// pending under it (left running at the end of the grace period; deleting
-// the consumer would drop them from the pending list and so from reclaim).
-func (w *redisWorker) cleanup() {
-	q, rdb := w.q, w.q.rdb
-	ctx, cancel := context.WithTimeout(context.Background(), 2*q.cfg.SubmitTimeout)
-	defer cancel()
-	_ = rdb.Del(ctx, q.keys.alive(w.cfg.ID), w.ownStream).Err()
-	pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: q.keys.stream(), Group: group, Start: "-", End: "+", Count: 1, Consumer: w.cfg.ID,
-	}).Result()
-	if err == nil && len(pend) == 0 {
-		_ = rdb.XGroupDelConsumer(ctx, q.keys.stream(), group, w.cfg.ID).Err()
-	}
-}
-
-// unbindAll removes this worker's session bindings.
-func (w *redisWorker) unbindAll() {
-	w.mu.Lock()
-	sessions := make([]string, 0, len(w.sessions))
-	for s := range w.sessions {
-		sessions = append(sessions, s)
-	}
-	w.sessions = map[string]struct{}{}
-	w.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), w.q.cfg.SubmitTimeout)
-	defer cancel()
-	for _, s := range sessions {
-		_ = unbindScript.Run(ctx, w.q.rdb, []string{w.q.keys.session(s)}, w.cfg.ID).Err()
-	}
-}
-
-// drainOwn answers every job left in this worker's own stream (read or
-// not) with ErrSessionLost: its session dies with the worker.
-func (w *redisWorker) drainOwn() {
-	q := w.q
-	ctx, cancel := context.WithTimeout(context.Background(), 2*q.cfg.SubmitTimeout)
-	defer cancel()
-	for _, id := range []string{"0", ">"} {
-		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: group, Consumer: w.cfg.ID, Count: 1000, Block: -1,
-			Streams: []string{w.ownStream, id},
-		}).Result()
-		if err != nil {
-			continue
-		}
-		for _, s := range res {
-			for _, m := range s.Messages {
-				j, err := parseJob(m)
-				if err != nil {
-					continue
-				}
-				_, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", false, w.cfg.ID, w.ownStream, m.ID)
-			}
-		}
-	}
-}
-
-// ownerFlag is "1" when per-owner limits are on (the owner set is kept).
-func ownerFlag(maxPerOwner int) string {
-	if maxPerOwner > 0 {
-		return "1"
-	}
-	return ""
 }

@@ -68,7 +68,9 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 	if id == "" {
 		id = newID()
 	}
-	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Payload: payload,
+	// core.Lane and queue.Lane spell the lanes alike; the queue refuses an
+	// unknown one (ErrInvalid).
+	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Lane: queue.Lane(req.Lane), Payload: payload,
 		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
 	if sink := core.SinkFrom(ctx); sink != nil {
 		job.OnProgress = progressSink(sink)
