@@ -171,6 +171,19 @@ func (q *Redis) WorkerAlive(ctx context.Context, worker string) (bool, error) {
 	return n == 1, nil
 }
 
+// SessionHolder returns the ID of the worker the queue binds session id
+// to, or "" when no worker holds it (the binding expired or was removed).
+func (q *Redis) SessionHolder(ctx context.Context, id string) (string, error) {
+	w, err := q.rdb.Get(ctx, q.keys.session(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: session binding of %s: %w", ErrUnavailable, id, err)
+	}
+	return w, nil
+}
+
 // Close stops the reply listener, fails waiting callers with ErrClosed and
 // closes the Redis client if the queue dialled it.
 func (q *Redis) Close() error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,6 +28,7 @@ const reaperCallTimeout = 2 * time.Second
 // workerLiveness is what the reaper needs of the Redis queue.
 type workerLiveness interface {
 	WorkerAlive(ctx context.Context, worker string) (bool, error)
+	SessionHolder(ctx context.Context, id string) (string, error)
 }
 
 // reaper is the second line behind the sandbox's dead man's switch in a
@@ -152,22 +152,13 @@ func (r *reaper) sweep(ctx context.Context) {
 }
 
 // bound reports whether session id is still bound to this worker in the
-// queue: the binding key (see queue/redis_keys.go) names this worker.
+// queue: the queue's binding names this worker.
 func (r *reaper) bound(ctx context.Context, _, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, reaperCallTimeout)
 	defer cancel()
-	holder, err := r.rdb.Get(ctx, sessionBindingKey(r.queue, id)).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
+	holder, err := r.alive.SessionHolder(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("session binding of %s: %w", id, err)
+		return false, fmt.Errorf("reaper: %w", err)
 	}
 	return holder == r.worker, nil
-}
-
-// sessionBindingKey is the queue's session → worker key of session id
-// (queue/redis_keys.go: <prefix>:{<queue>}:sess:<id>, default prefix).
-func sessionBindingKey(queueName, id string) string {
-	return "airlock:{" + queueName + "}:sess:" + id
 }

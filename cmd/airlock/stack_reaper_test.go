@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/queue"
 )
 
 // TestReaperBound: a session counts as bound only while its queue binding
@@ -15,7 +16,12 @@ import (
 func TestReaperBound(t *testing.T) {
 	srv := redistest.Start(t, false)
 	rdb := srv.Client(t)
-	r := &reaper{rdb: rdb, queue: "q", worker: "me-1-abc"}
+	q, err := queue.NewRedis(queue.Config{Name: "q", SubmitTimeout: time.Second}, queue.Deps{Redis: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	r := &reaper{alive: q, queue: "q", worker: "me-1-abc"}
 	ctx := context.Background()
 	if err := rdb.Set(ctx, "airlock:{q}:sess:s-mine", "me-1-abc", time.Minute).Err(); err != nil {
 		t.Fatal(err)
