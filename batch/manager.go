@@ -365,7 +365,11 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 			used[ri.item.Archive] = true
 		}
 	}
-	if err := m.refreshArchives(ctx, b, used); err != nil {
+	// The archives must outlive the retry's own completion window, which
+	// starts now: their TTL is computed from the extended expiry.
+	renewed := b
+	renewed.ExpiresAt = m.retryExpiry(&b)
+	if err := m.refreshArchives(ctx, renewed, used); err != nil {
 		return Batch{}, err
 	}
 	n := 0
@@ -391,10 +395,7 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 		if b.RequestCounts.Failed < 0 {
 			b.RequestCounts.Failed = 0
 		}
-		exp := m.cfg.Now().Add(m.window(b)).Unix()
-		if exp > b.ExpiresAt {
-			b.ExpiresAt = exp
-		}
+		b.ExpiresAt = m.retryExpiry(b)
 		return nil
 	})
 	if err != nil {
@@ -406,6 +407,12 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 	m.event(ctx, b)
 	m.kick(owner, id)
 	return b, nil
+}
+
+// retryExpiry is when a retried batch expires: a completion window from
+// now, or its old expiry if that is later.
+func (m *Manager) retryExpiry(b *Batch) int64 {
+	return max(b.ExpiresAt, m.cfg.Now().Add(m.window(b)).Unix())
 }
 
 func (m *Manager) window(b *Batch) time.Duration {
