@@ -23,10 +23,12 @@ type Dispatcher interface {
 	Run(ctx context.Context, call dispatcher.Call) dispatcher.Result
 }
 
-// Runs starts and follows agent runs, for run items; nil refuses them.
+// Runs starts, follows and stops agent runs, for run items; nil refuses
+// them.
 type Runs interface {
 	Start(req agent.RunRequest) (agent.RunView, error)
 	Get(owner, id string) (agent.RunView, error)
+	Cancel(owner, id string) error
 }
 
 // Config configures a Manager.
