@@ -146,8 +146,12 @@ func TestUploadedArchivesLiveInTheStore(t *testing.T) {
 	if _, err := m.Create(ctx, "alice", Spec{Archives: [][]byte{make([]byte, core.MaxArchiveBytes+1)}, Items: []Item{{CustomID: "x", Call: call(), Archive: 1}}}); core.CodeOf(err) != core.ErrTooLarge || !strings.Contains(err.Error(), "16777216") {
 		t.Errorf("oversized archive: %v", err)
 	}
-	if _, err := m.Create(ctx, "alice", Spec{Items: []Item{{CustomID: "x", Call: call(), Archive: 3}}}); core.CodeOf(err) != core.ErrInvalid {
+	before, _ := st.List(ctx, kindItem, "alice", "", 1000)
+	if _, err := m.Create(ctx, "alice", Spec{Items: []Item{{CustomID: "ok", Call: call()}, {CustomID: "x", Call: call(), Archive: 3}}}); core.CodeOf(err) != core.ErrInvalid {
 		t.Errorf("item naming a missing archive: %v", err)
+	}
+	if after, _ := st.List(ctx, kindItem, "alice", "", 1000); len(after) != len(before) {
+		t.Errorf("a refused batch left %d item records behind", len(after)-len(before))
 	}
 
 	// An archive gone from the store fails its item, naming it.

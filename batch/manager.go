@@ -264,6 +264,13 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 	b := Batch{ID: randomID("batch_"), Object: "batch", Owner: owner, Status: StatusValidating,
 		RequestCounts: Counts{Total: len(spec.Items)}, CreatedAt: now.Unix(), ExpiresAt: now.Add(win).Unix(),
 		CompletionWindow: win.String(), Concurrency: conc, Limits: spec.Limits, Metadata: spec.Metadata}
+	// Every item is checked before anything is stored: item records have
+	// no TTL, so a refusal halfway would leave them behind for good.
+	for _, it := range spec.Items {
+		if it.Archive < 0 || it.Archive > len(spec.Archives) {
+			return Batch{}, core.E("batch.create", core.ErrInvalid, fmt.Errorf("item %q names archive %d of %d", it.CustomID, it.Archive, len(spec.Archives)))
+		}
+	}
 	for n, data := range spec.Archives {
 		if err := m.putArchive(ctx, owner, b.ID, n+1, data, m.archiveTTL(b)); err != nil {
 			return Batch{}, err
@@ -271,9 +278,6 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 	}
 	for i := range spec.Items {
 		it := spec.Items[i]
-		if it.Archive < 0 || it.Archive > len(spec.Archives) {
-			return Batch{}, core.E("batch.create", core.ErrInvalid, fmt.Errorf("item %q names archive %d of %d", it.CustomID, it.Archive, len(spec.Archives)))
-		}
 		it.Index, it.Status, it.Attempt = i, ItemPending, 1
 		if err := m.putItem(ctx, owner, b.ID, &it, -1); err != nil {
 			return Batch{}, err
