@@ -66,3 +66,22 @@ func TestBatchResultsStream(t *testing.T) {
 	h.do(keyAlice, "GET", "/v1/batches/batch_none/results", nil).must(t, 404)
 	h.do(keyBob, "GET", "/v1/batches/"+id+"/results", nil).must(t, 404)
 }
+
+// TestBatchListHasMore: GET /v1/batches?limit=N says has_more when the
+// caller has more than N batches, newest first.
+func TestBatchListHasMore(t *testing.T) {
+	h := newHarness(t, nil)
+	item := `{"custom_id":"c","tool_call":{"type":"function","function":{"name":"run_python","arguments":{"code":"print(1)"}}}}`
+	for i := 0; i < 3; i++ {
+		h.do(keyAlice, "POST", "/v1/batches", item, "Content-Type", "application/jsonl").must(t, 201)
+	}
+	for _, c := range []struct {
+		limit, n int
+		more     bool
+	}{{2, 2, true}, {3, 3, false}, {5, 3, false}} {
+		got := h.do(keyAlice, "GET", fmt.Sprintf("/v1/batches?limit=%d", c.limit), nil).must(t, 200).JSON(t)
+		if data, _ := got["data"].([]any); len(data) != c.n || got["has_more"] != c.more {
+			t.Errorf("limit %d: %d batches, has_more %v; want %d, %v", c.limit, len(data), got["has_more"], c.n, c.more)
+		}
+	}
+}

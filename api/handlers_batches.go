@@ -400,16 +400,20 @@ func (s *Server) listBatches(c *gin.Context) {
 		}
 		limit = n
 	}
-	bs, err := s.batches.List(c.Request.Context(), owner(c), limit)
+	bs, err := s.batches.List(c.Request.Context(), owner(c), limit+1)
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	more := len(bs) > limit
+	if more {
+		bs = bs[:limit]
 	}
 	out := make([]batch.Batch, len(bs))
 	for i, b := range bs {
 		out[i] = batchView(b)
 	}
-	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": false})
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": more})
 }
 
 // getBatch answers GET /v1/batches/{id}.
