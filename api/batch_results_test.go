@@ -85,3 +85,20 @@ func TestBatchListHasMore(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchMapSpecPrettyPrinted: a map spec is read as one, on one line
+// or pretty-printed over several (it was taken for JSONL and refused as
+// "line 1: not a valid item").
+func TestBatchMapSpecPrettyPrinted(t *testing.T) {
+	h := newHarness(t, nil)
+	spec := map[string]any{"each": "*", "input": "sales",
+		"tool_call": map[string]any{"type": "function", "function": map[string]any{"name": "run_python", "arguments": map[string]any{"code": "print(1)"}}}}
+	compact, _ := json.Marshal(spec)
+	pretty, _ := json.MarshalIndent(spec, "", "  ")
+	for _, body := range [][]byte{compact, pretty} {
+		r := h.do(keyAlice, "POST", "/v1/batches", string(body), "Content-Type", "application/json").must(t, 400)
+		if !strings.Contains(string(r.Body), "matched no folders") {
+			t.Errorf("map spec %s: %s, want it read as a map spec (the empty input folder matches nothing)", body, r.Body)
+		}
+	}
+}

@@ -150,7 +150,9 @@ func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (
 	if len(trimmed) == 0 {
 		return batch.Spec{}, newError(core.ErrInvalid, "request body is empty; send JSONL items or a map spec")
 	}
-	if trimmed[0] == '{' && !bytes.Contains(trimmed, []byte("\n")) || archives != nil {
+	// A body that is one JSON object, on one line or pretty-printed over
+	// many, may be a map spec; JSONL of several items is not one value.
+	if trimmed[0] == '{' || archives != nil {
 		var probe map[string]json.RawMessage
 		if json.Unmarshal(trimmed, &probe) == nil {
 			if _, ok := probe["each"]; ok || archives != nil {
