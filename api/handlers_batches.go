@@ -150,7 +150,9 @@ func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (
 	if len(trimmed) == 0 {
 		return batch.Spec{}, newError(core.ErrInvalid, "request body is empty; send JSONL items or a map spec")
 	}
-	if trimmed[0] == '{' && !bytes.Contains(trimmed, []byte("\n")) || archives != nil {
+	// A body that is one JSON object, on one line or pretty-printed over
+	// many, may be a map spec; JSONL of several items is not one value.
+	if trimmed[0] == '{' || archives != nil {
 		var probe map[string]json.RawMessage
 		if json.Unmarshal(trimmed, &probe) == nil {
 			if _, ok := probe["each"]; ok || archives != nil {
@@ -400,16 +402,20 @@ func (s *Server) listBatches(c *gin.Context) {
 		}
 		limit = n
 	}
-	bs, err := s.batches.List(c.Request.Context(), owner(c), limit)
+	bs, err := s.batches.List(c.Request.Context(), owner(c), limit+1)
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	more := len(bs) > limit
+	if more {
+		bs = bs[:limit]
 	}
 	out := make([]batch.Batch, len(bs))
 	for i, b := range bs {
 		out[i] = batchView(b)
 	}
-	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": false})
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": more})
 }
 
 // getBatch answers GET /v1/batches/{id}.
@@ -464,23 +470,45 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 	if !s.needBatches(c) {
 		return
 	}
-	lines, err := s.batches.Results(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
+	// The lines are streamed as read from the store, never all held; a
+	// store failure after the first line aborts the response, so a client
+	// never takes a cut stream for a whole one.
+	started := false
+	start := func() {
+		if !started {
+			started = true
+			c.Header("Content-Type", "application/jsonl")
+			c.Status(http.StatusOK)
+		}
 	}
-	c.Header("Content-Type", "application/jsonl")
-	c.Status(http.StatusOK)
 	enc := json.NewEncoder(c.Writer)
-	for i := range lines {
-		if errorsOnly && !lines[i].Failed() {
-			continue
+	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *batch.Line) error {
+		if errorsOnly && !l.Failed() {
+			return nil
 		}
-		if err := enc.Encode(&lines[i]); err != nil {
-			return
+		start()
+		if err := enc.Encode(l); err != nil {
+			return errClientGone{err}
 		}
+		return nil
+	})
+	var gone errClientGone
+	switch {
+	case err == nil:
+		start()
+	case errors.As(err, &gone):
+	case !started:
+		fail(c, err)
+	default:
+		s.log.Warn("api: batch results cut short", "batch", c.Param("id"), "err", err)
+		panic(http.ErrAbortHandler)
 	}
 }
+
+// errClientGone is a write to the client that failed: the stream ends.
+type errClientGone struct{ err error }
+
+func (e errClientGone) Error() string { return "write results: " + e.err.Error() }
 
 // batchSummary answers GET /v1/batches/{id}/summary.
 func (s *Server) batchSummary(c *gin.Context) {

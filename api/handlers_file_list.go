@@ -54,7 +54,8 @@ func (s *Server) listFiles(c *gin.Context) {
 	files := []listedFile{}
 	truncated := false
 	queue := []dir{{root, 0}}
-	for len(queue) > 0 && !truncated {
+	full := false // listMaxFiles reached; a folder too deep only marks truncated
+	for len(queue) > 0 && !full {
 		d := queue[0]
 		queue = queue[1:]
 		entries, err := s.deps.Sessions.ListFiles(c.Request.Context(), rec.Owner, rec.ID, d.path)
@@ -72,7 +73,7 @@ func (s *Server) listFiles(c *gin.Context) {
 				continue
 			}
 			if len(files) == listMaxFiles {
-				truncated = true
+				truncated, full = true, true
 				break
 			}
 			p := path.Join(d.path, e.Name)

@@ -34,9 +34,10 @@ func chunkKey(owner, id string, n, c int) state.Key {
 }
 
 // archiveTTL is how long a batch's archives are kept: its completion
-// window plus Config.ArchiveRetention (for retries).
+// window plus Config.ArchiveRetention (for retries). It is never below a
+// second: a TTL of 0 or less would keep the records forever.
 func (m *Manager) archiveTTL(b Batch) time.Duration {
-	return time.Unix(b.ExpiresAt, 0).Sub(m.cfg.Now()) + m.cfg.ArchiveRetention
+	return max(time.Unix(b.ExpiresAt, 0).Sub(m.cfg.Now())+m.cfg.ArchiveRetention, time.Second)
 }
 
 // putArchive stores uploaded archive n of batch id (1-based) in chunks.

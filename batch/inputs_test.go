@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,8 +146,12 @@ func TestUploadedArchivesLiveInTheStore(t *testing.T) {
 	if _, err := m.Create(ctx, "alice", Spec{Archives: [][]byte{make([]byte, core.MaxArchiveBytes+1)}, Items: []Item{{CustomID: "x", Call: call(), Archive: 1}}}); core.CodeOf(err) != core.ErrTooLarge || !strings.Contains(err.Error(), "16777216") {
 		t.Errorf("oversized archive: %v", err)
 	}
-	if _, err := m.Create(ctx, "alice", Spec{Items: []Item{{CustomID: "x", Call: call(), Archive: 3}}}); core.CodeOf(err) != core.ErrInvalid {
+	before, _ := st.List(ctx, kindItem, "alice", "", 1000)
+	if _, err := m.Create(ctx, "alice", Spec{Items: []Item{{CustomID: "ok", Call: call()}, {CustomID: "x", Call: call(), Archive: 3}}}); core.CodeOf(err) != core.ErrInvalid {
 		t.Errorf("item naming a missing archive: %v", err)
+	}
+	if after, _ := st.List(ctx, kindItem, "alice", "", 1000); len(after) != len(before) {
+		t.Errorf("a refused batch left %d item records behind", len(after)-len(before))
 	}
 
 	// An archive gone from the store fails its item, naming it.
@@ -196,4 +201,42 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	if raw != 3 {
 		t.Errorf("%d lines logged, want 3", raw)
 	}
+}
+
+// TestRetryExtendsArchiveTTL: a batch retried after its completion window
+// (within the retention) re-stores its archives for the retry's own window
+// plus the retention, not for what was left of the first ones.
+func TestRetryExtendsArchiveTTL(t *testing.T) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	st := state.NewMemory(now)
+	m, _ := New(Config{LeaseTTL: time.Second, ArchiveRetention: time.Hour, Now: now}, st, &recordingDispatcher{}, nil)
+	ctx := context.Background()
+	call := &dispatcher.Call{Name: "python", Arguments: json.RawMessage(`{}`)}
+	b, err := m.Create(ctx, "alice", Spec{CompletionWindow: time.Hour, Archives: [][]byte{[]byte("an archive")},
+		Items: []Item{{CustomID: "a", Call: call, Archive: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	offset.Store(int64(90 * time.Minute)) // past the window, 30 min of retention left
+	it, _ := m.items(ctx, "alice", b.ID)
+	failed := it[0].item
+	failed.Status = ItemFailed
+	if err := m.putItem(ctx, "alice", b.ID, &failed, it[0].version); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Retry(ctx, "alice", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := st.List(ctx, kindArc, "alice", "", 100)
+	if len(recs) != 2 {
+		t.Fatalf("%d archive records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		if left := r.Expires.Sub(now()); left < 110*time.Minute {
+			t.Errorf("after the retry %s expires in %s, want the retry's window + retention (2h)", r.Key.ID, left.Round(time.Minute))
+		}
+	}
+	waitStatus(t, m, "alice", b.ID, StatusCompleted)
 }

@@ -152,10 +152,21 @@ func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
 	for !runEnded(v.Status) {
 		select {
 		case <-ctx.Done():
+			// A cancel, the completion window or a shutdown stops the item,
+			// and so its run: left going, it would run on with nobody
+			// reading its end (an item left pending starts a new run).
+			if err := m.runs.Cancel(owner, v.ID); err != nil && core.CodeOf(err) != core.ErrNotFound {
+				m.cfg.Logger.Warn("batch: cancel the run of an item", "run", v.ID, "custom_id", it.CustomID, "err", err)
+			}
 			return &Line{Status: "cancelled", RunID: v.ID, Error: &ItemError{Code: "cancelled", Message: ctx.Err().Error()}}
 		case <-time.After(200 * time.Millisecond):
 		}
-		if nv, err := m.runs.Get(owner, v.ID); err == nil {
+		nv, err := m.runs.Get(owner, v.ID)
+		if core.CodeOf(err) == core.ErrNotFound {
+			return &Line{Status: "failed", RunID: v.ID, Error: &ItemError{Code: string(core.ErrNotFound),
+				Message: fmt.Sprintf("run %s of the item is no longer stored", v.ID)}}
+		}
+		if err == nil {
 			v = nv
 		}
 	}

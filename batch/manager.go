@@ -23,10 +23,12 @@ type Dispatcher interface {
 	Run(ctx context.Context, call dispatcher.Call) dispatcher.Result
 }
 
-// Runs starts and follows agent runs, for run items; nil refuses them.
+// Runs starts, follows and stops agent runs, for run items; nil refuses
+// them.
 type Runs interface {
 	Start(req agent.RunRequest) (agent.RunView, error)
 	Get(owner, id string) (agent.RunView, error)
+	Cancel(owner, id string) error
 }
 
 // Config configures a Manager.
@@ -262,6 +264,13 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 	b := Batch{ID: randomID("batch_"), Object: "batch", Owner: owner, Status: StatusValidating,
 		RequestCounts: Counts{Total: len(spec.Items)}, CreatedAt: now.Unix(), ExpiresAt: now.Add(win).Unix(),
 		CompletionWindow: win.String(), Concurrency: conc, Limits: spec.Limits, Metadata: spec.Metadata}
+	// Every item is checked before anything is stored: item records have
+	// no TTL, so a refusal halfway would leave them behind for good.
+	for _, it := range spec.Items {
+		if it.Archive < 0 || it.Archive > len(spec.Archives) {
+			return Batch{}, core.E("batch.create", core.ErrInvalid, fmt.Errorf("item %q names archive %d of %d", it.CustomID, it.Archive, len(spec.Archives)))
+		}
+	}
 	for n, data := range spec.Archives {
 		if err := m.putArchive(ctx, owner, b.ID, n+1, data, m.archiveTTL(b)); err != nil {
 			return Batch{}, err
@@ -269,9 +278,6 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 	}
 	for i := range spec.Items {
 		it := spec.Items[i]
-		if it.Archive < 0 || it.Archive > len(spec.Archives) {
-			return Batch{}, core.E("batch.create", core.ErrInvalid, fmt.Errorf("item %q names archive %d of %d", it.CustomID, it.Archive, len(spec.Archives)))
-		}
 		it.Index, it.Status, it.Attempt = i, ItemPending, 1
 		if err := m.putItem(ctx, owner, b.ID, &it, -1); err != nil {
 			return Batch{}, err
@@ -365,7 +371,11 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 			used[ri.item.Archive] = true
 		}
 	}
-	if err := m.refreshArchives(ctx, b, used); err != nil {
+	// The archives must outlive the retry's own completion window, which
+	// starts now: their TTL is computed from the extended expiry.
+	renewed := b
+	renewed.ExpiresAt = m.retryExpiry(&b)
+	if err := m.refreshArchives(ctx, renewed, used); err != nil {
 		return Batch{}, err
 	}
 	n := 0
@@ -391,10 +401,7 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 		if b.RequestCounts.Failed < 0 {
 			b.RequestCounts.Failed = 0
 		}
-		exp := m.cfg.Now().Add(m.window(b)).Unix()
-		if exp > b.ExpiresAt {
-			b.ExpiresAt = exp
-		}
+		b.ExpiresAt = m.retryExpiry(b)
 		return nil
 	})
 	if err != nil {
@@ -406,6 +413,12 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 	m.event(ctx, b)
 	m.kick(owner, id)
 	return b, nil
+}
+
+// retryExpiry is when a retried batch expires: a completion window from
+// now, or its old expiry if that is later.
+func (m *Manager) retryExpiry(b *Batch) int64 {
+	return max(b.ExpiresAt, m.cfg.Now().Add(m.window(b)).Unix())
 }
 
 func (m *Manager) window(b *Batch) time.Duration {

@@ -68,9 +68,15 @@ func (m *Manager) loggedLines(ctx context.Context, owner, id string) (map[string
 }
 
 func (m *Manager) rangeLog(ctx context.Context, owner, id string, fn func(Line)) error {
+	return m.rangeLogPaged(ctx, owner, id, 1000, func(l Line) error { fn(l); return nil })
+}
+
+// rangeLogPaged hands the results log to fn in order, reading page
+// entries at a time; an error from fn stops it and is returned as is.
+func (m *Manager) rangeLogPaged(ctx context.Context, owner, id string, page int, fn func(Line) error) error {
 	var after int64
 	for {
-		es, err := m.store.Range(ctx, logKey(kindResult, owner, id), after, 1000, 0)
+		es, err := m.store.Range(ctx, logKey(kindResult, owner, id), after, page, 0)
 		if err != nil {
 			return fmt.Errorf("batch: read results of %s: %w", id, err)
 		}
@@ -78,13 +84,48 @@ func (m *Manager) rangeLog(ctx context.Context, owner, id string, fn func(Line))
 			after = e.Seq
 			var l Line
 			if json.Unmarshal(e.Data, &l) == nil {
-				fn(l)
+				if err := fn(l); err != nil {
+					return err
+				}
 			}
 		}
-		if len(es) < 1000 {
+		if len(es) < page {
 			return nil
 		}
 	}
+}
+
+// streamPage is how many log entries EachResult holds at once (a line
+// keeps up to Config.OutputBytes of stdout and of stderr).
+const streamPage = 64
+
+// EachResult hands fn the lines Results returns (one per item, its latest
+// attempt, in order of completion) without holding them all: a first
+// pass over the log notes each item's latest attempt, a second hands
+// those lines over streamPage entries at a time. Errors before the first
+// call of fn (an unknown batch, the store) are returned before any line;
+// an error from fn stops it and is returned as is.
+func (m *Manager) EachResult(ctx context.Context, owner, id string, fn func(*Line) error) error {
+	if _, _, err := m.getBatch(ctx, owner, id); err != nil {
+		return err
+	}
+	latest := map[string]int{}
+	err := m.rangeLogPaged(ctx, owner, id, streamPage, func(l Line) error {
+		if a, ok := latest[l.CustomID]; !ok || l.Attempt > a {
+			latest[l.CustomID] = l.Attempt
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return m.rangeLogPaged(ctx, owner, id, streamPage, func(l Line) error {
+		if a, ok := latest[l.CustomID]; !ok || a != l.Attempt {
+			return nil
+		}
+		delete(latest, l.CustomID) // one line per item
+		return fn(&l)
+	})
 }
 
 // Results returns the batch's result lines, one per item (its latest
