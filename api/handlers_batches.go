@@ -61,9 +61,6 @@ func (s *Server) needBatches(c *gin.Context) bool {
 // batchView is a batch as answered: the record without its lease.
 func batchView(b batch.Batch) batch.Batch {
 	b.Lease = nil
-	if b.Errors == nil {
-		b.Errors = nil
-	}
 	return b
 }
 
