@@ -36,7 +36,11 @@ func packFolder(dir string, maxBytes int64, maxEntries int) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	entries := 0
 	var total int64 = 1024 // the two end blocks
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -66,7 +70,7 @@ func packFolder(dir string, maxBytes int64, maxEntries int) ([]byte, error) {
 			if err != nil {
 				return err
 			}
-			if !linkInside(name, target) {
+			if !linkInside(name, target) || !resolvesInside(realDir, p) {
 				return errNoPack{fmt.Sprintf("%s is a link out of the item folder", name)}
 			}
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
@@ -130,6 +134,18 @@ func linkInside(name, target string) bool {
 	}
 	j := path.Clean(path.Join(path.Dir(name), target))
 	return j != ".." && !strings.HasPrefix(j, "../")
+}
+
+// resolvesInside reports whether the link at p, resolved on the host (so
+// chains of links count), ends inside realDir. A dangling link resolves
+// nowhere and counts as inside: it gives the code nothing to read.
+func resolvesInside(realDir, p string) bool {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return true
+	}
+	rel, err := filepath.Rel(realDir, r)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // isNoPack reports whether err says the folder cannot be packed (as

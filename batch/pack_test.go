@@ -82,6 +82,17 @@ func TestPackFolderFallsBack(t *testing.T) {
 	if err := os.Symlink("../../secret", filepath.Join(up, "s")); err != nil {
 		t.Fatal(err)
 	}
+	// A chain: each link reads as inside, but together they leave.
+	chain := writeTree(t, map[string]string{"sub/a": "a"})
+	if err := os.Symlink("..", filepath.Join(chain, "sub", "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("lnk/../x", filepath.Join(chain, "sub", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(chain), "x"), []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fifo := writeTree(t, map[string]string{"a": "a"})
 	if err := syscall.Mkfifo(filepath.Join(fifo, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
@@ -93,6 +104,7 @@ func TestPackFolderFallsBack(t *testing.T) {
 		{many, "over 3 entries"},
 		{out, "passwd is a link out of the item folder"},
 		{up, "s is a link out of the item folder"},
+		{chain, "sub/b is a link out of the item folder"},
 		{fifo, "pipe is not a regular file"},
 	} {
 		_, err := packFolder(c.dir, 32<<10, 3)
