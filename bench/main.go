@@ -9,7 +9,8 @@
 // one-shot calls at the paces users create (an agent's call a second,
 // back-to-back, concurrent clients, several owners), 7 tenancy (server RSS
 // under concurrent maximum-size uploads from two keys, and the server CPU
-// of a call returning the maximum number of artifacts). Variants are
+// of a call returning the maximum number of artifacts), 9 the state store
+// (a warm session call with the embedded store and with Redis). Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
 // quiet.go), section 6 deliberately does not.
 package main
@@ -57,6 +58,7 @@ func run() int {
 		{"5", "mcp", sectionMCP},
 		{"6", "owners", sectionOwners},
 		{"7", "tenancy", sectionTenancy},
+		{"9", "state store", sectionState},
 	}
 	failed := 0
 	for _, s := range sections {
