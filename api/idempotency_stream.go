@@ -13,10 +13,11 @@ import (
 // idempotency key (the Idempotency-Key header, or the call id with the
 // body's hash), so that a retry never runs the call a second time:
 //
-//   - a new key: the call streams as streamCall's does, except that it runs
-//     to its end even if the client goes away (bounded by the call's own
-//     timeout), and its answer is stored under the key as a non-streamed
-//     call's is;
+//   - a new key: the call streams as streamCall's does and its answer is
+//     stored under the key as a non-streamed call's is; with an explicit
+//     Idempotency-Key header it runs to its end even if the client goes
+//     away (bounded by the call's own timeout), so a retry can collect it
+//     (a key derived from the call id keeps cancel-on-disconnect);
 //   - the first request finished (on any replica): its answer is replayed
 //     as a stream with Idempotent-Replayed: true, the same final "result"
 //     or "error" event; the live events are not repeated;
@@ -45,10 +46,14 @@ func (s *Server) streamIdempotent(c *gin.Context, call dispatcher.Call, key, fp 
 }
 
 // runIdempotent runs call on cs holding the reservation of key (renewed
-// while it runs), whether or not the client stays, and stores its answer.
+// while it runs) and stores its answer.
 func (s *Server) runIdempotent(cs *callStream, call dispatcher.Call, key, fp string, version int64) {
 	stop := s.idemHold(call.Owner, key, fp, version)
-	status, body := s.runStreamed(context.WithoutCancel(cs.c.Request.Context()), cs, call)
+	ctx := cs.c.Request.Context()
+	if cs.c.GetHeader("Idempotency-Key") != "" {
+		ctx = context.WithoutCancel(ctx) // the client asked to collect it later
+	}
+	status, body := s.runStreamed(ctx, cs, call)
 	stop()
 	s.idemFinish(call.Owner, key, fp, status, body, notRunStatus(status))
 }
