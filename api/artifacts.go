@@ -2,6 +2,7 @@ package api
 
 import (
 	"container/list"
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -13,9 +14,9 @@ import (
 // artifactLimits bound the artifact store.
 type artifactLimits struct {
 	ttl        time.Duration
-	maxBytes   int64 // all owners together; a new artifact past it is refused
-	ownerBytes int64 // one owner; past it that owner's oldest go first
-	ownerCount int   // one owner's artifacts; past it that owner's oldest go first
+	maxBytes   int64 // this replica's copies, all owners together; past it new ones are refused
+	ownerBytes int64 // one owner, on every replica; past it new ones are refused
+	ownerCount int   // one owner's artifacts, on every replica; likewise
 	// ownerQuota, when set, returns an owner's own byte and count quotas
 	// (from its key's policy); zero values mean ownerBytes and ownerCount.
 	ownerQuota func(owner string) (int64, int)
@@ -37,32 +38,27 @@ func (l artifactLimits) quota(owner string) (int64, int) {
 	return b, n
 }
 
-// artifactStore keeps artifact bytes in memory for a while so that JSON
-// answers can carry download URLs instead of bytes. Every operation is
-// O(1) (amortized): a map by id, a hash index for de-duplication and
-// linked lists in age order, overall (for the shared TTL) and per owner
-// (for eviction). An owner over its byte or count quota loses its own
-// oldest artifacts; a full store refuses new artifacts instead of evicting
-// another owner's.
+// artifactStore keeps artifact bytes for a while so that JSON answers can
+// carry download URLs instead of bytes. Every artifact is written to the
+// shared state store (with the artifact TTL), so every replica using it,
+// and this one after a restart, serves it; this replica also keeps the
+// bytes of the artifacts it made in memory (a map by id, a hash index for
+// de-duplication and a list in age order for the shared TTL), bounded by
+// maxBytes for all owners together: a full replica refuses new artifacts
+// instead of dropping another owner's. Each owner's byte and count quota is
+// counted in the state store (artifactQuota), so it holds across replicas:
+// past it, a new artifact is not kept (no URL; an error and a warning say
+// why) until older ones expire.
 type artifactStore struct {
 	mu     sync.Mutex
 	lim    artifactLimits
 	now    func() time.Time
-	total  int64
+	total  int64 // bytes held in memory, including puts under way
 	items  map[string]*storedArtifact
 	dedupe map[dedupeKey]*storedArtifact
 	byAge  *list.List // *storedArtifact, oldest first; all share one TTL
-	owners map[string]*ownerArtifacts
-	// st, when set, shares every artifact kept here with the replicas
-	// using the same state store and keeps it over a restart; quotas and
-	// eviction are this replica's.
-	st state.Store
-}
-
-// ownerArtifacts is one owner's share of the store.
-type ownerArtifacts struct {
-	bytes int64
-	byAge *list.List // *storedArtifact, oldest first
+	st     state.Store
+	quota  *artifactQuota
 }
 
 // dedupeKey identifies the same bytes stored again by the same owner and
@@ -75,64 +71,63 @@ type storedArtifact struct {
 	core.Artifact
 	expires  time.Time
 	ageElem  *list.Element
-	ownElem  *list.Element
 	dedupKey dedupeKey
 }
 
-// newArtifactStore returns an empty store.
-func newArtifactStore(lim artifactLimits, now func() time.Time) *artifactStore {
+// newArtifactStore returns an empty store over the shared state store st.
+func newArtifactStore(lim artifactLimits, st state.Store, now func() time.Time) *artifactStore {
 	return &artifactStore{lim: lim, now: now, items: map[string]*storedArtifact{},
-		dedupe: map[dedupeKey]*storedArtifact{}, byAge: list.New(), owners: map[string]*ownerArtifacts{}}
+		dedupe: map[dedupeKey]*storedArtifact{}, byAge: list.New(), st: st,
+		quota: newArtifactQuota(st, lim.ttl, now)}
 }
 
-// put stores a reference to a's bytes (already validated, see
-// checkArtifacts) for owner and session ("" for one-shot calls) and returns
-// its id, or "" and the reason it was not kept.
-func (s *artifactStore) put(owner, session string, a core.Artifact) (id, warning string) {
+// put stores a's bytes (already validated, see checkArtifacts) for owner
+// and session ("" for one-shot calls) and returns its id, or "" and why it
+// was not kept (code quota when the owner's quota is full, too_large for
+// an artifact over it alone, busy when this replica is full, unavailable
+// when the state store cannot count it).
+func (s *artifactStore) put(owner, session string, a core.Artifact) (string, *Error) {
 	size := int64(len(a.Data))
 	ownerBytes, ownerCount := s.lim.quota(owner)
 	switch {
 	case size == 0:
-		return "", fmt.Sprintf("artifact %s has no bytes; not kept", a.Name)
+		return "", newError(core.ErrInvalid, fmt.Sprintf("artifact %s has no bytes; not kept", a.Name))
 	case size > ownerBytes || size > s.lim.maxBytes:
-		return "", fmt.Sprintf("artifact %s (%d bytes) is over the per-key artifact budget of %d bytes; not kept", a.Name, size, min(ownerBytes, s.lim.maxBytes))
+		return "", newError(core.ErrTooLarge, fmt.Sprintf("artifact %s (%d bytes) is over the per-key artifact budget of %d bytes; not kept", a.Name, size, min(ownerBytes, s.lim.maxBytes)))
 	}
+	key := dedupeKey{owner, session, a.SHA256, a.Name}
+	s.mu.Lock()
+	s.expire(s.now())
+	if old, ok := s.dedupe[key]; ok && a.SHA256 != "" {
+		s.mu.Unlock()
+		return old.id, nil
+	}
+	if s.total+size > s.lim.maxBytes {
+		s.mu.Unlock()
+		return "", newError(core.ErrBusy, fmt.Sprintf("the server's artifact store is full (%d bytes held for all keys); artifact %s not kept, retry later", s.lim.maxBytes, a.Name))
+	}
+	s.total += size // held while the shared quota is asked
+	s.mu.Unlock()
+
+	id, kept, e := s.share(owner, session, a, ownerBytes, ownerCount)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.total -= size
+	if e != nil || !kept {
+		return id, e
+	}
+	if _, ok := s.items[id]; ok { // the same artifact, put concurrently
+		return id, nil
+	}
 	now := s.now()
-	s.expire(now)
-	key := dedupeKey{owner, session, a.SHA256, a.Name}
-	if old, ok := s.dedupe[key]; ok && a.SHA256 != "" {
-		return old.id, ""
-	}
-	own := s.owners[owner]
-	if own == nil {
-		own = &ownerArtifacts{byAge: list.New()}
-		s.owners[owner] = own
-	}
-	if s.total-own.bytes+size > s.lim.maxBytes { // would not fit even without the owner's own
-		if own.byAge.Len() == 0 {
-			delete(s.owners, owner)
-		}
-		return "", fmt.Sprintf("the server's artifact store is full (%d bytes held for all keys); artifact %s not kept, retry later", s.lim.maxBytes, a.Name)
-	}
-	for own.byAge.Len() > 0 && (own.bytes+size > ownerBytes || own.byAge.Len() >= ownerCount ||
-		s.total+size > s.lim.maxBytes) {
-		s.remove(own.byAge.Front().Value.(*storedArtifact))
-	}
-	s.owners[owner] = own // remove drops an owner whose last artifact went
-	id = newID("art_")
 	st := &storedArtifact{id: id, owner: owner, session: session, Artifact: a, expires: now.Add(s.lim.ttl), dedupKey: key}
 	st.ageElem = s.byAge.PushBack(st)
-	st.ownElem = own.byAge.PushBack(st)
 	s.items[id] = st
 	if a.SHA256 != "" {
 		s.dedupe[key] = st
 	}
 	s.total += size
-	own.bytes += size
-	s.persist(st)
-	return id, ""
+	return id, nil
 }
 
 // get returns owner's artifact id made in session ("" for one-shot calls).
@@ -151,42 +146,28 @@ func (s *artifactStore) get(owner, session, id string) (*storedArtifact, bool) {
 	return a, true
 }
 
-// usage returns owner's stored bytes and count.
+// usage returns owner's artifact bytes and count as the shared quota
+// counts them (every replica's; expired ones leave within a window).
 func (s *artifactStore) usage(owner string) (int64, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if own := s.owners[owner]; own != nil {
-		return own.bytes, own.byAge.Len()
-	}
-	return 0, 0
+	ctx, cancel := context.WithTimeout(context.Background(), artifactStoreTimeout)
+	defer cancel()
+	b, n, _ := s.quota.usage(ctx, owner)
+	return b, int(n)
 }
 
-// expire drops artifacts past their TTL. Callers hold mu.
+// expire drops this replica's copies of artifacts past their TTL (the
+// state store expires its own). Callers hold mu.
 func (s *artifactStore) expire(now time.Time) {
 	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
 		a := e.Value.(*storedArtifact)
 		if now.Before(a.expires) {
 			return
 		}
-		s.remove(a)
-	}
-}
-
-// remove drops a from every index. Callers hold mu.
-func (s *artifactStore) remove(a *storedArtifact) {
-	size := int64(len(a.Data))
-	s.byAge.Remove(a.ageElem)
-	delete(s.items, a.id)
-	if s.dedupe[a.dedupKey] == a {
-		delete(s.dedupe, a.dedupKey)
-	}
-	s.total -= size
-	s.unpersist(a)
-	if own := s.owners[a.owner]; own != nil {
-		own.byAge.Remove(a.ownElem)
-		own.bytes -= size
-		if own.byAge.Len() == 0 {
-			delete(s.owners, a.owner)
+		s.byAge.Remove(a.ageElem)
+		delete(s.items, a.id)
+		if s.dedupe[a.dedupKey] == a {
+			delete(s.dedupe, a.dedupKey)
 		}
+		s.total -= int64(len(a.Data))
 	}
 }

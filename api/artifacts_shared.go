@@ -2,7 +2,11 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -24,30 +28,58 @@ type sharedArtifact struct {
 	Data    []byte `json:"data"`
 }
 
-// persist writes a to the shared store (when there is one) with the
-// artifact TTL, so every replica, and this one after a restart, can serve
-// it. A failed write keeps the artifact on this replica only.
-func (s *artifactStore) persist(a *storedArtifact) {
-	if s.st == nil {
-		return
-	}
-	b, err := json.Marshal(sharedArtifact{Session: a.session, Name: a.Name, MIME: a.MIME, SHA256: a.SHA256, Data: a.Data})
-	if err != nil {
-		return
-	}
+// share counts a against owner's quota (maxBytes, maxCount) in the state
+// store and writes it there with the artifact TTL, so every replica, and
+// this one after a restart, can serve it. It returns the artifact's id
+// and whether this replica should keep its own copy: an artifact with a
+// hash has an id derived from owner, session, hash and name, so the same
+// artifact made again (an event replayed, the same call retried on another
+// replica) finds its record, is not counted twice and is not kept again.
+// An artifact the store cannot hold (over state.MaxValueSize) or failed to
+// write stays on this replica only, still counted.
+func (s *artifactStore) share(owner, session string, a core.Artifact, maxBytes int64, maxCount int) (string, bool, *Error) {
 	ctx, cancel := context.WithTimeout(context.Background(), artifactStoreTimeout)
 	defer cancel()
-	_, _ = s.st.Put(ctx, state.Key{Kind: artifactKind, Owner: a.owner, ID: a.id}, b, state.PutOptions{TTL: s.lim.ttl})
+	size := int64(len(a.Data))
+	idx, err := s.quota.reserve(ctx, owner, size, maxBytes, maxCount)
+	var full errQuotaFull
+	switch {
+	case errors.As(err, &full):
+		limit := any(maxBytes)
+		if full.what == "count" {
+			limit = maxCount
+		}
+		return "", false, newError(core.ErrQuota, fmt.Sprintf("artifact %s (%d bytes) not kept: this API key's artifact quota (%d bytes, %d artifacts, all replicas together) is full; artifacts are kept %s and free their share at most %s after they expire",
+			a.Name, size, maxBytes, maxCount, s.lim.ttl, s.quota.window)).
+			withDetails(map[string]any{"budget": "artifact_" + full.what, "limit": limit})
+	case err != nil:
+		return "", false, newError(core.ErrUnavailable, fmt.Sprintf("artifact %s not kept: the state store is unavailable, retry later", a.Name))
+	}
+	id := artifactID(owner, session, a)
+	b, err := json.Marshal(sharedArtifact{Session: session, Name: a.Name, MIME: a.MIME, SHA256: a.SHA256, Data: a.Data})
+	if err != nil {
+		return id, true, nil
+	}
+	opt := state.PutOptions{TTL: s.lim.ttl}
+	if a.SHA256 != "" {
+		opt.IfVersion = -1
+	}
+	if _, err := s.st.Put(ctx, state.Key{Kind: artifactKind, Owner: owner, ID: id}, b, opt); errors.Is(err, state.ErrConflict) {
+		s.quota.release(ctx, owner, idx, size)
+		return id, false, nil
+	}
+	return id, true, nil
 }
 
-// unpersist removes a from the shared store.
-func (s *artifactStore) unpersist(a *storedArtifact) {
-	if s.st == nil {
-		return
+// artifactID names an artifact: derived from owner, session, hash and name
+// when it has a hash (so the same artifact has the same id on every
+// replica), else random.
+func artifactID(owner, session string, a core.Artifact) string {
+	if a.SHA256 == "" {
+		return newID("art_")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), artifactStoreTimeout)
-	defer cancel()
-	_ = s.st.Delete(ctx, state.Key{Kind: artifactKind, Owner: a.owner, ID: a.id}, 0)
+	sum := sha256.Sum256([]byte(owner + "\x00" + session + "\x00" + a.SHA256 + "\x00" + a.Name))
+	return "art_" + hex.EncodeToString(sum[:16])
 }
 
 // fetch reads owner's artifact id from the shared store.

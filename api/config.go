@@ -77,8 +77,9 @@ type Config struct {
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
 	// ArtifactOwnerMaxBytes and ArtifactOwnerMaxCount are each key's
-	// artifact quota (a key's policy may set its own): past either, that
-	// key's own oldest artifacts are dropped first.
+	// artifact quota (a key's policy may set its own), counted in the
+	// state store for every replica together: past either, the key's new
+	// artifacts are not kept until older ones expire.
 	ArtifactOwnerMaxBytes int64
 	ArtifactOwnerMaxCount int
 	// ArtifactMaxPerCall and ArtifactMaxCallBytes bound what one call's

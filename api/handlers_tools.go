@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -58,6 +59,10 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	fp := fingerprint(req)
 	key := c.GetHeader("Idempotency-Key")
+	if len(key) > maxIdempotencyKey {
+		abortError(c, newError(core.ErrInvalid, fmt.Sprintf("Idempotency-Key is %d bytes, over the limit of %d", len(key), maxIdempotencyKey)))
+		return
+	}
 	if key == "" && req.ID != "" {
 		// The client's call id (a generated one is never retried); clients
 		// reuse ids across different calls, so the body is part of the key.
@@ -67,17 +72,29 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	if !ok {
 		return
 	}
-	if wantsStream(c) {
-		s.streamCall(c, call)
-		return
-	}
 	if key != "" {
-		if !s.idemBegin(c, call.Owner, key, fp) {
-			return
-		}
 		call.IdempotencyKey = key
 	}
+	if wantsStream(c) {
+		if key == "" {
+			s.streamCall(c, call)
+		} else {
+			s.streamIdempotent(c, call, key, fp)
+		}
+		return
+	}
+	var stop func()
+	if key != "" {
+		run, ver := s.idemBegin(c, call.Owner, key, fp)
+		if !run {
+			return
+		}
+		stop = s.idemHold(call.Owner, key, fp, ver)
+	}
 	out, e := s.finishCall(c.Request.Context(), call, s.deps.Dispatcher.Run(c.Request.Context(), call))
+	if stop != nil {
+		stop()
+	}
 	if key != "" {
 		status, body := http.StatusOK, []byte(nil)
 		if e != nil {

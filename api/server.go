@@ -102,13 +102,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 					return p.Budget.ArtifactBytes, p.Budget.ArtifactCount
 				}
 				return 0, 0
-			}}, cfg.Now),
+			}}, deps.State, cfg.Now),
 		sessions: newSessionStore(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		state:    deps.State,
 		openapi:  doc,
 		draining: make(chan struct{}),
 	}
-	s.artifacts.st = deps.State
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

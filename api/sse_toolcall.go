@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,9 +35,72 @@ func wantsStream(c *gin.Context) bool {
 // or one "error" whose data is {"status": HTTP status, "error": {...}} as
 // the non-streaming call's error body. The stream ends after that event.
 // A client that goes away cancels the call; a session call is then
-// interrupted and the session lives on.
+// interrupted and the session lives on. (With an idempotency key see
+// streamIdempotent: the call then runs to its end.)
 func (s *Server) streamCall(c *gin.Context, call dispatcher.Call) {
-	ctx := c.Request.Context()
+	cs := openCallStream(c, call.ID, false)
+	s.runStreamed(c.Request.Context(), cs, call)
+}
+
+// callStream is the open SSE answer of one tool call.
+type callStream struct {
+	c     *gin.Context
+	rc    *http.ResponseController
+	alive bool // false once a write failed: the client is gone
+}
+
+// openCallStream writes the event stream's headers (with
+// Idempotent-Replayed: true when replayed) and its first comment.
+func openCallStream(c *gin.Context, callID string, replayed bool) *callStream {
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	c.Status(http.StatusOK)
+	cs := &callStream{c: c, rc: http.NewResponseController(c.Writer), alive: true}
+	cs.write(": call " + sanitizeLine(callID) + "\n\n")
+	return cs
+}
+
+// write sends chunk and flushes it; after a failed write it does nothing.
+func (cs *callStream) write(chunk string) {
+	if !cs.alive {
+		return
+	}
+	if _, err := cs.c.Writer.WriteString(chunk); err != nil || cs.rc.Flush() != nil {
+		cs.alive = false // keep draining: the call still has to end
+	}
+}
+
+// final writes the last event from a non-streamed answer: status 200 and
+// its body as "result", any other status as "error" {"status", "error"}.
+func (cs *callStream) final(status int, body []byte) {
+	if status == http.StatusOK {
+		cs.write("event: result\ndata: " + string(body) + "\n\n")
+		return
+	}
+	var eb struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &eb) != nil || len(eb.Error) == 0 {
+		eb.Error = json.RawMessage(`{"code":"internal","message":"unreadable stored answer"}`)
+	}
+	var code struct {
+		Code core.Code `json:"code"`
+	}
+	if json.Unmarshal(eb.Error, &code) == nil && code.Code != "" {
+		cs.c.Set(ctxErrorCode, code.Code)
+	}
+	cs.write(sseMessage("error", map[string]any{"status": status, "error": eb.Error}))
+}
+
+// runStreamed runs call with ctx, writing its live events to cs and then
+// its final event, and returns that answer as the non-streaming call would
+// have given it (status and JSON body).
+func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatcher.Call) (int, []byte) {
 	events := make(chan core.Event, callEventBuffer)
 	sink := func(ev core.Event) {
 		select {
@@ -46,48 +110,33 @@ func (s *Server) streamCall(c *gin.Context, call dispatcher.Call) {
 	}
 	done := make(chan dispatcher.Result, 1)
 	go func() { done <- s.deps.Dispatcher.Run(core.WithSink(ctx, sink), call) }()
-
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	rc := http.NewResponseController(c.Writer)
-	alive := true
-	write := func(chunk string) {
-		if !alive {
-			return
-		}
-		if _, err := c.Writer.WriteString(chunk); err != nil || rc.Flush() != nil {
-			alive = false // keep draining: the call still has to end
-		}
-	}
-	write(": call " + sanitizeLine(call.ID) + "\n\n")
 	tick := time.NewTicker(s.cfg.Heartbeat)
 	defer tick.Stop()
 	for {
 		select {
 		case ev := <-events:
-			write(formatCallEvent(ev))
+			cs.write(formatCallEvent(ev))
 		case <-tick.C:
-			write(": ping\n\n")
+			cs.write(": ping\n\n")
 		case res := <-done:
 			for drained := false; !drained; {
 				select {
 				case ev := <-events:
-					write(formatCallEvent(ev))
+					cs.write(formatCallEvent(ev))
 				default:
 					drained = true
 				}
 			}
 			out, e := s.finishCall(ctx, call, res)
 			if e != nil {
-				c.Set(ctxErrorCode, e.Code)
-				write(sseMessage("error", map[string]any{"status": e.Status, "error": e}))
-				return
+				cs.c.Set(ctxErrorCode, e.Code)
+				cs.write(sseMessage("error", map[string]any{"status": e.Status, "error": e}))
+				body, _ := json.Marshal(errorBody{Error: e})
+				return e.Status, body
 			}
-			write(sseMessage("result", out))
-			return
+			body, _ := json.Marshal(out)
+			cs.write("event: result\ndata: " + string(body) + "\n\n")
+			return http.StatusOK, body
 		}
 	}
 }

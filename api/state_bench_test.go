@@ -40,7 +40,7 @@ func BenchmarkSessionCallState(b *testing.B) {
 				sessions.get("alice", "ses_1", true)
 				key := fmt.Sprint("k", i)
 				k := state.Key{Kind: idemKind, Owner: "alice", ID: key}
-				if _, err := st.Put(b.Context(), k, []byte(`{"fp":"x"}`), state.PutOptions{TTL: idemTTL, IfVersion: -1}); err != nil {
+				if _, err := st.Put(b.Context(), k, []byte(`{"fp":"x"}`), state.PutOptions{TTL: idemLease, IfVersion: -1}); err != nil {
 					b.Fatal(err)
 				}
 				s.idemFinish("alice", key, "x", 200, body, false)

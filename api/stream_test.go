@@ -77,7 +77,9 @@ func TestToolCallStreams(t *testing.T) {
 		{"/v1/tool-calls", "text/event-stream"},
 		{"/v1/tool-calls?stream=true", ""},
 	} {
-		r := h.do(keyAlice, "POST", how.path, body, "Accept", how.accept).must(t, http.StatusOK)
+		// a key of its own: the same call id and body would be a retry of
+		// the plain call (replayed, not run)
+		r := h.do(keyAlice, "POST", how.path, body, "Accept", how.accept, "Idempotency-Key", how.path).must(t, http.StatusOK)
 		if ct := r.Header.Get("Content-Type"); ct != "text/event-stream" {
 			t.Fatalf("%s: content type %q", how.path, ct)
 		}

@@ -38,6 +38,9 @@ type artifactView struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 	URL    string `json:"url,omitempty"` // absent when the bytes were not kept
+	// Error says why the bytes were not kept (quota: the key's artifact
+	// quota is full; too_large, busy, unavailable).
+	Error *Error `json:"error,omitempty"`
 }
 
 // toolResult is the structured outcome of a call.
@@ -137,7 +140,7 @@ func (s *Server) storeArtifacts(owner, session string, arts []core.Artifact) ([]
 	checked, warns := checkArtifacts(arts, s.cfg.ArtifactMaxPerCall, s.cfg.ArtifactMaxCallBytes)
 	for _, a := range checked {
 		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
-		id, warn := s.artifacts.put(owner, session, a)
+		id, e := s.artifacts.put(owner, session, a)
 		if id != "" {
 			v.ID = id
 			if session == "" {
@@ -146,7 +149,8 @@ func (s *Server) storeArtifacts(owner, session string, arts []core.Artifact) ([]
 				v.URL = "/v1/sessions/" + session + "/artifacts/" + id
 			}
 		} else {
-			warns = append(warns, warn)
+			v.Error = e
+			warns = append(warns, e.Message)
 		}
 		views = append(views, v)
 	}

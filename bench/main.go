@@ -12,7 +12,8 @@
 // of a call returning the maximum number of artifacts), 8 a map batch of
 // small items against the same items through /v1/tool-calls and a
 // `docker run --rm` loop, with interactive latency and server RSS while it
-// runs. Variants are
+// runs, 9 the state store (a warm session call with the embedded store and
+// with Redis). Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
 // quiet.go), section 6 deliberately does not.
 package main
@@ -61,6 +62,7 @@ func run() int {
 		{"6", "owners", sectionOwners},
 		{"7", "tenancy", sectionTenancy},
 		{"8", "batch", sectionBatch},
+		{"9", "state store", sectionState},
 	}
 	failed := 0
 	for _, s := range sections {
