@@ -36,10 +36,12 @@ func (s *Server) toolCall(c *gin.Context) {
 // sessionToolCall answers POST /v1/sessions/{id}/tool-calls.
 func (s *Server) sessionToolCall(c *gin.Context) {
 	id := c.Param("id")
-	if _, ok := s.sessions.get(owner(c), id, false); !ok {
+	rec, ok := s.sessions.get(owner(c), id, true)
+	if !ok {
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}
+	c.Set(ctxSessionRecord, rec) // prepareCall uses it instead of reading the store again
 	var req toolCallRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
@@ -112,6 +114,21 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	c.JSON(http.StatusOK, out)
 }
 
+// ctxSessionRecord is the gin context key under which sessionToolCall
+// leaves the session record it checked (and touched).
+const ctxSessionRecord = "airlock.session"
+
+// checkedSession returns the record of session id that this request's
+// route already checked, if any.
+func checkedSession(c *gin.Context, id string) (sessionRecord, bool) {
+	v, ok := c.Get(ctxSessionRecord)
+	if !ok {
+		return sessionRecord{}, false
+	}
+	rec, ok := v.(sessionRecord)
+	return rec, ok && rec.ID == id
+}
+
 // prepareCall validates req and builds the dispatcher call; on a bad
 // request it writes the error and returns false.
 func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.Call, bool) {
@@ -122,7 +139,10 @@ func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.C
 	who := owner(c)
 	background := false
 	if req.SessionID != "" {
-		rec, ok := s.sessions.get(who, req.SessionID, true)
+		rec, ok := checkedSession(c, req.SessionID)
+		if !ok {
+			rec, ok = s.sessions.get(who, req.SessionID, true)
+		}
 		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return dispatcher.Call{}, false

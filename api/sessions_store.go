@@ -152,11 +152,20 @@ func (s *sessionStore) get(owner, id string, touch bool) (sessionRecord, bool) {
 	if !ok {
 		return sessionRecord{}, false
 	}
-	if touch {
-		r.LastUsed = s.now()
+	if now := s.now(); touch && now.Sub(r.LastUsed) >= s.touchSlack() {
+		r.LastUsed = now
 		_ = s.write(r, ver) // a concurrent touch winning is as good
 	}
 	return s.view(r), true
+}
+
+// touchSlack is how recent a use makes a touch on read unnecessary: a
+// session used this recently (its last call ended then, see touch) keeps
+// all but touchSlack of its idle time, so skipping the write saves a
+// store round trip per call at an agent's pace and moves expiry by at most
+// a twentieth of the idle TTL (never more than 30 s).
+func (s *sessionStore) touchSlack() time.Duration {
+	return min(s.idle/20, 30*time.Second)
 }
 
 // touch marks owner's session id used now, as the sandbox does when a call
