@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/redisinfo"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -47,7 +46,7 @@ func redisCost(ctx context.Context, url string) (cmds, usec, cpu float64, err er
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return 0, 0, 0, err
 	}
-	cpu0, err := redisCPU(ctx, rdb)
+	cpu0, err := redisinfo.CPU(ctx, rdb)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -56,49 +55,16 @@ func redisCost(ctx context.Context, url string) (cmds, usec, cpu float64, err er
 			return 0, 0, 0, err
 		}
 	}
-	cpu1, err := redisCPU(ctx, rdb)
+	cpu1, err := redisinfo.CPU(ctx, rdb)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	st, err := redisinfo.CommandStats(ctx, rdb)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	var calls, us int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_config|resetstat" {
-			continue
-		}
-		for _, f := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls += n
-			case "usec":
-				us += n
-			}
-		}
-	}
+	calls, us := st.Calls, st.Usec
 	return float64(calls) / costCalls, float64(us) / costCalls, (cpu1 - cpu0) / costCalls, nil
-}
-
-// redisCPU reads the Redis process's CPU time (user + system) in µs.
-func redisCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f * 1e6
-		}
-	}
-	return total, nil
 }
 
 // costNote formats the Redis cost for the queue table.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/redisinfo"
 	"github.com/airlock-dev/airlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,56 +19,6 @@ import (
 // design costs 9 plus the amortized share of the batched XACK/XDEL (was 20
 // before the one-command outcome CAS; 27 before that).
 const maxCommandsPerCall = 10
-
-// commandStats sums INFO commandstats: commands run and their µs.
-func commandStats(ctx context.Context, rdb *redis.Client) (calls, usec int64, per, perUsec map[string]int64, err error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return 0, 0, nil, nil, err
-	}
-	per = map[string]int64{}
-	perUsec = map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		name = strings.TrimPrefix(name, "cmdstat_")
-		if name == "info" || name == "config|resetstat" {
-			continue
-		}
-		for _, f := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls += n
-				per[name] = n
-			case "usec":
-				usec += n
-				perUsec[name] = n
-			}
-		}
-	}
-	return calls, usec, per, perUsec, nil
-}
-
-// redisCPU reads the Redis process's CPU time (user + system) in µs.
-func redisCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f * 1e6
-		}
-	}
-	return total, nil
-}
 
 // MeasureRedisCost runs n one-shot calls through a queue on the Redis at
 // url with one in-process worker and returns the commands and Redis CPU
@@ -100,7 +51,7 @@ func measureRedisCost(t testing.TB, url string, n int) (cmds, usec float64, per 
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cpu0, err := redisCPU(ctx, rdb)
+	cpu0, err := redisinfo.CPU(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,17 +60,17 @@ func measureRedisCost(t testing.TB, url string, n int) (cmds, usec float64, per 
 			t.Fatal(err)
 		}
 	}
-	cpu1, err := redisCPU(ctx, rdb)
+	cpu1, err := redisinfo.CPU(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, us, per, perUsec, err := commandStats(ctx, rdb)
+	st, err := redisinfo.CommandStats(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Redis process CPU (user+sys): %.0f µs per call", (cpu1-cpu0)/float64(n))
-	t.Logf("µs by command over %d calls: %v", n, perUsec)
-	return float64(calls) / float64(n), float64(us) / float64(n), per
+	t.Logf("µs by command over %d calls: %v", n, st.PerUsec)
+	return float64(st.Calls) / float64(n), float64(st.Usec) / float64(n), st.Per
 }
 
 // TestRedisCommandsPerCall asserts the command budget of a one-shot call
