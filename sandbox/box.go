@@ -47,6 +47,8 @@ type box struct {
 	created time.Time
 	life    time.Duration // the controller exits this long after it started
 	owner   string        // set when the box first serves an owner; never changes
+	lane    core.Lane     // the lane of the owner's calls it serves; set with owner, never changes
+	shares  int64         // cgroup cpu.shares it runs with (0: the daemon's default, 1024); only the call holding it touches it
 	hj      types.HijackedResponse
 	lr      lineReader
 	mu      sync.Mutex // one call at a time
@@ -86,8 +88,9 @@ type callOutcome struct {
 }
 
 // startBox creates, attaches and starts a controller container and waits
-// until it says it is ready.
-func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt, kind, job, owner string, preload bool, life time.Duration) (*box, error) {
+// until it says it is ready. shares is its cgroup cpu.shares (0: the
+// daemon's default).
+func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt, kind, job, owner string, preload bool, life time.Duration, shares int64) (*box, error) {
 	start := time.Now()
 	extra := map[string]string{
 		"AIRLOCK_PRELOAD":    "0",
@@ -111,6 +114,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mn
 		Runtime:    e.cfg.Runtime,
 		Stdin:      true,
 		Controller: true,
+		CPUShares:  shares,
 	}
 	// A create abandoned midway may still make the container, unseen: let
 	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
@@ -120,7 +124,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mn
 	if err != nil {
 		return nil, err
 	}
-	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj}
+	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj, shares: shares}
 	b.lr.dm.r = hj.Reader
 	b.lr.log.limit = 64 << 10
 	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {

@@ -49,6 +49,13 @@ type Config struct {
 	// OwnerIdle is how long an owner's idle container is kept for that
 	// owner's next call before it is destroyed (default 2 min).
 	OwnerIdle time.Duration
+	// BatchCPUShares is the cgroup cpu.shares (CPU weight; the daemon's
+	// default is 1024, cgroup v1's minimum 2) of the containers that run
+	// batch-lane one-shot calls (core.LaneBatch), so a batch that keeps
+	// every core busy yields them to interactive calls at once. 0 or
+	// negative leaves batch containers at the daemon's default (they are
+	// still kept apart from the owner's interactive ones). Default 2.
+	BatchCPUShares int64
 	// SingleUse gives every call its own container, destroyed afterwards,
 	// even when it came warm from the pool (no reuse within an owner).
 	SingleUse bool
@@ -101,6 +108,7 @@ func DefaultConfig() Config {
 		PoolSize:            0,
 		WarmMemoryBudget:    2 << 30,
 		OwnerIdle:           2 * time.Minute,
+		BatchCPUShares:      2,
 		HardOutputBytes:     8 << 20,
 		SessionIdle:         15 * time.Minute,
 		SessionMaxLife:      2 * time.Hour,

@@ -27,6 +27,8 @@ func (e *Engine) execDirect(ctx context.Context, c checked) (core.Result, error)
 		Mount:   c.mount,
 		Labels:  e.labels("oneshot", c.JobID, c.Owner, c.limits.Timeout+time.Hour),
 		Runtime: e.cfg.Runtime,
+		// Batch-lane calls yield the cores to interactive ones.
+		CPUShares: e.sharesFor(c.Lane),
 	}
 	id, hj, err := e.createAttached(ctx, spec)
 	if err != nil {

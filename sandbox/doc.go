@@ -12,7 +12,14 @@
 // owner's call takes one of its own idle containers, else a generic one,
 // which is the owner's from then on and never serves anyone else. The
 // controller forks a fresh interpreter per call and cleans processes and
-// files after it (docs/isolation.md). Sessions hold one container each.
+// files after it (docs/isolation.md). An owner's batch-lane calls
+// (core.LaneBatch) have idle containers of their own: they run at
+// Config.BatchCPUShares (cgroup cpu.shares, default 2 against the usual
+// 1024; set at creation, or by one ContainerUpdate on a generic container
+// taken for the batch), so a batch that fills the cores yields them to
+// interactive calls at once, and a batch container never serves the
+// owner's interactive calls (nor an interactive one the batch), so those
+// never wait for, or run throttled in, a batch container. Sessions hold one container each.
 // Containers die with the process that attached them (StdinOnce) and
 // remove themselves (AutoRemove); the reaper is the second line. Images
 // without the controller run code as the container's command instead.

@@ -144,13 +144,19 @@ func (e *Engine) checkArchive(ctx context.Context, c *checked) error {
 }
 
 // execRunner runs a one-shot request through a controller: a warm
-// container from the pool, or a new one.
+// container from the pool (the owner's own of the call's lane, else a
+// generic one), or a new one. Batch-lane calls run at Config.BatchCPUShares.
 func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error) {
 	p := e.poolOf(c)
+	lane := c.Lane
+	if lane != core.LaneBatch {
+		lane = core.LaneInteractive
+	}
+	shares := e.sharesFor(lane)
 	var b *box
 	source := "cold"
 	if p != nil {
-		b, source = p.acquire(c.Owner, c.limits.Timeout)
+		b, source = p.acquire(c.Owner, lane, c.limits.Timeout)
 	}
 	e.metrics.call(source)
 	if b == nil {
@@ -159,16 +165,19 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 			life = e.poolLife() // it will serve its owner again
 		}
 		var err error
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "oneshot", c.JobID, c.Owner, false, life)
+		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "oneshot", c.JobID, c.Owner, false, life, shares)
 		if err != nil {
 			return core.Result{}, err
 		}
+		b.lane = lane
 	}
+	// A generic container taken for the batch lane still has the default weight.
+	e.setShares(ctx, b, shares)
 	res, err := e.runOn(ctx, b, c, false, c.Env)
 	// A refused archive left the container clean (the controller emptied
 	// /workspace and never started the code): it may serve the owner again.
 	if p != nil && (err == nil || isRefusal(err)) {
-		p.release(b, c.Owner)
+		p.release(b, c.Owner, lane)
 	} else {
 		e.retire(b)
 	}

@@ -27,6 +27,7 @@ type fakeDocker struct {
 	start   func(id string) error
 	kill    func(id, sig string) error
 	inspect func(id string) (container.InspectResponse, error)
+	update  func(id string, c container.UpdateConfig) error
 	remove  func(id string) error
 	list    func() ([]container.Summary, error)
 	image   func(ref string) (image.InspectResponse, error)
@@ -97,6 +98,14 @@ func (f *fakeDocker) ContainerInspect(_ context.Context, id string) (container.I
 		return container.InspectResponse{}, errUnset
 	}
 	return f.inspect(id)
+}
+
+func (f *fakeDocker) ContainerUpdate(_ context.Context, id string, c container.UpdateConfig) (container.UpdateResponse, error) {
+	f.record("update")
+	if f.update == nil {
+		return container.UpdateResponse{}, errUnset
+	}
+	return container.UpdateResponse{}, f.update(id, c)
 }
 
 func (f *fakeDocker) ContainerRemove(_ context.Context, id string, _ container.RemoveOptions) error {

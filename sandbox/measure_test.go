@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,10 +30,6 @@ func TestMeasure(t *testing.T) {
 			t.Fatalf("call: %v %s", err, brief(r))
 		}
 		return time.Since(start)
-	}
-	p50 := func(d []time.Duration) time.Duration {
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return d[len(d)/2]
 	}
 	var spaced []time.Duration
 	for i := 0; i < 20; i++ {
@@ -62,4 +61,85 @@ func TestMeasure(t *testing.T) {
 // counter reads how many calls came from source.
 func counter(e *Engine, source string) float64 {
 	return float64(e.WarmStats()[source])
+}
+
+// TestMeasureBatchPriority prints (run with AIRLOCK_MEASURE=1) what
+// Config.BatchCPUShares does for interactive calls while three batch-lane
+// calls of the same owner spin on the cores (one CPU each, on a host of
+// two): the wall time of a fixed CPU-bound loop (timed inside the code)
+// and the p50 of a warm print(1), for the batch's owner (A) and another
+// owner (B), idle and under the batch, with the shares at 2 and off (0).
+func TestMeasureBatchPriority(t *testing.T) {
+	if os.Getenv("AIRLOCK_MEASURE") == "" {
+		t.Skip("set AIRLOCK_MEASURE=1")
+	}
+	const work = "import time\nt = time.perf_counter()\nn = 0\nfor i in range(4_000_000):\n    n += i\nprint(time.perf_counter() - t)"
+	const spin = "while True:\n    pass"
+	for _, shares := range []int64{2, 0} {
+		e := pooledEngine(t, func(c *Config) { c.BatchCPUShares = shares })
+		ctx := context.Background()
+		exec := func(req core.Request) (core.Result, time.Duration) {
+			start := time.Now()
+			r, err := e.Exec(ctx, req)
+			if err != nil || r.Status != core.StatusOK {
+				t.Fatalf("call: %v %s", err, brief(r))
+			}
+			return r, time.Since(start)
+		}
+		// sample interleaves the owners: loop wall times (timed in the code)
+		// and print(1) call times, p50 of 7 each.
+		sample := func() (loop, print1 map[string]time.Duration) {
+			loops, prints := map[string][]time.Duration{}, map[string][]time.Duration{}
+			for i := 0; i < 7; i++ {
+				for _, o := range []string{"A", "B"} {
+					r, _ := exec(core.Request{Owner: o, Language: core.Python, Code: work})
+					s, _ := strconv.ParseFloat(strings.TrimSpace(r.Stdout), 64)
+					loops[o] = append(loops[o], time.Duration(s*float64(time.Second)))
+					_, d := exec(core.Request{Owner: o, Language: core.Python, Code: "print(1)"})
+					prints[o] = append(prints[o], d)
+				}
+			}
+			loop, print1 = map[string]time.Duration{}, map[string]time.Duration{}
+			for o := range loops {
+				loop[o], print1[o] = p50(loops[o]), p50(prints[o])
+			}
+			return loop, print1
+		}
+		for _, o := range []string{"A", "B"} { // warm each owner's interactive container
+			waitPool(t, e)
+			exec(core.Request{Owner: o, Language: core.Python, Code: "print(1)"})
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 3; i++ { // three batch containers of A, warm
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				exec(core.Request{Owner: "A", Lane: core.LaneBatch, Language: core.Python, Code: "print(1)"})
+			}()
+		}
+		wg.Wait()
+		soloL, soloP := sample()
+		spinCtx, stop := context.WithCancel(ctx)
+		for i := 0; i < 3; i++ { // they spin until stop (the call is abandoned)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = e.Exec(spinCtx, core.Request{Owner: "A", Lane: core.LaneBatch, Language: core.Python,
+					Code: spin, Limits: core.Limits{Timeout: 2 * time.Minute}})
+			}()
+		}
+		time.Sleep(time.Second)
+		busyL, busyP := sample()
+		stop()
+		wg.Wait()
+		for _, o := range []string{"A", "B"} {
+			t.Logf("BatchCPUShares %d, owner %s: loop %s idle, %s under the batch (%.2fx); print(1) %s idle, %s (%.2fx)",
+				shares, o, soloL[o], busyL[o], float64(busyL[o])/float64(soloL[o]), soloP[o], busyP[o], float64(busyP[o])/float64(soloP[o]))
+		}
+	}
+}
+
+func p50(d []time.Duration) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[len(d)/2]
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	warm     *prometheus.CounterVec
 	idle     *prometheus.GaugeVec
 	unpack   prometheus.Histogram
+	shares   *prometheus.CounterVec
 	sources  [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
 }
 
@@ -58,15 +59,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "One-shot runner calls by where their container came from: owner (warm hit), generic (warm, new to the owner), cold (booted for the call).",
 		}, []string{"source"}),
 		idle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "airlock_sandbox_idle_containers", Help: "Idle warm containers: generic or owned.",
+			Name: "airlock_sandbox_idle_containers", Help: "Idle warm containers: generic, owned (an owner's interactive ones) or batch (an owner's batch-lane ones).",
 		}, []string{"image", "kind"}),
 		unpack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "airlock_sandbox_archive_unpack_seconds", Help: "Time the controller took to check and unpack a call's archive into /workspace.",
 			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5},
 		}),
 	}
+	m.shares = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_sandbox_cpu_share_updates_total",
+		Help: "CPU-share updates of warm containers taken for batch-lane calls (Config.BatchCPUShares), by result: ok or failed.",
+	}, []string{"result"})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.unpack} {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.unpack, m.shares} {
 			_ = reg.Register(c)
 		}
 	}
@@ -75,6 +80,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // unpacked records one archive's unpack time in the container.
 func (m *metrics) unpacked(seconds float64) { m.unpack.Observe(seconds) }
+
+// sharesUpdated counts one ContainerUpdate of a container's cpu.shares.
+func (m *metrics) sharesUpdated(ok bool) {
+	result := "ok"
+	if !ok {
+		result = "failed"
+	}
+	m.shares.WithLabelValues(result).Inc()
+}
 
 // boot records one container's start cost; cpu < 0 means unknown.
 func (m *metrics) boot(kind string, wall time.Duration, cpu float64) {

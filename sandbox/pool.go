@@ -13,11 +13,15 @@ import (
 // pool keeps the warm containers of one controller image: idle generic
 // ones (controller ready, zygote preloaded, a spare kernel forked, never
 // used) and idle owned ones (each has served exactly one owner and only
-// ever serves that owner again). A one-shot call takes one of its owner's
-// idle containers, else a generic one (which becomes the owner's), else
-// boots one. After the call the controller has killed the call's processes
-// and emptied /work and /tmp, and the container goes back to its owner's
-// idle set until OwnerIdle passes.
+// ever serves that owner again). Owned containers are also kept per lane:
+// a container that served an owner's batch-lane call runs at low CPU
+// priority (Config.BatchCPUShares) and only ever serves that owner's batch
+// calls, so the owner's interactive containers are never busy with, or
+// throttled for, the batch. A one-shot call takes one of its owner's idle
+// containers of its lane, else a generic one (which becomes the owner's,
+// in that lane), else boots one. After the call the controller has killed
+// the call's processes and emptied /work and /tmp, and the container goes
+// back to its idle set until OwnerIdle passes.
 type pool struct {
 	e       *Engine
 	image   string
@@ -25,12 +29,18 @@ type pool struct {
 	limits  core.Limits
 	mu      sync.Mutex
 	generic []*box
-	owned   map[string][]idleBox // owner -> idle containers, most recent last
-	demand  []time.Time          // recent generic takes and cold misses
-	bootEst time.Duration        // running estimate of a boot's wall time
+	owned   map[laneKey][]idleBox // owner and lane -> idle containers, most recent last
+	demand  []time.Time           // recent generic takes and cold misses
+	bootEst time.Duration         // running estimate of a boot's wall time
 	wake    chan struct{}
 	stop    chan struct{}
 	closed  bool
+}
+
+// laneKey names one idle set of owned containers: an owner's, of one lane.
+type laneKey struct {
+	owner string
+	lane  core.Lane
 }
 
 // idleBox is an owned container waiting for its owner's next call.
@@ -58,7 +68,7 @@ func (e *Engine) poolFor(image string) *pool {
 	if p, ok := e.pools[image]; ok {
 		return p
 	}
-	p := &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[string][]idleBox{},
+	p := &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{},
 		bootEst: 2 * time.Second, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	e.pools[image] = p
 	e.goBackground(p.fill)
@@ -92,25 +102,27 @@ func (b *box) fresh(timeout time.Duration) bool {
 	return !b.dead.Load() && time.Since(b.created)+timeout+handoutMargin < b.life
 }
 
-// acquire hands out owner's idle container, else a generic one (now
-// owner's). It returns nil when neither exists; source says which.
-func (p *pool) acquire(owner string, timeout time.Duration) (*box, string) {
+// acquire hands out owner's idle container of lane, else a generic one
+// (now owner's, in lane). It returns nil when neither exists; source says
+// which.
+func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*box, string) {
 	defer p.kick()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.e.cfg.SingleUse {
-		list := p.owned[owner]
+		k := laneKey{owner, lane}
+		list := p.owned[k]
 		for len(list) > 0 {
 			ib := list[len(list)-1]
 			list = list[:len(list)-1]
 			p.e.warmMem.Add(-ib.b.limits.Memory)
 			if ib.b.fresh(timeout) {
-				p.setOwned(owner, list)
+				p.setOwned(k, list)
 				return ib.b, "owner"
 			}
 			p.e.retire(ib.b)
 		}
-		p.setOwned(owner, list)
+		p.setOwned(k, list)
 	}
 	p.demand = append(p.demand, time.Now())
 	for len(p.generic) > 0 {
@@ -118,9 +130,9 @@ func (p *pool) acquire(owner string, timeout time.Duration) (*box, string) {
 		p.generic = p.generic[1:]
 		p.e.warmMem.Add(-b.limits.Memory)
 		if b.fresh(timeout) {
-			b.owner = owner
+			b.owner, b.lane = owner, lane
 			// Labels cannot change after creation: log who took which container.
-			p.e.log.Debug("warm container taken", "container", short(b.id), "owner", owner)
+			p.e.log.Debug("warm container taken", "container", short(b.id), "owner", owner, "lane", string(lane))
 			return b, "generic"
 		}
 		p.e.retire(b)
@@ -147,26 +159,28 @@ func (p *pool) takeGeneric(owner string, life time.Duration) *box {
 	return nil
 }
 
-func (p *pool) setOwned(owner string, list []idleBox) {
+func (p *pool) setOwned(k laneKey, list []idleBox) {
 	if len(list) == 0 {
-		delete(p.owned, owner)
+		delete(p.owned, k)
 	} else {
-		p.owned[owner] = list
+		p.owned[k] = list
 	}
 }
 
-// release returns a container that served owner to owner's idle set, or
-// destroys it (single-use mode, dead, closing, over the memory budget).
-func (p *pool) release(b *box, owner string) {
+// release returns a container that served owner's call of lane to that
+// idle set, or destroys it (single-use mode, dead, closing, over the
+// memory budget, or not owner's container of lane).
+func (p *pool) release(b *box, owner string, lane core.Lane) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner ||
+	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane ||
 		p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget {
 		p.e.retire(b)
 		return
 	}
 	p.e.warmMem.Add(b.limits.Memory)
-	p.owned[owner] = append(p.owned[owner], idleBox{b: b, since: time.Now()})
+	k := laneKey{owner, lane}
+	p.owned[k] = append(p.owned[k], idleBox{b: b, since: time.Now()})
 }
 
 func (p *pool) kick() {
@@ -244,7 +258,7 @@ func (p *pool) fill() {
 func (p *pool) expire(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for owner, list := range p.owned {
+	for k, list := range p.owned {
 		keep := list[:0]
 		for _, ib := range list {
 			if now.Sub(ib.since) > p.e.cfg.OwnerIdle || ib.b.dead.Load() {
@@ -254,7 +268,7 @@ func (p *pool) expire(now time.Time) {
 			}
 			keep = append(keep, ib)
 		}
-		p.setOwned(owner, keep)
+		p.setOwned(k, keep)
 	}
 	keep := p.generic[:0]
 	for _, b := range p.generic {
@@ -266,12 +280,17 @@ func (p *pool) expire(now time.Time) {
 		keep = append(keep, b)
 	}
 	p.generic = keep
-	owned := 0
-	for _, l := range p.owned {
-		owned += len(l)
+	owned, batch := 0, 0
+	for k, l := range p.owned {
+		if k.lane == core.LaneBatch {
+			batch += len(l)
+		} else {
+			owned += len(l)
+		}
 	}
 	p.e.metrics.idle.WithLabelValues(p.image, "generic").Set(float64(len(p.generic)))
 	p.e.metrics.idle.WithLabelValues(p.image, "owned").Set(float64(owned))
+	p.e.metrics.idle.WithLabelValues(p.image, "batch").Set(float64(batch))
 }
 
 // startOne boots a generic container and adds it to the pool.
@@ -286,7 +305,7 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "", "pool", "", "", true, p.e.poolLife())
+	b, err := p.e.startBox(ctx, p.image, p.limits, "", "pool", "", "", true, p.e.poolLife(), 0)
 	if err != nil {
 		return err
 	}
@@ -331,12 +350,12 @@ func (p *pool) flush() {
 		p.e.retire(b)
 	}
 	p.generic = nil
-	for owner, list := range p.owned {
+	for k, list := range p.owned {
 		for _, ib := range list {
 			p.e.warmMem.Add(-ib.b.limits.Memory)
 			p.e.retire(ib.b)
 		}
-		delete(p.owned, owner)
+		delete(p.owned, k)
 	}
 }
 

@@ -1,8 +1,13 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/core"
+	"github.com/docker/docker/api/types/container"
 )
 
 // unitPool is a pool over a fake daemon whose boxes are built by hand.
@@ -15,7 +20,7 @@ func unitPool(t *testing.T, mod func(*Config)) *pool {
 	}
 	e := New(cfg, &fakeDocker{}, nil)
 	t.Cleanup(e.Settle)
-	return &pool{e: e, image: "img", limits: e.cfg.Defaults, owned: map[string][]idleBox{}, bootEst: 2 * time.Second}
+	return &pool{e: e, image: "img", limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second}
 }
 
 func handBox(id string, lim int64) *box {
@@ -28,25 +33,25 @@ func TestPoolOwnership(t *testing.T) {
 	p := unitPool(t, nil)
 	g1, g2 := handBox("g1", 1), handBox("g2", 1)
 	p.generic = []*box{g1, g2}
-	b, src := p.acquire("A", time.Second)
+	b, src := p.acquire("A", core.LaneInteractive, time.Second)
 	if b != g1 || src != "generic" || b.owner != "A" {
 		t.Fatalf("A got %v %s", b, src)
 	}
-	p.release(b, "A")
-	if b, src = p.acquire("A", time.Second); b != g1 || src != "owner" {
+	p.release(b, "A", core.LaneInteractive)
+	if b, src = p.acquire("A", core.LaneInteractive, time.Second); b != g1 || src != "owner" {
 		t.Fatalf("A's second call: %v %s", b, src)
 	}
-	p.release(b, "A")
-	if b, src = p.acquire("B", time.Second); b != g2 || src != "generic" {
+	p.release(b, "A", core.LaneInteractive)
+	if b, src = p.acquire("B", core.LaneInteractive, time.Second); b != g2 || src != "generic" {
 		t.Fatalf("B got %v %s, want the other generic", b, src)
 	}
-	p.release(b, "B")
+	p.release(b, "B", core.LaneInteractive)
 	// A container of A released as B's (a bug elsewhere) is destroyed, not pooled.
-	p.release(g1, "B")
+	p.release(g1, "B", core.LaneInteractive)
 	if !g1.dead.Load() {
 		t.Fatal("a box released for the wrong owner was kept")
 	}
-	if b, src = p.acquire("C", time.Second); b != nil || src != "cold" {
+	if b, src = p.acquire("C", core.LaneInteractive, time.Second); b != nil || src != "cold" {
 		t.Fatalf("C got %v %s, want none (nothing generic left)", b, src)
 	}
 }
@@ -55,13 +60,13 @@ func TestPoolExpiryAndBudget(t *testing.T) {
 	p := unitPool(t, func(c *Config) { c.OwnerIdle = time.Minute; c.WarmMemoryBudget = 2 })
 	a := handBox("a", 1)
 	a.owner = "A"
-	p.release(a, "A")
+	p.release(a, "A", core.LaneInteractive)
 	b := handBox("b", 1)
 	b.owner = "A"
-	p.release(b, "A")
+	p.release(b, "A", core.LaneInteractive)
 	c := handBox("c", 1)
 	c.owner = "A"
-	p.release(c, "A") // over the 2-byte budget
+	p.release(c, "A", core.LaneInteractive) // over the 2-byte budget
 	if !c.dead.Load() || a.dead.Load() || b.dead.Load() {
 		t.Fatal("memory budget not applied")
 	}
@@ -72,7 +77,7 @@ func TestPoolExpiryAndBudget(t *testing.T) {
 	old := handBox("old", 1)
 	old.created = time.Now().Add(-time.Hour + 30*time.Second)
 	p.generic = []*box{old}
-	if got, _ := p.acquire("A", time.Second); got != nil || !old.dead.Load() {
+	if got, _ := p.acquire("A", core.LaneInteractive, time.Second); got != nil || !old.dead.Load() {
 		t.Fatal("a box near the end of its life was handed out")
 	}
 }
@@ -81,8 +86,8 @@ func TestPoolSingleUse(t *testing.T) {
 	p := unitPool(t, func(c *Config) { c.SingleUse = true })
 	g := handBox("g", 1)
 	p.generic = []*box{g}
-	b, _ := p.acquire("A", time.Second)
-	p.release(b, "A")
+	b, _ := p.acquire("A", core.LaneInteractive, time.Second)
+	p.release(b, "A", core.LaneInteractive)
 	if !g.dead.Load() || len(p.owned) != 0 {
 		t.Fatal("single-use box kept")
 	}
@@ -108,5 +113,93 @@ func TestPoolTargetFollowsDemand(t *testing.T) {
 	}
 	if n := p.target(now.Add(2 * time.Minute)); n != 1 {
 		t.Fatalf("target after demand left %d, want 1", n)
+	}
+}
+
+// TestPoolLanes: an owner's batch-lane and interactive containers are kept
+// in separate idle sets; a generic container taken by a batch call is the
+// owner's batch container from then on and goes back to that set only.
+func TestPoolLanes(t *testing.T) {
+	p := unitPool(t, nil)
+	g1, g2 := handBox("g1", 1), handBox("g2", 1)
+	p.generic = []*box{g1, g2}
+	bi, _ := p.acquire("A", core.LaneInteractive, time.Second)
+	p.release(bi, "A", core.LaneInteractive)
+	bb, src := p.acquire("A", core.LaneBatch, time.Second)
+	if bb != g2 || src != "generic" || bb.owner != "A" || bb.lane != core.LaneBatch {
+		t.Fatalf("A's batch call got %v %s; want the other generic, not A's idle interactive one", bb, src)
+	}
+	p.release(bb, "A", core.LaneBatch)
+	if l := p.owned[laneKey{"A", core.LaneBatch}]; len(l) != 1 || l[0].b != g2 {
+		t.Fatalf("batch idle set %v, want [g2]", l)
+	}
+	if l := p.owned[laneKey{"A", core.LaneInteractive}]; len(l) != 1 || l[0].b != g1 {
+		t.Fatalf("interactive idle set %v, want [g1]", l)
+	}
+	if b, src := p.acquire("A", core.LaneBatch, time.Second); b != g2 || src != "owner" {
+		t.Fatalf("A's second batch call got %v %s, want its batch container", b, src)
+	}
+	if b, src := p.acquire("A", core.LaneBatch, time.Second); b != nil || src != "cold" {
+		t.Fatalf("A's concurrent batch call got %v %s, want none (its interactive container is not lent)", b, src)
+	}
+	if b, src := p.acquire("A", core.LaneInteractive, time.Second); b != g1 || src != "owner" {
+		t.Fatalf("A's interactive call got %v %s, want its interactive container", b, src)
+	}
+	// A batch container released as interactive (a bug elsewhere) is destroyed, not pooled.
+	p.release(g2, "A", core.LaneInteractive)
+	if !g2.dead.Load() || len(p.owned[laneKey{"A", core.LaneInteractive}]) != 0 {
+		t.Fatal("a batch container was put into the interactive idle set")
+	}
+	// Nor does it ever reach another owner's batch set.
+	p.release(g1, "B", core.LaneBatch)
+	if !g1.dead.Load() || len(p.owned) != 0 {
+		t.Fatalf("A's container went to B's batch set: %v", p.owned)
+	}
+}
+
+// TestSetSharesOnce: a box whose shares differ from the lane's gets one
+// ContainerUpdate with exactly those shares; a box already at them, or an
+// interactive call, gets none; a failed update leaves the box as it was
+// (the next call tries again) and the call goes on.
+func TestSetSharesOnce(t *testing.T) {
+	var got []int64
+	fail := false
+	fd := &fakeDocker{update: func(id string, c container.UpdateConfig) error {
+		if fail {
+			return errors.New("daemon says no")
+		}
+		if c.Memory != 0 || c.NanoCPUs != 0 || c.PidsLimit != nil {
+			t.Errorf("update touches more than cpu.shares: %+v", c.Resources)
+		}
+		got = append(got, c.CPUShares)
+		return nil
+	}}
+	e := New(DefaultConfig(), fd, nil)
+	t.Cleanup(e.Settle)
+	ctx := context.Background()
+	want := e.sharesFor(core.LaneBatch)
+	if want != 2 || e.sharesFor(core.LaneInteractive) != 0 {
+		t.Fatalf("shares: batch %d interactive %d, want 2 and 0", want, e.sharesFor(core.LaneInteractive))
+	}
+	b := handBox("g", 1)
+	e.setShares(ctx, b, e.sharesFor(core.LaneInteractive))
+	e.setShares(ctx, b, want)
+	e.setShares(ctx, b, want)
+	if len(got) != 1 || got[0] != 2 || b.shares != 2 {
+		t.Fatalf("updates %v, box shares %d; want one update to 2", got, b.shares)
+	}
+	cold := handBox("c", 1)
+	cold.shares = 2 // created with them
+	e.setShares(ctx, cold, want)
+	fail = true
+	f := handBox("f", 1)
+	e.setShares(ctx, f, want)
+	if len(got) != 1 || f.shares != 0 || fd.called("update") != 2 {
+		t.Fatalf("updates %v (%d calls), failed box shares %d", got, fd.called("update"), f.shares)
+	}
+	off := New(func() Config { c := DefaultConfig(); c.BatchCPUShares = 0; return c }(), fd, nil)
+	t.Cleanup(off.Settle)
+	if s := off.sharesFor(core.LaneBatch); s != 0 {
+		t.Fatalf("BatchCPUShares 0: batch shares %d, want 0 (unchanged)", s)
 	}
 }

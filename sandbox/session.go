@@ -65,7 +65,7 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 		b = p.takeGeneric(c.Owner, life)
 	}
 	if b == nil {
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "session", c.JobID, c.Owner, false, life)
+		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "session", c.JobID, c.Owner, false, life, 0)
 		if err != nil {
 			s.release(slot)
 			return SessionInfo{}, nil, err

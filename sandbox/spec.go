@@ -41,6 +41,10 @@ type containerSpec struct {
 	// (StdinOnce: the dead man's switch) and a stopped container removes
 	// itself (AutoRemove).
 	Controller bool
+	// CPUShares is the container's cgroup cpu.shares, its CPU weight
+	// against other containers when the cores are busy (0: the daemon's
+	// default, 1024; batch-lane calls get Config.BatchCPUShares).
+	CPUShares int64
 	// Identity is the uid:gid the container runs as (issue 10: one uid per
 	// container, or an input folder's owner); zero means SandboxUser.
 	Identity identity
@@ -88,6 +92,7 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 			MemorySwap:       l.Memory, // swap equal to memory: no swap at all
 			MemorySwappiness: ptr(int64(0)),
 			NanoCPUs:         int64(l.CPUs * 1e9),
+			CPUShares:        s.CPUShares,
 			PidsLimit:        &pids,
 			OomKillDisable:   ptr(false),
 			Devices:          nil,
