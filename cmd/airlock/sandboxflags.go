@@ -21,6 +21,7 @@ type sandboxFlags struct {
 	poolMax    int
 	singleUse  bool
 	ownerIdle  time.Duration
+	batchCPU   int
 	warmMemory string
 	runtime    string
 	python     string
@@ -38,6 +39,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.IntVar(&f.poolMax, "pool-max", envInt("AIRLOCK_POOL_MAX", 0), "most generic warm containers the demand-driven refill keeps per image (0: the default; env AIRLOCK_POOL_MAX)")
 	fs.BoolVar(&f.singleUse, "single-use", os.Getenv("AIRLOCK_SINGLE_USE") == "1", "one container per one-shot call, destroyed after it, instead of per-owner warm containers (env AIRLOCK_SINGLE_USE=1)")
 	fs.DurationVar(&f.ownerIdle, "owner-idle", 0, "how long an owner's idle warm container is kept before it is destroyed (0: the default, 2m)")
+	fs.IntVar(&f.batchCPU, "batch-cpu-shares", envInt("AIRLOCK_BATCH_CPU_SHARES", 2), "cgroup cpu.shares of the containers that run batch-lane calls, against 1024 for interactive ones, so a batch that fills the cores yields them to interactive calls (2 is cgroup v1's minimum; 0 leaves them at 1024; env AIRLOCK_BATCH_CPU_SHARES)")
 	fs.StringVar(&f.warmMemory, "warm-memory", os.Getenv("AIRLOCK_WARM_MEMORY"), "memory budget of all warm containers together, e.g. 2g (default 2g; env AIRLOCK_WARM_MEMORY)")
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
@@ -51,6 +53,7 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	cfg := sandbox.DefaultConfig()
 	cfg.PoolSize = f.pool
 	cfg.SingleUse = f.singleUse
+	cfg.BatchCPUShares = int64(f.batchCPU)
 	cfg.Metrics = reg
 	if f.poolMax > 0 {
 		cfg.PoolMax = f.poolMax
