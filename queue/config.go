@@ -62,8 +62,18 @@ type WorkerConfig struct {
 	// live workers of a queue; do not reuse one across restarts (a restarted
 	// worker cannot hold its predecessor's sessions).
 	ID string
-	// Concurrency is how many jobs run at once. Default 1.
+	// Concurrency is how many jobs run at once in the worker's normal
+	// slots, and the most batch-lane jobs it runs at once. Default 1.
 	Concurrency int
+	// InteractiveReserve is how many slots the worker has on top of
+	// Concurrency that only interactive-lane and session jobs use, so an
+	// interactive call starts at once even while batch jobs fill every
+	// normal slot. The worker runs at most Concurrency batch jobs and at
+	// most Concurrency+InteractiveReserve jobs in all; when slots are
+	// scarce, interactive jobs still go first. Default 1 when zero;
+	// negative means none: Concurrency slots shared by both lanes, so an
+	// interactive job waits for a running job to end like a batch one.
+	InteractiveReserve int
 	// Grace is how long Run waits for running jobs at shutdown before
 	// cancelling them. Default 30s.
 	Grace time.Duration
@@ -120,10 +130,17 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 		c.ID = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "worker"), os.Getpid(), randomID(3))
 	}
 	c.Concurrency = max(c.Concurrency, 1)
+	if c.InteractiveReserve == 0 {
+		c.InteractiveReserve = 1
+	}
+	c.InteractiveReserve = max(c.InteractiveReserve, 0)
 	c.Grace = cmp.Or(c.Grace, 30*time.Second)
 	c.ReadBlock = cmp.Or(c.ReadBlock, 2*time.Second)
 	return c
 }
+
+// slots is how many jobs the worker runs at once in all.
+func (c WorkerConfig) slots() int { return c.Concurrency + c.InteractiveReserve }
 
 func (d Deps) logger() *slog.Logger {
 	if d.Logger == nil {

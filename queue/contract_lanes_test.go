@@ -19,7 +19,8 @@ func runLaneContract(t *testing.T, newQ newQueueFunc) {
 		started, release := make(chan struct{}, 1), make(chan struct{})
 		var mu sync.Mutex
 		var order []string
-		runWorker(t, q, WorkerConfig{Concurrency: 1}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+		// No reserve: one slot in all, so the run order is the lanes' alone.
+		runWorker(t, q, WorkerConfig{Concurrency: 1, InteractiveReserve: -1}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
 			if string(j.Payload) == "hold" {
 				started <- struct{}{}
 				<-release

@@ -277,7 +277,7 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 		reg := prometheus.NewRegistry()
 		q := newQ(t, cfg, reg)
 		started, release := make(chan struct{}, 1), make(chan struct{})
-		runWorker(t, q, WorkerConfig{Concurrency: 1}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+		runWorker(t, q, WorkerConfig{Concurrency: 1, InteractiveReserve: -1}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
 			if string(j.Payload) == "hold" {
 				started <- struct{}{}
 				<-release
@@ -405,6 +405,7 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 	})
 
 	runLaneContract(t, newQ)
+	runReserveContract(t, newQ)
 
 	t.Run("Closed", func(t *testing.T) {
 		q := newQ(t, contractConfig(), nil)

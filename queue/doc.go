@@ -43,6 +43,14 @@
 // slots free. Both lanes count against MaxDepth and MaxPerOwner. Session
 // jobs go to their session's worker whatever their lane.
 //
+// A worker has Concurrency slots plus WorkerConfig.InteractiveReserve
+// (default 1) that batch jobs never use: it runs at most Concurrency
+// batch jobs at once, and interactive and session jobs use any free slot.
+// So while batch jobs fill every normal slot, up to InteractiveReserve
+// interactive calls still start at once instead of waiting for a batch
+// job to end. When a batch job ends, its slot goes to the next batch job
+// (or to a waiting interactive one first).
+//
 // # Redis design
 //
 // Keys are built by keyspace (redis_keys.go) and all carry the hash tag
@@ -61,9 +69,18 @@
 // the live scores for MaxDepth, and XADD of the entry, payload included,
 // to the lane's stream (or to the session holder's own stream). Workers
 // XREADGROUP the interactive lane and their own stream (blocking), and the
-// batch lane only for slots left free (non-blocking, COUNT = free slots,
-// so no worker holds an entry it cannot start; while it stays empty it is
-// looked at after 20 ms, doubling up to ReadBlock). A first delivery starts with
+// batch lane only for slots left free (non-blocking, COUNT = the smaller
+// of the free slots and the batch slots free, never 0, so no worker holds
+// an entry it cannot start; while it stays empty it is looked at after 20
+// ms, doubling up to ReadBlock). While every batch slot is taken the
+// worker blocks on the interactive lane and its own stream with the
+// reserve slots; the first batch job to end then adds a wake entry to the
+// own stream (one XADD; a blocked XREADGROUP cannot be woken otherwise,
+// and an entry added before the read blocks ends it as well, so no wake
+// is lost), which ends the read so the freed slot is refilled at once.
+// No polling: measured, a saturated worker (Concurrency 2, reserve 1)
+// costs 10.7 commands per batch item against 10.3 without a reserve
+// (TestRedisBatchCommandsPerItem). A first delivery starts with
 // no script: the deadline is checked in Go from the entry. The finish
 // script is the CAS, SET and PUBLISH. Workers acknowledge and delete
 // finished entries in batches (XACK and XDEL of up to 32 entries or 1 MiB

@@ -114,8 +114,9 @@ type Queue interface {
 type Worker interface {
 	// ID is the worker's name, unique among live workers.
 	ID() string
-	// Run serves jobs with up to WorkerConfig.Concurrency running at once
-	// until ctx is done, then shuts down gracefully: it stops taking jobs,
+	// Run serves jobs with up to WorkerConfig.Concurrency (batch jobs) or
+	// Concurrency+InteractiveReserve (in all) running at once until ctx is
+	// done, then shuts down gracefully: it stops taking jobs,
 	// lets running ones finish within WorkerConfig.Grace, cancels the rest
 	// (which are left for other workers, not answered), and returns nil.
 	// A worker runs at most once.

@@ -229,19 +229,23 @@ func (q *Memory) NewWorker(cfg WorkerConfig, h Handler) (Worker, error) {
 		return nil, errors.New("queue: nil handler")
 	}
 	cfg = cfg.withDefaults()
-	return &memWorker{q: q, cfg: cfg, h: h, log: q.log.With("worker", cfg.ID)}, nil
+	return &memWorker{q: q, cfg: cfg, h: h, log: q.log.With("worker", cfg.ID), batchDone: make(chan struct{}, 1)}, nil
 }
 
-// memWorker is an in-process worker; queue and stopping are guarded by
-// Memory.mu.
+// memWorker is an in-process worker; queue, batchRunning and stopping
+// are guarded by Memory.mu.
 type memWorker struct {
-	q        *Memory
-	cfg      WorkerConfig
-	h        Handler
-	log      *slog.Logger
-	queue    []*memJob // session jobs routed to this worker
-	started  bool
-	stopping bool
+	q            *Memory
+	cfg          WorkerConfig
+	h            Handler
+	log          *slog.Logger
+	queue        []*memJob // session jobs routed to this worker
+	batchRunning int       // batch-lane jobs taken and not yet ended
+	// batchDone gets a token when a batch job ends, waking take while it
+	// waits for batch room (Memory.wake only signals new work).
+	batchDone chan struct{}
+	started   bool
+	stopping  bool
 }
 
 // ID returns the worker's name.
@@ -268,7 +272,7 @@ func (w *memWorker) Run(ctx context.Context) error {
 
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
-	slots := make(chan struct{}, w.cfg.Concurrency)
+	slots := make(chan struct{}, w.cfg.slots())
 	var wg sync.WaitGroup
 	for ctx.Err() == nil {
 		select {
@@ -311,8 +315,8 @@ func drainWithGrace(wg *sync.WaitGroup, grace time.Duration, abort func()) {
 }
 
 // take blocks for the next job (session jobs first, then interactive,
-// then batch) and marks it running
-// with a fresh handler context; it returns nil when ctx ends.
+// then batch while fewer than Concurrency batch jobs run here) and marks
+// it running with a fresh handler context; it returns nil when ctx ends.
 func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, context.CancelCauseFunc) {
 	q := w.q
 	for {
@@ -325,18 +329,20 @@ func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, c
 		if mj == nil {
 			mj = popLive(&q.main)
 		}
-		if mj == nil {
-			mj = popLive(&q.batch)
+		batch := false
+		if mj == nil && w.batchRunning < w.cfg.Concurrency {
+			mj, batch = popLive(&q.batch), true
 		}
 		if mj == nil {
 			wake := q.wake
 			q.mu.Unlock()
 			select {
 			case <-wake:
-				continue
+			case <-w.batchDone:
 			case <-ctx.Done():
 				return nil, nil, nil
 			}
+			continue
 		}
 		mj.job.Attempt++
 		if mj.job.Attempt > q.cfg.MaxDeliveries {
@@ -346,6 +352,9 @@ func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, c
 			continue
 		}
 		mj.state = stateRunning
+		if batch {
+			w.batchRunning++
+		}
 		hctx, cancel := context.WithCancelCause(base)
 		hctx, cancelDL := context.WithDeadline(hctx, mj.job.Deadline)
 		mj.cancel = cancel
@@ -353,6 +362,11 @@ func (w *memWorker) take(ctx, base context.Context) (*memJob, context.Context, c
 		return mj, hctx, func(cause error) { cancelDL(); cancel(cause) }
 	}
 }
+
+// usesBatchSlot reports whether j, taken by a worker, counts against its
+// Concurrency batch slots: a batch-lane job that is not a session's (those
+// are routed to their worker's own queue, like interactive ones).
+func usesBatchSlot(j Job) bool { return j.Lane == LaneBatch && j.Session == "" }
 
 // popLive removes and returns the first unfinished job of *s, or nil.
 func popLive(s *[]*memJob) *memJob {
@@ -386,6 +400,13 @@ func (w *memWorker) run(hctx context.Context, mj *memJob) {
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if usesBatchSlot(j) {
+		w.batchRunning--
+		select {
+		case w.batchDone <- struct{}{}:
+		default:
+		}
+	}
 	mj.cancel = nil
 	if mj.state != stateRunning {
 		return // cancelled or timed out meanwhile; its outcome is set

@@ -23,28 +23,50 @@ func batchPollEvery(readBlock time.Duration, idle int) time.Duration {
 
 // fetch returns up to n deliveries from the lanes (reclaimed ones first,
 // every VisibilityTimeout/2; then interactive; then batch for the slots
-// interactive jobs left free) and any number from the own stream; lane
-// deliveries come first in the slice.
+// interactive jobs left free, at most room of them) and any number from
+// the own stream; lane deliveries come first in the slice. room is how
+// many more batch jobs may run here (Concurrency minus the running ones).
 //
 // Lanes are read with separate XREADGROUP calls, each with COUNT of the
 // slots still free, so a worker never holds an entry it cannot start (a
 // multi-stream read returns up to COUNT entries per stream). It blocks
 // only on the interactive lane and its own stream, for at most the time
-// until the next batch-lane look.
-func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([]delivery, error) {
+// until the next batch-lane look; while room is 0 for up to ReadBlock,
+// and the first batch job to end meanwhile ends the read with a wake
+// entry on the own stream (wakeForRoom).
+func (w *redisWorker) fetch(ctx context.Context, n, room int, nextClaim *time.Time) ([]delivery, error) {
 	if time.Now().After(*nextClaim) {
 		*nextClaim = time.Now().Add(w.q.cfg.VisibilityTimeout / 2)
-		for _, s := range w.lanes {
-			ds, err := w.reclaim(ctx, s, n)
-			if err != nil || len(ds) > 0 {
-				return ds, err
-			}
+		w.claimLanes = [2]bool{true, true}
+	}
+	for i, s := range w.lanes {
+		k := n
+		if i == 1 {
+			k = min(n, room) // with no batch room, claim when a batch job ends
+		}
+		if !w.claimLanes[i] || k <= 0 {
+			continue
+		}
+		w.claimLanes[i] = false
+		ds, err := w.reclaim(ctx, s, k)
+		if err != nil || len(ds) > 0 {
+			return ds, err
 		}
 	}
 	inter, batch := w.lanes[0], w.lanes[1]
 	due := func() bool { return w.batchFlowing || !time.Now().Before(w.nextBatchPoll) }
+	if room <= 0 {
+		// Flag first, then look again: a batch job that ends after this
+		// look sees the flag and wakes the read below.
+		w.roomWait.Store(true)
+		defer w.roomWait.Store(false)
+		room = w.batchRoom()
+	}
 	block := time.Duration(-1) // no BLOCK argument: return at once
-	if !due() {
+	switch {
+	case room <= 0: // never return at once: that would spin
+		block = max(w.cfg.ReadBlock, time.Millisecond)
+	case !due():
 		block = min(w.cfg.ReadBlock, time.Until(w.nextBatchPoll))
 		if block < time.Millisecond { // BLOCK 0 would wait forever
 			block = -1
@@ -54,8 +76,9 @@ func (w *redisWorker) fetch(ctx context.Context, n int, nextClaim *time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(ds) < n && due() {
-		bs, _, err := w.read(ctx, []string{batch}, n-len(ds), -1)
+	// COUNT is never 0 here: XREADGROUP COUNT 0 means no limit.
+	if k := min(n-len(ds), room); k > 0 && due() {
+		bs, _, err := w.read(ctx, []string{batch}, k, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +113,10 @@ func (w *redisWorker) read(ctx context.Context, streams []string, n int, block t
 	for _, s := range res {
 		for _, m := range s.Messages {
 			if s.Stream == w.ownStream {
+				if _, ok := m.Values[wakeField]; ok {
+					w.acks.add(s.Stream, m.ID, 0)
+					continue
+				}
 				own = append(own, delivery{stream: s.Stream, msg: m})
 			} else {
 				lane = append(lane, delivery{stream: s.Stream, msg: m})
@@ -127,13 +154,18 @@ func (w *redisWorker) reclaim(ctx context.Context, stream string, n int) ([]deli
 	return nil, nil
 }
 
-// ownPending returns up to n lane entries delivered to this worker but
-// neither handed to a goroutine nor finished here (their read's reply was lost). It
-// lists them with XPENDING and reads them with XRANGE, neither of which
-// counts a delivery, so the attempt stays right.
-func (w *redisWorker) ownPending(ctx context.Context, n int) ([]delivery, error) {
+// ownPending returns up to n lane entries (of which at most room batch
+// ones) delivered to this worker but neither handed to a goroutine nor
+// finished here (their read's reply was lost). It lists them with
+// XPENDING and reads them with XRANGE, neither of which counts a
+// delivery, so the attempt stays right. Entries left out stay pending and
+// are reclaimed after the visibility timeout.
+func (w *redisWorker) ownPending(ctx context.Context, n, room int) ([]delivery, error) {
 	var ds []delivery
-	for _, s := range w.lanes {
+	for i, s := range w.lanes {
+		if i == 1 {
+			n = min(n, len(ds)+max(room, 0))
+		}
 		pend, err := w.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 			Stream: s, Group: group, Start: "-", End: "+", Count: 1000, Consumer: w.cfg.ID,
 		}).Result()

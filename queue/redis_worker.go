@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,6 +15,10 @@ import (
 // workerStreamTTL is how long a worker's own stream outlives its last
 // heartbeat.
 const workerStreamTTL = time.Hour
+
+// wakeField marks an own-stream entry that only wakes the worker's read
+// (a batch slot became free); it carries no job.
+const wakeField = "wake"
 
 // NewWorker returns a worker reading this queue's streams.
 func (q *Redis) NewWorker(cfg WorkerConfig, h Handler) (Worker, error) {
@@ -51,6 +56,15 @@ type redisWorker struct {
 	batchFlowing  bool              // the last batch-lane read found entries
 	nextBatchPoll time.Time         // when to look at an empty batch lane again
 	batchIdle     int               // batch-lane looks in a row that found nothing
+	claimLanes    [2]bool           // lanes whose reclaim is due (the batch one waits for batch room)
+
+	// batchRunning counts batch-lane deliveries handed to a goroutine and
+	// not yet returned from process: at most Concurrency. Run's loop adds,
+	// the goroutines subtract.
+	batchRunning atomic.Int64
+	// roomWait is set while Run's loop blocks in a read with no batch
+	// room; the first batch job to end clears it and wakes the read.
+	roomWait atomic.Bool
 
 	mu       sync.Mutex
 	started  bool
@@ -96,7 +110,7 @@ func (w *redisWorker) Run(ctx context.Context) error {
 		return nil
 	}
 	w.drainOwn() // session jobs left by a crashed predecessor with this ID
-	w.log.Info("worker started", "concurrency", w.cfg.Concurrency)
+	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "interactive_reserve", w.cfg.InteractiveReserve)
 
 	bgCtx, bgStop := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
@@ -108,7 +122,7 @@ func (w *redisWorker) Run(ctx context.Context) error {
 
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
-	slots := make(chan struct{}, w.cfg.Concurrency)
+	slots := make(chan struct{}, w.cfg.slots())
 	var wg sync.WaitGroup
 	var bo backoff
 	nextClaim := time.Now()
@@ -119,7 +133,7 @@ func (w *redisWorker) Run(ctx context.Context) error {
 			continue
 		}
 		free := 1
-		for free < w.cfg.Concurrency {
+		for free < w.cfg.slots() {
 			select {
 			case slots <- struct{}{}:
 				free++
@@ -128,14 +142,15 @@ func (w *redisWorker) Run(ctx context.Context) error {
 			}
 			break
 		}
-		ds, err := w.fetch(ctx, free, &nextClaim)
+		room := w.batchRoom() // only grows until the dispatch below
+		ds, err := w.fetch(ctx, free, room, &nextClaim)
 		if err == nil && w.repend {
 			// A read that failed client-side (a Redis stall) may still
 			// have been served, delivering entries to this consumer that
 			// nobody runs: take back this consumer's unstarted ones now
 			// rather than after the visibility timeout.
 			var pend []delivery
-			if pend, err = w.ownPending(ctx, free); err == nil {
+			if pend, err = w.ownPending(ctx, free, room-w.countBatch(ds)); err == nil {
 				w.repend = false
 				ds = append(pend, ds...)
 			}
@@ -168,21 +183,36 @@ func (w *redisWorker) Run(ctx context.Context) error {
 				}
 				continue
 			}
+			batch := d.stream == w.lanes[1]
+			if batch {
+				w.batchRunning.Add(1)
+			}
 			wg.Go(func() {
 				defer func() {
 					w.mu.Lock()
 					delete(w.handed, key)
 					w.mu.Unlock()
 				}()
-				if !reserved { // an own-stream extra: wait for a slot
+				if !reserved { // an extra (own stream, repend): wait for a slot
 					select {
 					case slots <- struct{}{}:
 					case <-base.Done():
+						if batch {
+							w.batchRunning.Add(-1)
+						}
 						return
 					}
 				}
-				defer func() { <-slots }()
 				w.process(base, d)
+				if batch {
+					// Room first, then the slot: a loop taking the slot
+					// sees the room; one blocked in a read is woken.
+					w.batchRunning.Add(-1)
+					<-slots
+					w.wakeForRoom(base)
+				} else {
+					<-slots
+				}
 			})
 		}
 		for range free - min(free, len(ds)) {
@@ -231,6 +261,38 @@ func (w *redisWorker) createGroups(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// batchRoom is how many more batch jobs may start here.
+func (w *redisWorker) batchRoom() int { return w.cfg.Concurrency - int(w.batchRunning.Load()) }
+
+// wakeForRoom, called after a batch job ended, ends Run's read if it
+// blocks for want of batch room, by adding a wake entry to the own stream
+// (a blocked XREADGROUP cannot be interrupted otherwise; an entry added
+// before the read blocks ends it as well, so no wake is lost). The read
+// acknowledges the entry with the finished jobs' ones. If adding fails,
+// the read ends after ReadBlock.
+func (w *redisWorker) wakeForRoom(base context.Context) {
+	if !w.roomWait.CompareAndSwap(true, false) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(base, w.q.cfg.SubmitTimeout)
+	defer cancel()
+	err := w.q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: w.ownStream, NoMkStream: true, Values: []string{wakeField, "1"}}).Err()
+	if err != nil {
+		w.log.Debug("waking the read for a free batch slot failed", "err", err)
+	}
+}
+
+// countBatch counts the batch-lane deliveries of ds.
+func (w *redisWorker) countBatch(ds []delivery) int {
+	n := 0
+	for _, d := range ds {
+		if d.stream == w.lanes[1] {
+			n++
+		}
+	}
+	return n
 }
 
 // laneOf names the lane of stream s.

@@ -15,7 +15,7 @@ import (
 // environment does not leak into a test.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
+	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_INTERACTIVE_RESERVE", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
 		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY", "AIRLOCK_DATA_DIR",
 		agent.EnvBaseURL, agent.EnvModel, agent.EnvAPIKey, "AIRLOCK_TEST_KEY"} {
 		t.Setenv(k, "")
@@ -46,6 +46,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"worker", "--bogus"}, []string{"-bogus"}, "Usage of worker"},
 		{[]string{"worker", "--concurrency", "two"}, []string{`invalid value "two" for flag -concurrency`}, "Usage of worker"},
 		{[]string{"worker", "--redis", "redis://127.0.0.1:1/0", "--concurrency", "0"}, []string{"--concurrency must be at least 1"}, ""},
+		{[]string{"worker", "--redis", "redis://127.0.0.1:1/0", "--interactive-reserve", "-1"}, []string{"--interactive-reserve must be at least 0"}, ""},
+		{[]string{"serve", "--insecure-local", "--interactive-reserve", "-2"}, []string{"--interactive-reserve must be at least 0"}, ""},
+		{[]string{"worker", "--interactive-reserve", "one"}, []string{`invalid value "one" for flag -interactive-reserve`}, "Usage of worker"},
 		{[]string{"worker", "--grace", "soon"}, []string{`invalid value "soon" for flag -grace`}, "Usage of worker"},
 		{[]string{"exec", "--bogus", "run_python", "1"}, []string{"-bogus"}, "Usage of exec"},
 		{[]string{"exec", "--timeout", "10", "run_python", "1"}, []string{`invalid value "10" for flag -timeout`}, "Usage of exec"},
@@ -96,6 +99,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "--help"}, "Usage of serve", "-redis"},
 		{[]string{"serve", "-h"}, "Usage of serve", "-insecure-local"},
 		{[]string{"worker", "--help"}, "Usage of worker", "-concurrency"},
+		{[]string{"worker", "--help"}, "Usage of worker", "-interactive-reserve"},
+		{[]string{"serve", "--help"}, "Usage of serve", "only interactive and session jobs use"},
 		{[]string{"exec", "--help"}, "Usage of exec", "-timeout"},
 		{[]string{"session", "--help"}, "Usage of session", "-memory"},
 		{[]string{"run", "--help"}, "Usage of run", "-base-url"},
@@ -135,8 +140,11 @@ func TestServeFlagsEnv(t *testing.T) {
 	}
 	s := o.stack
 	if s.pool != 7 || s.runtime != "runsc" || s.python != "example/python:1" || s.shell != "airlock/shell:latest" ||
-		s.redis != "redis://127.0.0.1:1/3" || s.queueName != "q1" || s.concurrency != 3 {
+		s.redis != "redis://127.0.0.1:1/3" || s.queueName != "q1" || s.concurrency != 3 || s.interactiveReserve != 1 {
 		t.Errorf("stack flags from env: %+v", s)
+	}
+	if o, _, ok := parseServeFlags([]string{"--insecure-local", "--interactive-reserve", "2"}, envLookup, &errb); !ok || o.stack.interactiveReserve != 2 {
+		t.Errorf("--interactive-reserve 2: reserve %d", o.stack.interactiveReserve)
 	}
 	if o.api.Addr != "127.0.0.1:9191" {
 		t.Errorf("addr from env: %q", o.api.Addr)
@@ -178,6 +186,16 @@ func TestWorkerFlagsEnv(t *testing.T) {
 	sf, verbose, _, ok := parseWorkerFlags([]string{"-v", "--grace", "5s"}, &errb)
 	if !ok || sf.redis != "redis://127.0.0.1:1/0" || sf.queueName != "wq" || sf.concurrency != 5 || sf.pool != 1 || sf.grace != 5*time.Second || !verbose {
 		t.Errorf("worker flags: %+v verbose %v", sf, verbose)
+	}
+	if sf.interactiveReserve != 1 {
+		t.Errorf("default --interactive-reserve %d, want 1", sf.interactiveReserve)
+	}
+	t.Setenv("AIRLOCK_INTERACTIVE_RESERVE", "3")
+	if sf, _, _, ok := parseWorkerFlags(nil, &errb); !ok || sf.interactiveReserve != 3 {
+		t.Errorf("AIRLOCK_INTERACTIVE_RESERVE=3: reserve %d", sf.interactiveReserve)
+	}
+	if sf, _, _, ok := parseWorkerFlags([]string{"--interactive-reserve", "0"}, &errb); !ok || sf.interactiveReserve != 0 {
+		t.Errorf("--interactive-reserve 0 over env: reserve %d", sf.interactiveReserve)
 	}
 }
 
@@ -248,5 +266,15 @@ func TestServeMetricsAndLimitFlags(t *testing.T) {
 	errb.Reset()
 	if _, code, ok := parseServeFlags([]string{"--insecure-local", "--metrics-addr", "nope"}, envLookup, &errb); ok || code != 2 || !strings.Contains(errb.String(), "--metrics-addr") {
 		t.Errorf("bad --metrics-addr: ok=%v code=%d %s", ok, code, errb.String())
+	}
+}
+
+// TestQueueReserve: --interactive-reserve N reaches the worker as N slots,
+// and 0 as none (the queue reads a zero InteractiveReserve as its default).
+func TestQueueReserve(t *testing.T) {
+	for n, want := range map[int]int{0: -1, 1: 1, 3: 3} {
+		if got := queueReserve(n); got != want {
+			t.Errorf("queueReserve(%d) = %d, want %d", n, got, want)
+		}
 	}
 }

@@ -10,7 +10,7 @@ const usage = `usage: airlock COMMAND [flags]
 
 commands:
   serve     the HTTP API and web UI: airlock serve [--addr 127.0.0.1:8080] [--redis URL] [--insecure-local]
-  worker    run sandbox jobs from the Redis queue: airlock worker --redis URL [--concurrency N]
+  worker    run sandbox jobs from the Redis queue: airlock worker --redis URL [--concurrency N] [--interactive-reserve N]
   batch     batches: airlock batch submit|run|status|results|cancel|retry|list (see airlock batch)
   run       run the agent on a goal: airlock run [--model M] [--base-url U] [--mount DIR] [--max-steps N] [--json] "goal"
   mcp       an MCP server on stdio for local hosts: airlock mcp [--mount DIR] [--timeout 30s]

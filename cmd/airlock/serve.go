@@ -144,6 +144,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if code, ok := parseFlags(fs, args); !ok {
 		return o, code, false
 	}
+	if err := checkReserve(o.stack.interactiveReserve); err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return o, 2, false
+	}
 	cfg, err := af.config()
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
@@ -177,7 +181,7 @@ func runWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock worker: %v\n", err)
 		return 1
 	}
-	log.Info("airlock worker running", "queue", sf2.queueName, "concurrency", sf2.concurrency)
+	log.Info("airlock worker running", "queue", sf2.queueName, "concurrency", sf2.concurrency, "interactive_reserve", sf2.interactiveReserve)
 	<-ctx.Done()
 	log.Info("airlock worker stopping: finishing jobs in flight", "grace", sf2.grace)
 	st.close()
@@ -194,6 +198,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (sf stackFlags, verbose b
 	fs.StringVar(&sf.redis, "redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (required; env AIRLOCK_REDIS_URL)")
 	fs.StringVar(&sf.queueName, "queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name")
 	fs.IntVar(&sf.concurrency, "concurrency", envInt("AIRLOCK_CONCURRENCY", 2), "sandbox jobs run at once")
+	registerReserve(fs, &sf.interactiveReserve)
 	fs.DurationVar(&sf.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
 	fs.BoolVar(&verbose, "v", false, "debug logs")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -205,6 +210,10 @@ func parseWorkerFlags(args []string, stderr io.Writer) (sf stackFlags, verbose b
 	}
 	if sf.concurrency < 1 {
 		fmt.Fprintln(stderr, "airlock worker: --concurrency must be at least 1")
+		return sf, verbose, 2, false
+	}
+	if err := checkReserve(sf.interactiveReserve); err != nil {
+		fmt.Fprintf(stderr, "airlock worker: %v\n", err)
 		return sf, verbose, 2, false
 	}
 	return sf, verbose, 0, true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,10 @@ type stackFlags struct {
 	redis       string
 	queueName   string
 	concurrency int
-	grace       time.Duration // for in-flight jobs at shutdown (0: the queue's default)
+	// interactiveReserve is the worker's slots beyond concurrency for
+	// interactive and session jobs only (0: none).
+	interactiveReserve int
+	grace              time.Duration // for in-flight jobs at shutdown (0: the queue's default)
 	// approvalTools and requireApproval become the dispatcher's
 	// ApprovalTools and Policy.RequireApproval (serve's approval flags).
 	approvalTools, requireApproval []string
@@ -44,6 +48,36 @@ func (f *stackFlags) register(fs *flag.FlagSet, embedded bool, pool int) {
 		def = 2
 	}
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AIRLOCK_CONCURRENCY", def), "sandbox jobs run at once by this process's worker (0: none, with --redis)")
+	f.interactiveReserve = envInt(reserveEnv, 1)
+	if !embedded { // a one-call command has no batch to make room beside
+		registerReserve(fs, &f.interactiveReserve)
+	}
+}
+
+// reserveEnv is the environment fallback of --interactive-reserve.
+const reserveEnv = "AIRLOCK_INTERACTIVE_RESERVE"
+
+// registerReserve defines --interactive-reserve on fs.
+func registerReserve(fs *flag.FlagSet, v *int) {
+	fs.IntVar(v, "interactive-reserve", envInt(reserveEnv, 1),
+		"worker slots on top of --concurrency that only interactive and session jobs use, so a call starts at once while batch items fill the others (0: none; env "+reserveEnv+")")
+}
+
+// checkReserve reports a negative --interactive-reserve.
+func checkReserve(n int) error {
+	if n < 0 {
+		return errors.New("--interactive-reserve must be at least 0")
+	}
+	return nil
+}
+
+// queueReserve is WorkerConfig.InteractiveReserve for n slots (the queue
+// reads 0 as its default and a negative value as none).
+func queueReserve(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // stack is the object graph every command that runs tools builds:
@@ -127,7 +161,9 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		}
 		s.worker = eng
 		s.engine, _ = eng.(*sandbox.Engine)
-		w, err := q.NewWorker(queue.WorkerConfig{ID: workerID, Concurrency: conc, Grace: f.grace}, jobs.NewHandler(eng))
+		w, err := q.NewWorker(queue.WorkerConfig{
+			ID: workerID, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
+		}, jobs.NewHandler(eng))
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("worker: %w", err)
