@@ -16,7 +16,11 @@
 // Fairness: every running item holds one of its owner's slots, records
 // in the store created with a TTL and renewed while the item runs, so the
 // per-owner cap holds across all replicas and a replica killed with -9
-// frees its slots when they expire (Config.SlotTTL).
+// frees its slots when they expire (Config.SlotTTL). A runner goroutine
+// keeps its slot across the items it runs back to back and gives it back
+// after 2 s, before backing off from a transient failure, or when no item
+// is waiting for it (slot_lease.go): a take and a release are two store
+// writes, which per item were two of five.
 //
 // Inputs: a folder item (an input folder path) is packed into a tar on
 // the host and sent as the call's Archive, unpacked inside the owner's

@@ -25,9 +25,9 @@ func (e errTransient) Unwrap() error { return e.err }
 // runItem runs one item to a result line, retrying transient platform
 // failures with backoff (same idempotency key, so a job the queue already
 // ran is not run again); ok is false when ctx ended first.
-func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line, bool) {
+func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*Line, bool) {
 	for try := 1; ; try++ {
-		line, err := m.tryItem(ctx, owner, id, it)
+		line, err := m.tryItem(ctx, owner, id, it, lease)
 		if ctx.Err() != nil {
 			return nil, false
 		}
@@ -42,6 +42,7 @@ func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line
 			return m.stamp(line, it, m.cfg.Now()), true
 		}
 		m.cfg.Logger.Warn("batch: item retried", "batch", id, "custom_id", it.CustomID, "try", try, "err", err)
+		lease.drop() // no slot is held while backing off
 		select {
 		case <-ctx.Done():
 			return nil, false
@@ -50,13 +51,12 @@ func (m *Manager) runItem(ctx context.Context, owner, id string, it Item) (*Line
 	}
 }
 
-// tryItem makes one attempt while holding one of the owner's slots.
-func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item) (*Line, error) {
-	release, err := m.slots.acquire(ctx, owner)
-	if err != nil {
+// tryItem makes one attempt while holding one of the owner's slots (the
+// runner goroutine's lease, kept across its items).
+func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*Line, error) {
+	if err := lease.ensure(ctx); err != nil {
 		return nil, err
 	}
-	defer release()
 	start := m.cfg.Now()
 	var line *Line
 	switch {

@@ -131,11 +131,25 @@ func (m *Manager) process(ctx context.Context, owner, id string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for v := range work {
+			lease := newSlotLease(m.slots, owner)
+			defer lease.drop()
+			for {
+				var v versioned
+				var more bool
+				select {
+				case v, more = <-work:
+				default: // no item ready: the slot is not held while waiting
+					lease.drop()
+					v, more = <-work
+				}
+				if !more {
+					return
+				}
 				if runCtx.Err() != nil {
+					lease.drop()
 					continue
 				}
-				line, ok := m.runItem(runCtx, owner, id, v.item)
+				line, ok := m.runItem(runCtx, owner, id, v.item, lease)
 				if !ok || (runCtx.Err() != nil && line.Failed()) {
 					continue // stopped by cancel, expiry or shutdown: left pending
 				}

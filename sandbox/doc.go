@@ -11,7 +11,8 @@
 // per image (demand-driven, within PoolMax and WarmMemoryBudget); an
 // owner's call takes one of its own idle containers, else a generic one,
 // which is the owner's from then on and never serves anyone else. The
-// controller forks a fresh interpreter per call and cleans processes and
+// controller forks a fresh interpreter per call (a one-shot shell call is
+// a bash it spawns itself, no interpreter) and cleans processes and
 // files after it (docs/isolation.md). An owner's batch-lane calls
 // (core.LaneBatch) have idle containers of their own: they run at
 // Config.BatchCPUShares (cgroup cpu.shares, default 2 against the usual

@@ -47,6 +47,13 @@ COALESCE_S = 0.004  # live output is sent at most this late ...
 COALESCE_BYTES = 32 << 10  # ... or once this much is pending
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm")
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
+# After a one-shot shell call (run without a kernel, see Controller.spawn_shell) the next
+# spare kernel is forked only once the container has been idle this long, so back-to-back
+# shell calls (batch items) pay no kernel fork; a Python call arriving sooner forks one.
+SPARE_IDLE_S = 0.25
+# A one-shot shell call's first program: raise its own oom_score_adj, then become
+# `/bin/bash -c CODE` ($0 /bin/bash, as when the kernel ran it).
+SHELL_WRAP = 'echo 1000 >/proc/self/oom_score_adj 2>/dev/null; exec "$0" -c "$1"'
 
 
 def now():
@@ -157,6 +164,7 @@ class Kernel:
         self.count = 0
         self.cpu_s = None  # user+system seconds of it and its waited-for children, from its exit report
         self.ready = False  # it said it finished setting itself up (before any user code ran)
+        self.direct = None  # a one-shot shell call's bash, spawned by the controller: its Popen
 
 
 class Call:
@@ -254,6 +262,8 @@ class Controller:
         self.reported = {}  # rel path -> (mtime_ns, size) already returned or skipped
         self.paused = False
         self.eof_pending = {}  # Kernel -> time to give up waiting for its exit report
+        self.direct = {}  # pid -> Kernel of a directly spawned shell (our own child)
+        self.refill_at = None  # when to fork the spare a shell call did not need
 
     # --- output to Airlock ----------------------------------------------------------
     def emit(self, obj):
@@ -346,6 +356,8 @@ class Controller:
                 return
             if pid == self.zygote_pid:
                 self.zygote_died()
+            elif pid in self.direct:
+                self.direct_exited(self.direct.pop(pid), _status, ru)
             else:
                 # An orphan of a call (its parent died first): its time counts for that call.
                 self.orphan_cpu += ru.ru_utime + ru.ru_stime
@@ -710,7 +722,10 @@ class Controller:
             if unpacked is None:
                 return None
         restarted = False
-        if mode == "oneshot":
+        direct = mode == "oneshot" and lang == "shell"
+        if direct:
+            k = self.direct_kernel()
+        elif mode == "oneshot":
             k = self.take_spare()
         else:
             if self.session is None:
@@ -754,13 +769,16 @@ class Controller:
                "env": env, "nfds": len(fds)}
         k.count += 1
         self.call = call
-        try:
-            if k.dead is not None:
-                raise OSError("kernel already dead")
-            wire.send(k.sock, msg, fds)
-        except (OSError, AttributeError):
-            if k.dead is None:
-                self.kill_kernel(k, {"message": "the kernel did not take the call", "exit_code": 137})
+        if direct:
+            self.spawn_shell(call, k, msg["code"], env, fds)
+        else:
+            try:
+                if k.dead is not None:
+                    raise OSError("kernel already dead")
+                wire.send(k.sock, msg, fds)
+            except (OSError, AttributeError):
+                if k.dead is None:
+                    self.kill_kernel(k, {"message": "the kernel did not take the call", "exit_code": 137})
         for fd in fds[:2] + fds[3:]:
             os.close(fd)
         if len(fds) > 2:
@@ -834,11 +852,69 @@ class Controller:
         self.finish(call, oom0, restarted)
         if mode == "oneshot":
             self.clean_files()
-            self.refill_spares()
+            if direct:
+                self.refill_at = now() + SPARE_IDLE_S
+            else:
+                self.refill_spares()
         elif k.dead is not None:
             self.session = None
             self.session_lost = False
             self.session = self.fork_kernel()
+
+    # --- one-shot shell calls without a kernel ---------------------------------------
+    def direct_kernel(self):
+        """The stand-in Kernel of a one-shot shell call. No spare kernel may be alive while
+        the call's code runs (same uid: it could ptrace one and so reach the next call), so
+        the spare is killed first; a Python call forks a new one (take_spare), or the idle
+        refill does (SPARE_IDLE_S)."""
+        self.wait_forks()
+        for sp in list(self.spares):
+            self.kill_kernel(sp, {"message": "retired for a shell call", "exit_code": 137, "retired": True})
+        self.refill_at = None
+        k = Kernel(0)
+        k.ready = True
+        return k
+
+    def spawn_shell(self, call, k, code, env, fds):
+        """Run a one-shot shell call as /bin/bash -c CODE, the controller's own child: in a
+        new session (its process group is what timeouts and interrupts signal), with the
+        call's pipes on 1/2 (and 0), none of the controller's fds (all CLOEXEC, close_fds),
+        the environment a kernel would give it (the container's plus the call's), cwd /work.
+        SIGINT is default in it because the controller handles SIGINT rather than ignoring it
+        (an ignored signal stays ignored across exec). No preexec_fn: it costs a full fork
+        (~15 ms here) where Popen otherwise uses vfork. SHELL_WRAP (dash) sets oom_score_adj
+        1000, as a kernel does for itself, so the OOM killer picks the call, not the
+        controller, then execs bash (the controller cannot write it: the child's /proc entry
+        stays non-dumpable, so not ours, until well into its exec)."""
+        full = dict(os.environ)
+        full.update({str(a): str(b) for a, b in env.items()})
+        cwd = WORK if os.path.isdir(WORK) else "/tmp"
+        try:
+            p = subprocess.Popen(["/bin/sh", "-c", SHELL_WRAP, "/bin/bash", code], stdin=fds[2] if len(fds) > 2 else subprocess.DEVNULL,
+                                 stdout=fds[0], stderr=fds[1], cwd=cwd, env=full, close_fds=True,
+                                 start_new_session=True)
+        except OSError as exc:
+            k.dead = {"message": "the shell could not be started: %s" % exc, "exit_code": 127}
+            return
+        k.pid, k.direct = p.pid, p
+        p.returncode = 0  # reaped by on_sigchld, never by Popen (its __del__ must not wait)
+        self.direct[p.pid] = k
+
+    def direct_exited(self, k, status, ru):
+        """Our direct shell exited: its status is the call's answer."""
+        k.cpu_s = ru.ru_utime + ru.ru_stime
+        call = self.call if (self.call is not None and self.call.kernel is k) else None
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            res = {"status": "interrupted" if sig == signal.SIGINT else "error", "exit_code": 128 + sig}
+        else:
+            rc = os.WEXITSTATUS(status)
+            res = {"status": "ok" if rc == 0 else "error", "exit_code": rc}
+        if call is not None and call.kdone is None and k.dead is None:
+            call.kdone = dict(res, t="done", error=None, execution_count=1)
+            call.end = now()
+        if k.dead is None:
+            k.dead = {"message": "done", "exit_code": res["exit_code"], "retired": True}
 
     def unpack_archive(self, req, mode):
         """Unpack the request's archive into the emptied workspace; returns what was
@@ -1185,6 +1261,12 @@ class Controller:
         while True:
             if self.queue:
                 self.handle(self.queue.popleft())
+            elif self.refill_at is not None:
+                if now() >= self.refill_at:
+                    self.refill_at = None
+                    self.refill_spares()
+                else:
+                    self.poll(self.refill_at - now())
             else:
                 self.poll(None)
 
@@ -1196,7 +1278,9 @@ def main():
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGINT is handled (by doing nothing), not ignored: an ignored signal would stay
+    # ignored in the shells spawn_shell starts, and interrupts could not stop them.
+    signal.signal(signal.SIGINT, lambda *_: None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     c = Controller()
     # As pid 1 (no docker-init) a signal without a handler is ignored: docker stop's SIGTERM
