@@ -86,5 +86,7 @@ func BenchmarkBoltParallelPut(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	before := state.BoltCommits(s)
 	benchParallelPuts(b, s, 8)
+	b.ReportMetric(float64(state.BoltCommits(s)-before)/float64(b.N), "commits/op")
 }
