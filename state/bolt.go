@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // BoltFile is the file name OpenBolt uses inside a directory.
@@ -33,16 +36,22 @@ type BoltOptions struct {
 // it fails within LockTimeout. Expired entries are hidden on read and
 // removed by a background sweeper; Range waits are woken in-process by
 // Append. Values and log entries are bounded by MaxValueSize; TTLs are not
-// bounded.
+// bounded. Writes of concurrent callers are group-committed: one
+// transaction and one fsync for all writes queued at that moment (see
+// bolt_commit.go).
 type Bolt struct {
 	db   *bolt.DB
 	path string
 
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every append
-	done    chan struct{} // closed by Close
-	closed  bool
-	sweeper sync.WaitGroup
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced on every append
+	done      chan struct{} // closed by Close
+	closed    bool
+	queue     []*writeOp // writes waiting for the committer
+	wake      *sync.Cond // on mu: signalled when queue grows or closed is set
+	commits   atomic.Int64
+	sweeper   sync.WaitGroup
+	committer sync.WaitGroup
 }
 
 // Bucket names. Records, counters and log metadata are keyed by encKey;
@@ -108,6 +117,9 @@ func OpenBoltWith(path string, opt BoltOptions) (*Bolt, error) {
 		return nil, fmt.Errorf("state: initialise %s: %w", path, err)
 	}
 	b := &Bolt{db: db, path: path, changed: make(chan struct{}), done: make(chan struct{})}
+	b.wake = sync.NewCond(&b.mu)
+	b.committer.Add(1)
+	go b.commitLoop()
 	if opt.SweepEvery > 0 {
 		b.sweeper.Add(1)
 		go b.sweepLoop(opt.SweepEvery)
@@ -117,13 +129,6 @@ func OpenBoltWith(path string, opt BoltOptions) (*Bolt, error) {
 
 // Path is the database file.
 func (b *Bolt) Path() string { return b.path }
-
-// update runs fn in a write transaction, mapping storage failures to
-// ErrUnavailable (the transaction is rolled back: nothing was written).
-// Errors of this package returned by fn pass through.
-func (b *Bolt) update(op string, fn func(tx *bolt.Tx) error) error {
-	return b.mapErr(op, b.db.Update(fn))
-}
 
 func (b *Bolt) view(op string, fn func(tx *bolt.Tx) error) error {
 	return b.mapErr(op, b.db.View(fn))
@@ -136,6 +141,8 @@ func (b *Bolt) mapErr(op string, err error) error {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict), errors.Is(err, ErrLimit),
 		errors.Is(err, ErrTooLarge), errors.Is(err, ErrUnavailable):
 		return err
+	case errors.Is(err, core.ErrInternal): // a panic in a write (callOp)
+		return fmt.Errorf("state: %s on %s: %w", op, b.path, err)
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("state: %s on %s: closed: %w", op, b.path, ErrUnavailable)
 	default:
@@ -162,7 +169,7 @@ func (b *Bolt) Put(_ context.Context, k Key, value []byte, opt PutOptions) (int6
 	}
 	ek := encKey(k)
 	var v int64
-	err := b.update("put", func(tx *bolt.Tx) error {
+	err := b.update("put", len(value), func(tx *bolt.Tx) error {
 		now := time.Now()
 		recs := tx.Bucket(bRecords)
 		old, ok := decRecord(recs.Get(ek), now)
@@ -216,7 +223,7 @@ func (b *Bolt) Delete(_ context.Context, k Key, ifVersion int64) error {
 		return err
 	}
 	ek := encKey(k)
-	return b.update("delete", func(tx *bolt.Tx) error {
+	return b.update("delete", 0, func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bRecords)
 		raw := recs.Get(ek)
 		r, ok := decRecord(raw, time.Now())
@@ -276,7 +283,7 @@ func (b *Bolt) Append(_ context.Context, k Key, data []byte, maxLen int, ttl tim
 	}
 	ek := encKey(k)
 	var seq int64
-	err := b.update("append", func(tx *bolt.Tx) error {
+	err := b.update("append", len(data), func(tx *bolt.Tx) error {
 		now := time.Now()
 		metas, logs := tx.Bucket(bLogMeta), tx.Bucket(bLogs)
 		m, ok := decLogMeta(metas.Get(ek))
@@ -384,7 +391,7 @@ func (b *Bolt) DeleteLog(_ context.Context, k Key) error {
 		return err
 	}
 	ek := encKey(k)
-	return b.update("delete log", func(tx *bolt.Tx) error {
+	return b.update("delete log", 0, func(tx *bolt.Tx) error {
 		return deleteLog(tx, ek)
 	})
 }
@@ -412,7 +419,7 @@ func (b *Bolt) Add(_ context.Context, k Key, delta, limit int64, ttl time.Durati
 	}
 	ek := encKey(k)
 	var val int64
-	err := b.update("add", func(tx *bolt.Tx) error {
+	err := b.update("add", 0, func(tx *bolt.Tx) error {
 		now := time.Now()
 		ctrs := tx.Bucket(bCounters)
 		raw := ctrs.Get(ek)
@@ -457,8 +464,9 @@ func (b *Bolt) Ping(context.Context) error {
 	return b.view("ping", func(*bolt.Tx) error { return nil })
 }
 
-// Close stops the sweeper, wakes waiting Range calls (they return
-// ErrUnavailable) and closes the file, releasing its lock.
+// Close refuses new calls (ErrUnavailable), stops the sweeper, wakes
+// waiting Range calls (they return ErrUnavailable), commits the writes
+// already queued, then closes the file, releasing its lock.
 func (b *Bolt) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -467,8 +475,10 @@ func (b *Bolt) Close() error {
 	}
 	b.closed = true
 	close(b.done)
+	b.wake.Broadcast()
 	b.mu.Unlock()
 	b.sweeper.Wait()
+	b.committer.Wait()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("state: close %s: %w", b.path, err)
 	}

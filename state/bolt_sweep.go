@@ -44,7 +44,8 @@ func (b *Bolt) sweepOnce(now time.Time) (int, error) {
 		return 0, err
 	}
 	n := 0
-	err := b.update("sweep", func(tx *bolt.Tx) error {
+	err := b.update("sweep", 0, func(tx *bolt.Tx) error {
+		n = 0 // counted again if the committer reruns this
 		idx := tx.Bucket(bExp)
 		limit := be64(now.UnixNano())
 		var due [][]byte

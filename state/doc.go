@@ -17,7 +17,9 @@
 //   - Bolt (OpenBolt), an on-disk embedded store (go.etcd.io/bbolt) under a
 //     data directory (DefaultDataDir), for single-process `make run`. The
 //     file is locked; a second process opening it fails after about a
-//     second with an error naming the file.
+//     second with an error naming the file. Concurrent writes are group
+//     committed: one transaction (one fsync) for all writes queued while
+//     the previous one synced.
 //   - Memory (NewMemory), for unit tests of the packages built on the store.
 //
 // Bounds shared by all: a value or log entry is at most MaxValueSize bytes
