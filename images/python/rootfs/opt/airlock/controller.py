@@ -843,6 +843,10 @@ class Controller:
                 self.poll(0.05)
             else:
                 self.poll(call.eof_deadline - now())
+        # What the call wrote is in the pipes even when EOF did not come in time (a process
+        # kept a write end open, or this container, at low CPU shares, was not scheduled
+        # until the grace had passed): read what is there before closing them.
+        self.drain_available(call)
         for fd in list(call.pipes):
             self.paused_unregister_safe(call, fd)
         call.mark("eof")
