@@ -49,6 +49,14 @@ type Config struct {
 	// OwnerIdle is how long an owner's idle container is kept for that
 	// owner's next call before it is destroyed (default 2 min).
 	OwnerIdle time.Duration
+	// OwnerSpread lets an owner's interactive one-shot call sent right
+	// after the previous one (its only idle container released under 100
+	// ms ago, its next spare kernel not ready yet) take a generic container,
+	// so back-to-back calls alternate between two containers of the owner
+	// and find a spare ready; it costs one more warm container per owner
+	// calling back to back. Off in DefaultConfig; `serve` and `worker` turn
+	// it on (--owner-spread).
+	OwnerSpread bool
 	// BatchCPUShares is the cgroup cpu.shares (CPU weight; the daemon's
 	// default is 1024, cgroup v1's minimum 2) of the containers that run
 	// batch-lane one-shot calls (core.LaneBatch), so a batch that keeps

@@ -112,9 +112,20 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	if !p.e.cfg.SingleUse {
 		k := laneKey{owner, lane}
 		list := p.owned[k]
+		if p.spread(lane, list) {
+			if b := p.takeGenericLocked(owner, lane, timeout); b != nil {
+				return b, "generic"
+			}
+		}
 		for len(list) > 0 {
-			ib := list[len(list)-1]
-			list = list[:len(list)-1]
+			var ib idleBox
+			if lane == core.LaneInteractive {
+				// The one idle longest: its next spare kernel has had the most time
+				// to be forked and set up (a call sent at once waits for that).
+				ib, list = list[0], list[1:]
+			} else {
+				ib, list = list[len(list)-1], list[:len(list)-1]
+			}
 			p.e.warmMem.Add(-ib.b.limits.Memory)
 			if ib.b.fresh(timeout) {
 				p.setOwned(k, list)
@@ -124,6 +135,32 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 		}
 		p.setOwned(k, list)
 	}
+	if b := p.takeGenericLocked(owner, lane, timeout); b != nil {
+		return b, "generic"
+	}
+	return nil, "cold"
+}
+
+// spareSettle is how long a one-shot container needs after a call before
+// its next spare kernel is ready (forked from the zygote and set up: 30-60
+// ms on 2 cores); a call sent sooner waits for it.
+const spareSettle = 100 * time.Millisecond
+
+// spread reports whether (Config.OwnerSpread) an owner's interactive call should take a generic
+// container rather than its only idle one, released under spareSettle ago:
+// an agent calling back to back then alternates between two containers,
+// each call finding a spare kernel ready, instead of waiting for one. It
+// never grows an owner past two idle containers by itself (with two idle,
+// the older is taken), and never applies to batch calls, which run no
+// kernel when they are shell calls and go by throughput.
+func (p *pool) spread(lane core.Lane, list []idleBox) bool {
+	return p.e.cfg.OwnerSpread && lane == core.LaneInteractive && len(list) == 1 && time.Since(list[0].since) < spareSettle &&
+		len(p.generic) > 0 && p.e.warmMem.Load()+2*p.limits.Memory <= p.e.cfg.WarmMemoryBudget
+}
+
+// takeGenericLocked hands out a fresh generic container, now owner's for
+// lane, or nil; p.mu is held.
+func (p *pool) takeGenericLocked(owner string, lane core.Lane, timeout time.Duration) *box {
 	p.demand = append(p.demand, time.Now())
 	for len(p.generic) > 0 {
 		b := p.generic[0]
@@ -133,11 +170,11 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 			b.owner, b.lane = owner, lane
 			// Labels cannot change after creation: log who took which container.
 			p.e.log.Debug("warm container taken", "container", short(b.id), "owner", owner, "lane", string(lane))
-			return b, "generic"
+			return b
 		}
 		p.e.retire(b)
 	}
-	return nil, "cold"
+	return nil
 }
 
 // takeGeneric hands out a generic container only (for a session).

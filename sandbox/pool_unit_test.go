@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +203,56 @@ func TestSetSharesOnce(t *testing.T) {
 	t.Cleanup(off.Settle)
 	if s := off.sharesFor(core.LaneBatch); s != 0 {
 		t.Fatalf("BatchCPUShares 0: batch shares %d, want 0 (unchanged)", s)
+	}
+}
+
+// TestPoolSpreadBackToBack: an owner's interactive call sent right after
+// its previous one (the only idle container released under spareSettle
+// ago) takes a generic container instead; from then on the owner's calls
+// alternate between its two, the one idle longest first, and a third
+// generic is never taken; a batch call never spreads; without a generic
+// the just-released container is reused; with OwnerSpread off (the
+// DefaultConfig) the owner's one container serves every call.
+func TestPoolSpreadBackToBack(t *testing.T) {
+	p := unitPool(t, func(c *Config) { c.OwnerSpread = true })
+	g1, g2, g3 := handBox("g1", 1), handBox("g2", 1), handBox("g3", 1)
+	p.generic = []*box{g1, g2, g3}
+	var got []string
+	for range 5 {
+		b, _ := p.acquire("A", core.LaneInteractive, time.Second)
+		if b == nil {
+			t.Fatal("no container")
+		}
+		got = append(got, b.id)
+		p.release(b, "A", core.LaneInteractive)
+	}
+	if want := "g1 g2 g1 g2 g1"; fmt.Sprint(strings.Join(got, " ")) != want {
+		t.Fatalf("back-to-back calls ran in %v, want %s", got, want)
+	}
+	if len(p.generic) != 1 || p.generic[0] != g3 {
+		t.Fatalf("generic left %v, want only g3", p.generic)
+	}
+	b, _ := p.acquire("Z", core.LaneBatch, time.Second)
+	p.release(b, "Z", core.LaneBatch)
+	if b2, src := p.acquire("Z", core.LaneBatch, time.Second); b2 != b || src != "owner" {
+		t.Fatalf("a batch call spread: %v %s", b2, src)
+	}
+	p2 := unitPool(t, func(c *Config) { c.OwnerSpread = true })
+	h := handBox("h", 1)
+	p2.generic = []*box{h}
+	b, _ = p2.acquire("A", core.LaneInteractive, time.Second)
+	p2.release(b, "A", core.LaneInteractive)
+	if b2, src := p2.acquire("A", core.LaneInteractive, time.Second); b2 != h || src != "owner" {
+		t.Fatalf("without a generic: %v %s", b2, src)
+	}
+	p3 := unitPool(t, nil)
+	k1, k2 := handBox("k1", 1), handBox("k2", 1)
+	p3.generic = []*box{k1, k2}
+	for i := range 3 {
+		b, _ := p3.acquire("A", core.LaneInteractive, time.Second)
+		if b != k1 {
+			t.Fatalf("spread off, call %d ran in %v, want k1", i, b)
+		}
+		p3.release(b, "A", core.LaneInteractive)
 	}
 }

@@ -21,6 +21,7 @@ type sandboxFlags struct {
 	poolMax    int
 	singleUse  bool
 	ownerIdle  time.Duration
+	spread     bool
 	batchCPU   int
 	warmMemory string
 	runtime    string
@@ -38,6 +39,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", pool), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
 	fs.IntVar(&f.poolMax, "pool-max", envInt("AIRLOCK_POOL_MAX", 0), "most generic warm containers the demand-driven refill keeps per image (0: the default; env AIRLOCK_POOL_MAX)")
 	fs.BoolVar(&f.singleUse, "single-use", os.Getenv("AIRLOCK_SINGLE_USE") == "1", "one container per one-shot call, destroyed after it, instead of per-owner warm containers (env AIRLOCK_SINGLE_USE=1)")
+	fs.BoolVar(&f.spread, "owner-spread", envOr("AIRLOCK_OWNER_SPREAD", "1") != "0", "let an owner's back-to-back interactive calls alternate between two warm containers, so each finds a spare kernel ready (one more warm container per such owner; env AIRLOCK_OWNER_SPREAD=0 turns it off)")
 	fs.DurationVar(&f.ownerIdle, "owner-idle", 0, "how long an owner's idle warm container is kept before it is destroyed (0: the default, 2m)")
 	fs.IntVar(&f.batchCPU, "batch-cpu-shares", envInt("AIRLOCK_BATCH_CPU_SHARES", 2), "cgroup cpu.shares of the containers that run batch-lane calls, against 1024 for interactive ones, so a batch that fills the cores yields them to interactive calls (2 is cgroup v1's minimum; 0 leaves them at 1024; env AIRLOCK_BATCH_CPU_SHARES)")
 	fs.StringVar(&f.warmMemory, "warm-memory", os.Getenv("AIRLOCK_WARM_MEMORY"), "memory budget of all warm containers together, e.g. 2g (default 2g; env AIRLOCK_WARM_MEMORY)")
@@ -58,6 +60,7 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	if f.poolMax > 0 {
 		cfg.PoolMax = f.poolMax
 	}
+	cfg.OwnerSpread = f.spread
 	if f.ownerIdle > 0 {
 		cfg.OwnerIdle = f.ownerIdle
 	}

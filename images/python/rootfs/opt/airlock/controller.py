@@ -51,9 +51,10 @@ TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {ph
 # spare kernel is forked only once the container has been idle this long, so back-to-back
 # shell calls (batch items) pay no kernel fork; a Python call arriving sooner forks one.
 SPARE_IDLE_S = 0.25
-# A one-shot shell call's first program: raise its own oom_score_adj, then become
-# `/bin/bash -c CODE` ($0 /bin/bash, as when the kernel ran it).
-SHELL_WRAP = 'echo 1000 >/proc/self/oom_score_adj 2>/dev/null; exec "$0" -c "$1"'
+# The controller's own /proc/self/oom_score_adj, opened before it made itself
+# non-dumpable, and its value then (see spawn_shell).
+OOM_FD = None
+OOM_OWN = b"0"
 
 
 def now():
@@ -195,6 +196,7 @@ class Call:
         # arms its SIGINT handler (SIGINT is ignored between calls): repeat it until then.
         self.int_repeat_until = None
         self.int_next = 0.0
+        self.int_sent = False  # an interrupt request reached this call
         self.verdict = None  # "timeout" | "output_limit" set by the controller
         self.message = ""
         self.eof_deadline = None
@@ -396,6 +398,7 @@ class Controller:
         elif op == "interrupt":
             running = self.call is not None and self.call.kernel.dead is None
             if running:
+                self.call.int_sent = True
                 self.signal_kernel(self.call.kernel, signal.SIGINT)
                 if now() - self.call.start < INT_WINDOW_S:
                     self.call.int_repeat_until = self.call.start + INT_WINDOW_S
@@ -827,7 +830,8 @@ class Controller:
         # Leftover processes hold the pipes open: kill them, then drain to EOF.
         if mode == "oneshot":
             self.kill_kernel(k, {"message": "done", "exit_code": 0, "retired": True}) if k.dead is None else None
-            self.kill_all(already=[k.pid])
+            # A direct shell's pid was reaped already and may be a leftover's now.
+            self.kill_all(already=[] if k.direct is not None else [k.pid])
         elif k.dead is not None:
             self.kill_new(call, keep_background=bool(req.get("background")))
         elif not req.get("background"):
@@ -886,20 +890,25 @@ class Controller:
         the environment a kernel would give it (the container's plus the call's), cwd /work.
         SIGINT is default in it because the controller handles SIGINT rather than ignoring it
         (an ignored signal stays ignored across exec). No preexec_fn: it costs a full fork
-        (~15 ms here) where Popen otherwise uses vfork. SHELL_WRAP (dash) sets oom_score_adj
-        1000, as a kernel does for itself, so the OOM killer picks the call, not the
-        controller, then execs bash (the controller cannot write it: the child's /proc entry
-        stays non-dumpable, so not ours, until well into its exec)."""
+        (~15 ms here) where Popen otherwise uses vfork. The shell inherits oom_score_adj
+        1000, as a kernel sets for itself, so the OOM killer picks the call, not the
+        controller: the controller raises its own for the spawn and puts it back (the
+        child's /proc entry cannot be written: it stays non-dumpable, so not ours, until
+        well into its exec; a wrapper that writes its own costs an exec through the
+        container's fuse-overlayfs)."""
         full = dict(os.environ)
         full.update({str(a): str(b) for a, b in env.items()})
         cwd = WORK if os.path.isdir(WORK) else "/tmp"
         try:
-            p = subprocess.Popen(["/bin/sh", "-c", SHELL_WRAP, "/bin/bash", code], stdin=fds[2] if len(fds) > 2 else subprocess.DEVNULL,
+            set_oom(b"1000")
+            p = subprocess.Popen(["/bin/bash", "-c", code], stdin=fds[2] if len(fds) > 2 else subprocess.DEVNULL,
                                  stdout=fds[0], stderr=fds[1], cwd=cwd, env=full, close_fds=True,
                                  start_new_session=True)
         except OSError as exc:
             k.dead = {"message": "the shell could not be started: %s" % exc, "exit_code": 127}
             return
+        finally:
+            set_oom(OOM_OWN)
         k.pid, k.direct = p.pid, p
         p.returncode = 0  # reaped by on_sigchld, never by Popen (its __del__ must not wait)
         self.direct[p.pid] = k
@@ -910,7 +919,9 @@ class Controller:
         call = self.call if (self.call is not None and self.call.kernel is k) else None
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            res = {"status": "interrupted" if sig == signal.SIGINT else "error", "exit_code": 128 + sig}
+            # "interrupted" only when Airlock interrupted it: code may SIGINT itself.
+            by_us = call is not None and call.int_sent
+            res = {"status": "interrupted" if sig == signal.SIGINT and by_us else "error", "exit_code": 128 + sig}
         else:
             rc = os.WEXITSTATUS(status)
             res = {"status": "ok" if rc == 0 else "error", "exit_code": rc}
@@ -1275,9 +1286,27 @@ class Controller:
                 self.poll(None)
 
 
+def set_oom(value):
+    """Set the controller's own oom_score_adj (raising is always allowed; back down to the
+    value it started with is allowed too, that being at or above its floor)."""
+    if OOM_FD is not None:
+        try:
+            os.pwrite(OOM_FD, value, 0)
+        except OSError:
+            pass
+
+
 def main():
     if os.getuid() == 0:
         sys.exit("controller: refusing to run as root (it kills every process of its uid)")
+    # Opened while still dumpable (afterwards /proc/self is root's): spawn_shell raises
+    # its own score around a spawn so the shell inherits 1000, then puts it back.
+    global OOM_FD, OOM_OWN
+    try:
+        OOM_FD = os.open("/proc/self/oom_score_adj", os.O_RDWR | os.O_CLOEXEC)
+        OOM_OWN = os.pread(OOM_FD, 16, 0).strip() or b"0"
+    except OSError:
+        OOM_FD = None
     try:
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
