@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 )
 
@@ -33,16 +32,7 @@ func (l *slotLease) ensure(ctx context.Context) error {
 	if l.release != nil && time.Since(l.taken) < slotKeep {
 		return nil
 	}
-	if l.release != nil {
-		// Held past slotKeep: give it back and let a waiter (woken at once
-		// here, polling elsewhere) take it before this goroutine tries again.
-		l.drop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(l.s.poll/2 + rand.N(l.s.poll)):
-		}
-	}
+	l.drop()
 	release, err := l.s.acquire(ctx, l.owner)
 	if err != nil {
 		return err
