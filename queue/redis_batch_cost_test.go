@@ -40,7 +40,7 @@ func TestRedisBatchCommandsPerItem(t *testing.T) {
 			}
 			defer q.Close()
 			var running, maxSeen atomic.Int64
-			w, err := q.NewWorker(WorkerConfig{Concurrency: 2, InteractiveReserve: reserve, ReadBlock: 10 * time.Second}, HandlerFunc(
+			defer runWorker(t, q, WorkerConfig{Concurrency: 2, InteractiveReserve: reserve, ReadBlock: 10 * time.Second}, HandlerFunc(
 				func(ctx context.Context, j Job) (Reply, error) {
 					n := running.Add(1)
 					defer running.Add(-1)
@@ -48,14 +48,7 @@ func TestRedisBatchCommandsPerItem(t *testing.T) {
 					}
 					time.Sleep(10 * time.Millisecond)
 					return Reply{Payload: j.Payload}, nil
-				}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			wctx, stop := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() { defer close(done); _ = w.Run(wctx) }()
-			defer func() { stop(); <-done }()
+				}))()
 			for i := range 3 { // warm: scripts loaded, groups made
 				if _, err := q.Do(ctx, Job{Lane: LaneBatch, Payload: []byte("w" + strconv.Itoa(i))}); err != nil {
 					t.Fatal(err)

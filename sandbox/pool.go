@@ -182,18 +182,7 @@ func (p *pool) takeGeneric(owner string, life time.Duration) *box {
 	defer p.kick()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.demand = append(p.demand, time.Now())
-	for len(p.generic) > 0 {
-		b := p.generic[0]
-		p.generic = p.generic[1:]
-		p.e.warmMem.Add(-b.limits.Memory)
-		if b.fresh(life) {
-			b.owner = owner
-			return b
-		}
-		p.e.retire(b)
-	}
-	return nil
+	return p.takeGenericLocked(owner, core.LaneInteractive, life)
 }
 
 func (p *pool) setOwned(k laneKey, list []idleBox) {
