@@ -48,6 +48,7 @@ type box struct {
 	life    time.Duration // the controller exits this long after it started
 	owner   string        // set when the box first serves an owner; never changes
 	lane    core.Lane     // the lane of the owner's calls it serves; set with owner, never changes
+	out     bool          // handed out by its pool's acquire and not yet back (pool.mu)
 	shares  int64         // cgroup cpu.shares it runs with (0: the daemon's default, 1024); only the call holding it touches it
 	hj      types.HijackedResponse
 	lr      lineReader

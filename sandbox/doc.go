@@ -8,7 +8,9 @@
 // core.Sink carried by the call's context.
 //
 // One-shot calls run in per-owner warm containers: generic ones are kept
-// per image (demand-driven, within PoolMax and WarmMemoryBudget); an
+// per image (demand-driven, within PoolMax and WarmMemoryBudget, which
+// also holds room for the containers out on calls: a container coming back
+// over the budget pushes out a generic one above PoolSize first); an
 // owner's call takes one of its own idle containers, else a generic one,
 // which is the owner's from then on and never serves anyone else. The
 // controller forks a fresh interpreter per call (a one-shot shell call is

@@ -176,9 +176,12 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 	res, err := e.runOn(ctx, b, c, false, c.Env)
 	// A refused archive left the container clean (the controller emptied
 	// /workspace and never started the code): it may serve the owner again.
-	if p != nil && (err == nil || isRefusal(err)) {
+	switch {
+	case p != nil && (err == nil || isRefusal(err)):
 		p.release(b, c.Owner, lane)
-	} else {
+	case p != nil:
+		p.discard(b)
+	default:
 		e.retire(b)
 	}
 	return res, err

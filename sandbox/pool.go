@@ -31,6 +31,7 @@ type pool struct {
 	generic []*box
 	owned   map[laneKey][]idleBox // owner and lane -> idle containers, most recent last
 	demand  []time.Time           // recent generic takes and cold misses
+	out     int                   // one-shot containers handed out by acquire, not yet back
 	bootEst time.Duration         // running estimate of a boot's wall time
 	wake    chan struct{}
 	stop    chan struct{}
@@ -109,6 +110,16 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	defer p.kick()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	b, source := p.acquireLocked(owner, lane, timeout)
+	if b != nil {
+		b.out = true
+		p.out++
+	}
+	return b, source
+}
+
+// acquireLocked is acquire with p.mu held.
+func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration) (*box, string) {
 	if !p.e.cfg.SingleUse {
 		k := laneKey{owner, lane}
 		list := p.owned[k]
@@ -194,19 +205,47 @@ func (p *pool) setOwned(k laneKey, list []idleBox) {
 }
 
 // release returns a container that served owner's call of lane to that
-// idle set, or destroys it (single-use mode, dead, closing, over the
-// memory budget, or not owner's container of lane).
+// idle set, or destroys it (single-use mode, dead, closing, not owner's
+// container of lane, or over the memory budget even after the generic
+// containers above PoolSize were let go: a container that just served a
+// call is likelier to serve again soon than a surplus generic one).
 func (p *pool) release(b *box, owner string, lane core.Lane) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane ||
-		p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget {
+	p.back(b)
+	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane {
+		p.e.retire(b)
+		return
+	}
+	for p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget && len(p.generic) > p.e.cfg.PoolSize {
+		g := p.generic[len(p.generic)-1]
+		p.generic = p.generic[:len(p.generic)-1]
+		p.e.warmMem.Add(-g.limits.Memory)
+		p.e.retire(g)
+	}
+	if p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget {
 		p.e.retire(b)
 		return
 	}
 	p.e.warmMem.Add(b.limits.Memory)
 	k := laneKey{owner, lane}
 	p.owned[k] = append(p.owned[k], idleBox{b: b, since: time.Now()})
+}
+
+// discard destroys a container a call could not give back clean.
+func (p *pool) discard(b *box) {
+	p.mu.Lock()
+	p.back(b)
+	p.mu.Unlock()
+	p.e.retire(b)
+}
+
+// back counts b as no longer out on a call; p.mu is held.
+func (p *pool) back(b *box) {
+	if b.out {
+		b.out = false
+		p.out--
+	}
 }
 
 func (p *pool) kick() {
@@ -218,7 +257,11 @@ func (p *pool) kick() {
 
 // target is how many generic containers to keep: PoolSize plus the
 // generic demand expected while one container boots (takes per second over
-// the last minute times the boot time), within PoolMax.
+// the last minute times the boot time), within PoolMax. Past PoolSize a
+// generic container is only worth booting when the memory budget also
+// holds the containers out on calls, which come back to their idle sets:
+// otherwise their return would evict it again (release), and a batch would
+// keep the pool booting containers it then throws away.
 func (p *pool) target(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -229,7 +272,13 @@ func (p *pool) target(now time.Time) int {
 	p.demand = p.demand[cut:]
 	rate := float64(len(p.demand)) / demandWindow.Seconds()
 	t := p.e.cfg.PoolSize + int(math.Ceil(rate*p.bootEst.Seconds()))
-	return min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
+	t = min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
+	if t > p.e.cfg.PoolSize && len(p.generic) >= p.e.cfg.PoolSize {
+		room := (p.e.cfg.WarmMemoryBudget - p.e.warmMem.Load()) / max(p.limits.Memory, 1)
+		t = min(t, len(p.generic)+max(0, int(room)-p.out))
+		t = max(t, p.e.cfg.PoolSize)
+	}
+	return t
 }
 
 // fill keeps the generic set at its target (one boot at a time: on two

@@ -256,3 +256,54 @@ func TestPoolSpreadBackToBack(t *testing.T) {
 		p3.release(b, "A", core.LaneInteractive)
 	}
 }
+
+// TestPoolBudgetKeepsHotContainers: a container coming back from a call
+// over the warm memory budget pushes out a generic container above
+// PoolSize rather than being destroyed itself (a batch kept replacing its
+// containers that way), the budget still holds when only PoolSize generic
+// ones are left, and the demand-driven target does not boot generic
+// containers that the ones out on calls would push out on their return.
+func TestPoolBudgetKeepsHotContainers(t *testing.T) {
+	p := unitPool(t, func(c *Config) { c.PoolSize, c.PoolMax, c.WarmMemoryBudget = 1, 4, 4 })
+	p.limits.Memory = 1
+	g1, g2, g3 := handBox("g1", 1), handBox("g2", 1), handBox("g3", 1)
+	p.generic = []*box{g1, g2, g3}
+	p.e.warmMem.Add(3)
+	ia := handBox("ia", 1)
+	ia.owner, ia.lane = "B", core.LaneInteractive
+	p.release(ia, "B", core.LaneInteractive) // 4 of 4
+	b1, _ := p.acquire("A", core.LaneBatch, time.Second)
+	b2, _ := p.acquire("A", core.LaneBatch, time.Second)
+	if b1 != g1 || b2 != g2 || p.out != 2 {
+		t.Fatalf("batch took %v %v, out %d", b1, b2, p.out)
+	}
+	for i := 0; i < 600; i++ { // heavy generic demand: PoolMax without the budget
+		p.demand = append(p.demand, time.Now())
+	}
+	// 2 of 4 idle, 2 out: nothing to boot, the two out need the room.
+	if n := p.target(time.Now()); n != 1 {
+		t.Fatalf("target %d with 2 containers out and 2 units free, want 1 (what is there)", n)
+	}
+	g4 := handBox("g4", 1) // booted anyway (e.g. before the batch took its containers)
+	p.generic = append(p.generic, g4)
+	p.e.warmMem.Add(1) // 3 of 4
+	p.release(b1, "A", core.LaneBatch)
+	if b1.dead.Load() || g4.dead.Load() || p.e.warmMem.Load() != 4 {
+		t.Fatalf("b1 back within the budget: b1 dead %v, g4 dead %v, warm %d", b1.dead.Load(), g4.dead.Load(), p.e.warmMem.Load())
+	}
+	p.release(b2, "A", core.LaneBatch) // over: g4 (above PoolSize) goes, b2 stays
+	if b2.dead.Load() || !g4.dead.Load() || len(p.generic) != 1 || p.generic[0] != g3 || p.e.warmMem.Load() != 4 {
+		t.Fatalf("b2 dead %v, g4 dead %v, generic %v, warm %d: want b2 kept, g4 let go", b2.dead.Load(), g4.dead.Load(), p.generic, p.e.warmMem.Load())
+	}
+	b3, _ := p.acquire("A", core.LaneBatch, time.Second)
+	c := handBox("cold", 1) // a cold box of A's batch coming back: the generic at PoolSize stays
+	c.owner, c.lane = "A", core.LaneBatch
+	p.release(b3, "A", core.LaneBatch)
+	p.release(c, "A", core.LaneBatch)
+	if !c.dead.Load() || g3.dead.Load() || p.out != 0 || p.e.warmMem.Load() != 4 {
+		t.Fatalf("cold dead %v, g3 dead %v, out %d, warm %d: want the budget kept by destroying the returning box", c.dead.Load(), g3.dead.Load(), p.out, p.e.warmMem.Load())
+	}
+	if n := p.target(time.Now()); n != 1 {
+		t.Fatalf("target %d with the budget full, want PoolSize 1", n)
+	}
+}

@@ -613,7 +613,8 @@ class Controller:
         if call is None or fd not in call.pipes:
             return
         n = call.counts[call.pipes[fd]]
-        if self._read_once(call, fd) and call.counts.get(call.pipes.get(fd), n) - n < 16384:
+        if (self._read_once(call, fd) and call.counts.get(call.pipes.get(fd), n) - n < 16384
+                and call.kdone is None and call.kernel.dead is None):
             # A small read: let the pipe fill a little before reading again, so that a
             # program writing many tiny pieces costs few reads and frames.
             call.nap[fd] = now() + COALESCE_S
@@ -839,6 +840,10 @@ class Controller:
             if n:
                 call.warnings.append("killed %d process(es) left running by the call" % n)
         call.mark("killed")
+        # The call's processes are gone: nothing more to coalesce, so read the pipes to EOF
+        # now rather than after their naps (up to COALESCE_S each, a few ms per call; on_pipe
+        # naps only while the call runs).
+        call.nap.clear()
         call.eof_deadline = now() + EOF_GRACE_S
         while call.pipes and now() < call.eof_deadline:
             if self.paused:
