@@ -44,9 +44,11 @@ func TestSlotKeptAcrossItems(t *testing.T) {
 	if b.RequestCounts.Completed != 60 || d.calls.Load() != 60 {
 		t.Fatalf("counts %+v, %d calls", b.RequestCounts, d.calls.Load())
 	}
-	// Two goroutines, each re-taking its slot at most every slotKeep (and
-	// after an idle wait for work): a few takes per goroutine.
-	max := 2 * (4 + int64(time.Since(start)/(2*time.Second)))
+	// Two goroutines, each re-taking its slot at most every slotKeep and
+	// after an idle wait for work (the feeder can fall behind under -race
+	// on a loaded machine: CI once saw 9): a few takes per goroutine, far
+	// from the 60 of a slot per item.
+	max := 2 * (8 + int64(time.Since(start)/(2*time.Second)))
 	if n := st.takes.Load(); n > max {
 		t.Fatalf("%d slot takes for 60 items, want at most %d", n, max)
 	}
