@@ -47,10 +47,10 @@ COALESCE_S = 0.004  # live output is sent at most this late ...
 COALESCE_BYTES = 32 << 10  # ... or once this much is pending
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm")
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
-# After a one-shot shell call (run without a kernel, see Controller.spawn_shell) the next
-# spare kernel is forked only once the container has been idle this long, so back-to-back
-# shell calls (batch items) pay no kernel fork; a Python call arriving sooner forks one.
-SPARE_IDLE_S = 0.25
+# Spare kernels kept ready for one-shot calls (AIRLOCK_SPARES, 1-4): with two, a call sent
+# right after the previous one finds the second ready while the first is replaced.
+DEFAULT_SPARES = 2
+PF_EXITING = 0x4  # /proc/<pid>/stat flags: the process is exiting
 # The controller's own /proc/self/oom_score_adj, opened before it made itself
 # non-dumpable, and its value then (see spawn_shell).
 OOM_FD = None
@@ -95,6 +95,25 @@ def proc_state(pid):
         return chr(s[s.rindex(b")") + 2])
     except (OSError, ValueError, IndexError):
         return "?"
+
+
+def proc_ppid(pid):
+    """The parent pid of a process, or None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            s = f.read()
+        return int(s[s.rindex(b")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def spares_wanted():
+    """How many spare kernels to keep: AIRLOCK_SPARES (1-4), else DEFAULT_SPARES."""
+    try:
+        n = int(os.environ.get("AIRLOCK_SPARES") or DEFAULT_SPARES)
+    except ValueError:
+        n = DEFAULT_SPARES
+    return min(4, max(1, n))
 
 
 def live_pids():
@@ -209,6 +228,8 @@ class Call:
         self.orphans0 = 0.0
         self.cg = None  # [container, controller, zygote] CPU seconds at the call's start ...
         self.cg_end = None  # ... and when the kernel answered or died
+        self.spare0 = {}  # spare pid -> its CPU seconds at the call's start ...
+        self.spare_used = 0.0  # ... and how much they used during it (a spare's set-up)
         self.unpack = None  # {"format", "entries", "bytes", "ms"} of the call's archive
         self.pend = []  # [(stream, [text])] output not yet sent, in order
         self.pend_bytes = 0
@@ -224,10 +245,11 @@ class Controller:
     def __init__(self):
         self.t0 = now()
         self.max_life = float(os.environ.get("AIRLOCK_MAX_LIFE_S") or 0) or None
-        # Exactly one spare: it is forked only after the previous call's processes are
-        # killed. A second spare would exist (dumpable, same uid) while a call runs, and
-        # that call could ptrace it and so reach the next call.
-        self.nspares = 1
+        # Spares live while other calls run. Until one takes its own call it is not
+        # dumpable and blocks every signal (zygote.py, kernel.Kernel.arm), so a call of the
+        # same uid cannot ptrace it, read or write its /proc files, or signal it; SIGKILL
+        # only costs a refork, SIGSTOP is undone by the SIGCONT it gets when taken.
+        self.nspares = spares_wanted()
         self.sel = selectors.DefaultSelector()
         # Keep Airlock's pipes on private CLOEXEC fds; 0 and 1 become /dev/null.
         self.infd = os.dup(0)
@@ -265,7 +287,6 @@ class Controller:
         self.paused = False
         self.eof_pending = {}  # Kernel -> time to give up waiting for its exit report
         self.direct = {}  # pid -> Kernel of a directly spawned shell (our own child)
-        self.refill_at = None  # when to fork the spare a shell call did not need
 
     # --- output to Airlock ----------------------------------------------------------
     def emit(self, obj):
@@ -512,17 +533,41 @@ class Controller:
             self.poll(0.05)
 
     def refill_spares(self):
-        while len(self.spares) + len(self.forking) < self.nspares and self.zsock is not None:
+        while len(self.spares) < self.nspares and self.zsock is not None:  # forking ones included
             self.spares.append(self.fork_kernel())
 
     def take_spare(self):
+        """The oldest live spare, woken (SIGCONT: code of an earlier call may have stopped
+        it); forks one only if there is none. The refill comes after the call."""
         while True:
-            self.refill_spares()
             while self.spares and self.spares[0].dead is not None:
                 self.spares.popleft()
+            if not self.spares and self.zsock is not None:
+                self.spares.append(self.fork_kernel())
             if self.spares and self.spares[0].pid is not None:
-                return self.spares.popleft()
+                k = self.spares.popleft()
+                if not self.spare_alive(k):
+                    # Killed by an earlier call's code (its exit report not read yet).
+                    self.kill_kernel(k, {"message": "the spare was killed", "exit_code": 137, "retired": True})
+                    continue
+                self.signal_kernel(k, signal.SIGCONT)
+                return k
             self.poll(0.05)
+
+    def spare_alive(self, k):
+        """Whether a spare is alive and will stay so: still the zygote's child, not a
+        zombie, not exiting (PF_EXITING) and no SIGKILL pending."""
+        try:
+            with open("/proc/%d/stat" % k.pid, "rb") as f:
+                st = f.read()
+            fields = st[st.rindex(b")") + 2:].split()
+            with open("/proc/%d/status" % k.pid, "rb") as f:
+                status = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+            pending = int(status[b"SigPnd"].strip(), 16) | int(status[b"ShdPnd"].strip(), 16)
+        except (OSError, ValueError, IndexError, KeyError):
+            return False
+        return (fields[0] not in (b"Z", b"X") and int(fields[1]) == self.zygote_pid
+                and not int(fields[6]) & PF_EXITING and not pending & (1 << (signal.SIGKILL - 1)))
 
     def signal_kernel(self, k, sig):
         if k.pid is None:
@@ -758,6 +803,7 @@ class Controller:
         elif k.pid is not None:
             call.cpu0 = thread_cpu(k.pid)  # the spare's own start-up is not the call's
         call.orphans0 = self.orphan_cpu
+        call.spare0 = {sp.pid: thread_cpu(sp.pid) or 0.0 for sp in self.spares if sp.pid is not None}
         call.cg = self.own_cpu()
         oom0 = oom_kills()
         r_out, w_out = os.pipe2(os.O_CLOEXEC)
@@ -823,6 +869,7 @@ class Controller:
             call.end = now()
         if call.cg is not None:
             call.cg_end = self.own_cpu()
+            call.spare_used = self.spare_cpu_since(call.spare0)
         call.mark("kernel_done")
         if call.stdin_fd is not None:
             self.sel.unregister(call.stdin_fd)
@@ -865,10 +912,7 @@ class Controller:
         self.finish(call, oom0, restarted)
         if mode == "oneshot":
             self.clean_files()
-            if direct:
-                self.refill_at = now() + SPARE_IDLE_S
-            else:
-                self.refill_spares()
+            self.refill_spares()
         elif k.dead is not None:
             self.session = None
             self.session_lost = False
@@ -876,14 +920,9 @@ class Controller:
 
     # --- one-shot shell calls without a kernel ---------------------------------------
     def direct_kernel(self):
-        """The stand-in Kernel of a one-shot shell call. No spare kernel may be alive while
-        the call's code runs (same uid: it could ptrace one and so reach the next call), so
-        the spare is killed first; a Python call forks a new one (take_spare), or the idle
-        refill does (SPARE_IDLE_S)."""
+        """The stand-in Kernel of a one-shot shell call. The spares wait through it as
+        through a Python call (not dumpable, signals blocked: see Controller.__init__)."""
         self.wait_forks()
-        for sp in list(self.spares):
-            self.kill_kernel(sp, {"message": "retired for a shell call", "exit_code": 137, "retired": True})
-        self.refill_at = None
         k = Kernel(0)
         k.ready = True
         return k
@@ -1009,15 +1048,25 @@ class Controller:
         z = thread_cpu(self.zygote_pid) if self.zygote_pid else 0.0
         return [cg, time.process_time(), z or 0.0]
 
+    def spare_cpu_since(self, spare0):
+        """CPU seconds the spares used since spare0 (pid -> CPU then). A pid counts only
+        while the zygote is still its parent: code that killed a spare cannot have the CPU
+        of a process of its own, given the pid, taken off its call's count."""
+        used = 0.0
+        for pid, c0 in spare0.items():
+            if proc_ppid(pid) == self.zygote_pid:
+                used += max(0.0, (thread_cpu(pid) or c0) - c0)
+        return used
+
     def call_cpu(self, call):
         """CPU seconds the call's processes used between the exec and the kernel's answer
-        (or death): the container's cgroup counter, less what the controller and the zygote
-        used meanwhile (the container runs one call at a time, and the next spare is forked
-        only after it). Without a readable cgroup: the kernel's own accounting (what it
+        (or death): the container's cgroup counter, less what the controller, the zygote and
+        the spares used meanwhile (the container runs one call at a time; a spare forked
+        after the previous call may still be setting itself up). Without a readable cgroup: the kernel's own accounting (what it
         waited for included) plus orphans the controller reaped. None if unknown."""
         if call.cg is not None and call.cg_end is not None:
             a, b = call.cg, call.cg_end
-            return max(0.0, (b[0] - a[0]) - (b[1] - a[1]) - max(0.0, b[2] - a[2]))
+            return max(0.0, (b[0] - a[0]) - (b[1] - a[1]) - max(0.0, b[2] - a[2]) - call.spare_used)
         return self.proc_call_cpu(call)
 
     def proc_call_cpu(self, call):
@@ -1143,9 +1192,13 @@ class Controller:
 
     # --- processes and files --------------------------------------------------------
     def protected(self):
+        """The pids a cleanup must not kill: the controller, the zygote and the kernels
+        still to be used. A kernel's pid counts only while the zygote is its parent: if code
+        killed a spare and a process of its own got the pid before the zygote's exit
+        report came, that process is not spared."""
         keep = {os.getpid(), 1, os.getppid(), self.zygote_pid}
         for k in list(self.spares) + ([self.session] if self.session else []):
-            if k.pid is not None and k.dead is None:
+            if k.pid is not None and k.dead is None and proc_ppid(k.pid) == self.zygote_pid:
                 keep.add(k.pid)
         return keep
 
@@ -1268,8 +1321,9 @@ class Controller:
         if WORKSPACE_OWNED:
             self.seal_workspace()
         self.start_zygote()
-        first = self.take_spare()
-        self.spares.appendleft(first)
+        self.refill_spares()
+        while self.spares and self.spares[0].pid is None and self.spares[0].dead is None:
+            self.poll(0.05)
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.t0) * 1000, 3),
                  "features": ["cpu_seconds"] + (["archive"] if WORKSPACE_OWNED else [])}
         if os.getpid() != 1:
@@ -1281,12 +1335,6 @@ class Controller:
         while True:
             if self.queue:
                 self.handle(self.queue.popleft())
-            elif self.refill_at is not None:
-                if now() >= self.refill_at:
-                    self.refill_at = None
-                    self.refill_spares()
-                else:
-                    self.poll(self.refill_at - now())
             else:
                 self.poll(None)
 

@@ -99,6 +99,34 @@ class Kernel:
         except Exception:
             pass
 
+    def arm(self):
+        """Turn a waiting spare into the kernel of its first call: drop the signals other
+        calls sent it while it waited (blocked since the fork), make it dumpable (user code
+        owns its /proc/self, as in a normal python), raise its oom_score_adj to 1000 (the
+        OOM killer picks a kernel, not the controller), put /work first on sys.path and
+        make it the cwd, then unblock signals. Nothing of the previous call's is alive or
+        left in /work by now: the controller killed and cleaned up before sending this."""
+        try:
+            while True:
+                pending = signal.sigpending()
+                if not pending or signal.sigtimedwait(pending, 0) is None:
+                    break
+        except OSError:
+            pass
+        if self.libc is not None:
+            self.libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
+        sys.path.insert(0, WORK)
+        try:
+            os.chdir(WORK)
+        except OSError:
+            pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
     # --- the serve loop -------------------------------------------------------------
     def serve(self):
         null = os.open(os.devnull, os.O_RDWR)
@@ -112,6 +140,8 @@ class Kernel:
                 for fd in fds:
                     os.close(fd)
                 continue
+            if self.count == 0:
+                self.arm()
             self.seq = msg.get("seq")
             os.dup2(fds[0], 1)
             os.dup2(fds[1], 2)
@@ -395,15 +425,10 @@ def child_main(ctl_fd):
     """Entry point of a freshly forked kernel; never returns."""
     global _current
     try:
+        # Until it takes its first call (Kernel.arm) a spare stays as the zygote made it:
+        # not dumpable (a call running meanwhile, of the same uid, can neither ptrace it nor
+        # open its /proc files), every signal blocked, no writable folder on sys.path.
         os.setsid()
-        libc = _libc()
-        if libc is not None:
-            libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        try:
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
-        except OSError:
-            pass
         os.closerange(3, ctl_fd)
         os.closerange(ctl_fd + 1, 1 << 16)
         null = os.open(os.devnull, os.O_RDWR)
@@ -420,11 +445,7 @@ def child_main(ctl_fd):
         sock.setblocking(True)
         for name in _OUR_MODULES:
             sys.modules.pop(name, None)
-        sys.path[:] = [WORK] + [p for p in sys.path if p not in ("", os.path.dirname(os.path.abspath(__file__)))]
-        try:
-            os.chdir(WORK)
-        except OSError:
-            pass
+        sys.path[:] = [p for p in sys.path if p not in ("", os.path.dirname(os.path.abspath(__file__)))]
         for s in (sys.stdout, sys.stderr):
             try:
                 s.reconfigure(line_buffering=True)

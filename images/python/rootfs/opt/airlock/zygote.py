@@ -68,7 +68,16 @@ def main():
                 fds = reader.take_fds(1)
                 if not fds:
                     continue
-                pid = os.fork()
+                # The kernel starts with every signal blocked (from before the fork, so
+                # there is no window): a spare waits, blocked, while other calls run, and
+                # unblocks only once it takes its own (kernel.Kernel.arm).
+                mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+                pid = -1
+                try:
+                    pid = os.fork()
+                finally:
+                    if pid != 0:
+                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 if pid == 0:
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
