@@ -78,7 +78,7 @@ print(os.getpid(), st['SigBlk'].strip(), st['SigPnd'].strip(), st['ShdPnd'].stri
 // call's code: ptrace and their /proc files (mem, environ, maps, fd, cwd,
 // oom_score_adj) are refused, and the signals it sends them (SIGSTOP and
 // catchable ones) are dropped before the next call runs in one of them:
-// that call is ok, fast (a stopped spare was woken), has no blocked or
+// that call is ok (not timed out: a stopped spare was woken), has no blocked or
 // pending signal, its own /proc/self, cwd /work and /work first on
 // sys.path. Spares killed with SIGKILL are replaced. A shell call, which
 // the controller runs beside the spares, gets the same answers.
@@ -109,15 +109,10 @@ func TestSpareKernelsOutOfReach(t *testing.T) {
 	}
 	victim := func(spares []int, wantOne bool) {
 		t.Helper()
-		start := time.Now()
-		r := call(core.Python, spareVictim)
-		took := time.Since(start)
+		r := call(core.Python, spareVictim) // a stopped spare not woken: status timeout
 		f := strings.Fields(r.Stdout)
 		if r.Status != core.StatusOK || len(f) != 8 {
-			t.Fatalf("call after the attack: %s after %s", brief(r), took)
-		}
-		if took > 5*time.Second {
-			t.Errorf("call after the attack took %s", took)
+			t.Fatalf("call after the attack: %s", brief(r))
 		}
 		pid := atoiOr0(f[0])
 		if wantOne != slices.Contains(spares, pid) {

@@ -97,13 +97,22 @@ def proc_state(pid):
         return "?"
 
 
-def proc_ppid(pid):
-    """The parent pid of a process, or None if it is gone."""
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or None."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             s = f.read()
-        return int(s[s.rindex(b")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
+        return s[s.rindex(b")") + 2:].split()
+    except (OSError, ValueError):
+        return None
+
+
+def proc_ppid(pid):
+    """The parent pid of a process, or None if it is gone."""
+    f = stat_fields(pid)
+    try:
+        return int(f[1]) if f else None
+    except (ValueError, IndexError):
         return None
 
 
@@ -557,17 +566,17 @@ class Controller:
     def spare_alive(self, k):
         """Whether a spare is alive and will stay so: still the zygote's child, not a
         zombie, not exiting (PF_EXITING) and no SIGKILL pending."""
+        fields = stat_fields(k.pid)
+        if not fields:
+            return False
         try:
-            with open("/proc/%d/stat" % k.pid, "rb") as f:
-                st = f.read()
-            fields = st[st.rindex(b")") + 2:].split()
             with open("/proc/%d/status" % k.pid, "rb") as f:
                 status = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
             pending = int(status[b"SigPnd"].strip(), 16) | int(status[b"ShdPnd"].strip(), 16)
+            return (fields[0] not in (b"Z", b"X") and int(fields[1]) == self.zygote_pid
+                    and not int(fields[6]) & PF_EXITING and not pending & (1 << (signal.SIGKILL - 1)))
         except (OSError, ValueError, IndexError, KeyError):
             return False
-        return (fields[0] not in (b"Z", b"X") and int(fields[1]) == self.zygote_pid
-                and not int(fields[6]) & PF_EXITING and not pending & (1 << (signal.SIGKILL - 1)))
 
     def signal_kernel(self, k, sig):
         if k.pid is None:
