@@ -373,7 +373,9 @@ func TestRichResults(t *testing.T) {
 	if len(r.Display) != 1 || !strings.Contains(r.Display[0].Data["text/html"], "<table") {
 		t.Fatalf("display: %+v", r.Display)
 	}
-	r = run(t, e, core.Request{Owner: "A", Language: core.Python, Limits: core.Limits{OutputBytes: 1 << 10},
+	// 0.5 s alone; a minute so a CI machine busy with other packages' tests
+	// cannot turn this output check into a timeout (CI once saw 90k lines in 10 s).
+	r = run(t, e, core.Request{Owner: "A", Language: core.Python, Limits: core.Limits{OutputBytes: 1 << 10, Timeout: time.Minute},
 		Code: "for i in range(100000): print('line', i)"})
 	if r.Status != core.StatusOK || !r.Truncated || r.Dropped.Stdout == 0 || !strings.HasPrefix(r.Stdout, "line 0\n") || !strings.HasSuffix(r.Stdout, "line 99999\n") {
 		t.Fatalf("head and tail: dropped %+v %s", r.Dropped, brief(r))
