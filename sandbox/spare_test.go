@@ -128,7 +128,7 @@ func TestSpareKernelsOutOfReach(t *testing.T) {
 
 	spares := attack("")
 	victim(spares, true)
-	victim(nil, false) // the refill after a call is a clean kernel too
+	victim(nil, false) // the other attacked spare (or a refill), clean too
 
 	spares = attack("KILL = True\n")
 	victim(spares, false)

@@ -89,12 +89,8 @@ def proc_pids():
 
 def proc_state(pid):
     """The state letter of a process, or "?" if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            s = f.read()
-        return chr(s[s.rindex(b")") + 2])
-    except (OSError, ValueError, IndexError):
-        return "?"
+    f = stat_fields(pid)
+    return f[0].decode() if f else "?"
 
 
 def stat_fields(pid):
