@@ -27,7 +27,7 @@ func integration(t *testing.T) DockerAPI {
 		defer cancel()
 		_, err = dc.Ping(ctx)
 		if err == nil {
-			for _, img := range []string{"airlock/python:latest", "airlock/shell:latest"} {
+			for _, img := range testImages() {
 				if _, err = dc.ImageInspect(ctx, img); err != nil {
 					break
 				}
@@ -43,6 +43,20 @@ func integration(t *testing.T) DockerAPI {
 	return dc
 }
 
+// testImages returns the images under test: AIRLOCK_PYTHON_IMAGE and
+// AIRLOCK_SHELL_IMAGE pin a build (other worktrees may move :latest), else
+// the :latest tags.
+func testImages() map[core.Language]string {
+	imgs := DefaultConfig().Images
+	if img := os.Getenv("AIRLOCK_PYTHON_IMAGE"); img != "" {
+		imgs[core.Python] = img
+	}
+	if img := os.Getenv("AIRLOCK_SHELL_IMAGE"); img != "" {
+		imgs[core.Shell] = img
+	}
+	return imgs
+}
+
 // newTestEngine builds an engine on the real daemon and checks at cleanup
 // that none of its containers is left.
 func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
@@ -51,10 +65,7 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	cfg := DefaultConfig()
 	cfg.ReapInterval = 0
 	cfg.Instance = "test-" + newID()
-	// Other worktrees may move airlock/python:latest: pin the build under test.
-	if img := os.Getenv("AIRLOCK_TEST_PYTHON_IMAGE"); img != "" {
-		cfg.Images = map[core.Language]string{core.Python: img, core.Shell: cfg.Images[core.Shell]}
-	}
+	cfg.Images = testImages()
 	if mod != nil {
 		mod(&cfg)
 	}

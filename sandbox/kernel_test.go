@@ -492,9 +492,7 @@ func TestHelperBusyCall(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Instance = inst
-	if img := os.Getenv("AIRLOCK_TEST_PYTHON_IMAGE"); img != "" {
-		cfg.Images[core.Python] = img
-	}
+	cfg.Images = testImages()
 	e := New(cfg, integration(t), nil)
 	_, _ = e.Exec(context.Background(), core.Request{Language: core.Python, Code: "while True: pass", Limits: core.Limits{Timeout: 5 * time.Minute}})
 }

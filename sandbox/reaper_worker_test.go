@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
 )
 
@@ -17,7 +18,7 @@ func TestReapDeadWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mk := func(worker string) string {
-		r, err := dc.ContainerCreate(ctx, &container.Config{Image: "airlock/shell:latest", Cmd: []string{"sleep", "60"},
+		r, err := dc.ContainerCreate(ctx, &container.Config{Image: testImages()[core.Shell], Cmd: []string{"sleep", "60"},
 			Labels: map[string]string{LabelManaged: "true", LabelInstance: "other-host", LabelWorker: worker, LabelQueue: "q"}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)

@@ -356,9 +356,7 @@ func TestHelperPoolOwner(t *testing.T) {
 	}
 	dc := integration(t)
 	cfg := DefaultConfig()
-	if img := os.Getenv("AIRLOCK_TEST_PYTHON_IMAGE"); img != "" {
-		cfg.Images[core.Python] = img
-	}
+	cfg.Images = testImages()
 	cfg.PoolSize, cfg.Instance = 2, inst
 	e := New(cfg, dc, nil)
 	if err := e.Start(context.Background()); err != nil {
