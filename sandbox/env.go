@@ -3,7 +3,6 @@ package sandbox
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -38,23 +37,45 @@ func baseEnv(extra map[string]string) []string {
 	return out
 }
 
-// checkEnv refuses names that are malformed, not allowed, or secret-looking
-// without explicit permission.
-func checkEnv(env map[string]string, allow, secretAllow []string) error {
+// MaxEnvBytes bounds a request's env: the names and values together.
+const MaxEnvBytes = 64 << 10
+
+// reservedEnv reports why a request may not set name ("" when it may): these
+// variables steer the sandbox and its interpreters themselves.
+func reservedEnv(name string) string {
+	switch {
+	case strings.HasPrefix(name, "AIRLOCK_"):
+		return "AIRLOCK_* variables are the sandbox's own"
+	case name == "PATH" || name == "HOME":
+		return "the sandbox sets " + name + " itself"
+	case strings.HasPrefix(name, "PYTHON"):
+		return "PYTHON* variables change how the interpreter starts"
+	case strings.HasPrefix(name, "LD_"):
+		return "LD_* variables change how every program loads"
+	}
+	return ""
+}
+
+// checkEnv refuses a request env that is malformed, reserved or too large,
+// naming each variable at fault.
+func checkEnv(env map[string]string) error {
 	var errs []string
+	size := 0
 	for k, v := range env {
+		size += len(k) + len(v)
 		switch {
 		case !envName.MatchString(k):
-			errs = append(errs, fmt.Sprintf("env %q: not a valid variable name", k))
+			errs = append(errs, fmt.Sprintf("env %q: not a valid variable name (A-Z, 0-9, _)", k))
+		case reservedEnv(k) != "":
+			errs = append(errs, fmt.Sprintf("env %s: may not be set (%s)", k, reservedEnv(k)))
 		case strings.ContainsRune(v, 0):
 			errs = append(errs, fmt.Sprintf("env %s: value contains a NUL byte", k))
-		case LooksSecret(k) && !slices.Contains(secretAllow, k):
-			errs = append(errs, fmt.Sprintf("env %s: looks like a secret and is not in the server's secret allowlist", k))
-		case !LooksSecret(k) && !slices.Contains(allow, k):
-			errs = append(errs, fmt.Sprintf("env %s: not in the server's allowlist %v", k, allow))
 		}
 	}
 	sort.Strings(errs)
+	if size > MaxEnvBytes {
+		errs = append(errs, fmt.Sprintf("env is %d bytes (names and values), over the %d-byte limit", size, MaxEnvBytes))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

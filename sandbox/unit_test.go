@@ -50,21 +50,29 @@ func TestResolveLimits(t *testing.T) {
 }
 
 func TestCheckEnv(t *testing.T) {
-	allow, secret := []string{"TZ"}, []string{"HF_TOKEN"}
-	if err := checkEnv(map[string]string{"TZ": "UTC", "HF_TOKEN": "x"}, allow, secret); err != nil {
+	if err := checkEnv(map[string]string{"TZ": "UTC", "FOO": "bar", "HF_TOKEN": "x", "MY_PATH": "/x"}); err != nil {
 		t.Fatalf("allowed env refused: %v", err)
 	}
 	for env, want := range map[string]string{
-		"AWS_SECRET_ACCESS_KEY": "looks like a secret",
-		"DB_PASSWORD":           "looks like a secret",
-		"GITHUB_TOKEN":          "looks like a secret",
-		"HOME":                  "not in the server's allowlist",
-		"1BAD":                  "not a valid variable name",
+		"AIRLOCK_WORK":   "AIRLOCK_* variables",
+		"PATH":           "sets PATH itself",
+		"HOME":           "sets HOME itself",
+		"PYTHONPATH":     "PYTHON* variables",
+		"PYTHONHASHSEED": "PYTHON* variables",
+		"LD_PRELOAD":     "LD_* variables",
+		"1BAD":           "not a valid variable name",
+		"lower":          "not a valid variable name",
 	} {
-		err := checkEnv(map[string]string{env: "v"}, allow, secret)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), strings.TrimPrefix(env, "")) {
-			t.Errorf("env %s: %v, want %q", env, err, want)
+		err := checkEnv(map[string]string{env: "v"})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), env) {
+			t.Errorf("env %s: %v, want %q naming it", env, err, want)
 		}
+	}
+	if err := checkEnv(map[string]string{"BIG": strings.Repeat("x", MaxEnvBytes)}); err == nil || !strings.Contains(err.Error(), "over the 65536-byte limit") {
+		t.Errorf("oversized env: %v", err)
+	}
+	if err := checkEnv(map[string]string{"NUL": "a\x00b"}); err == nil || !strings.Contains(err.Error(), "env NUL: value contains a NUL byte") {
+		t.Errorf("NUL in a value: %v", err)
 	}
 	for _, kv := range baseEnv(nil) {
 		if LooksSecret(strings.SplitN(kv, "=", 2)[0]) {
