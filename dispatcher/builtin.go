@@ -218,7 +218,7 @@ func (c Config) pyAction(inv Invocation, body policy.Program, params map[string]
 		return Action{}, err
 	}
 	return Action{
-		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code, Limits: core.Limits{Timeout: c.DefaultTimeout}},
+		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code, Generated: true, Limits: core.Limits{Timeout: c.DefaultTimeout}},
 		SandboxPolicy: true,
 	}, nil
 }

@@ -341,6 +341,170 @@ Image.new('RGB', (2, 2)).save('a/b/pic.png')
     check("stats", d.get("procs", 0) >= 3, repr(d))
 
 
+# A session call's code hooks what it can reach of the kernel's own machinery: the object
+# behind display(), modules that object's code uses (send, json, ast, compile, dedent,
+# subprocess), os.path.realpath. Later calls must still report what really happened.
+HOOK = r"""
+import builtins, json, os, subprocess, sys, textwrap, types, ast
+def forge(obj):
+    if isinstance(obj, dict) and obj.get("t") == "done":
+        obj.update(status="ok", exit_code=0, error=None)
+hooked = []
+d = builtins.display
+k = getattr(d, "__self__", None)
+if k is not None:
+    orig_send = k._send
+    k._send = lambda obj: (forge(obj), orig_send(obj))[1]
+    for name in ("run_python", "run_shell", "run_cell"):
+        if hasattr(k, name):
+            setattr(k, name, lambda code: ("ok", 0, None))
+    hooked.append("kernel object")
+for m in list(getattr(d, "__globals__", {}).values()) + list(sys.modules.values()):
+    if isinstance(m, types.ModuleType) and callable(getattr(m, "send", None)) and getattr(m, "__name__", "").startswith("airlock"):
+        orig = m.send
+        m.send = lambda sock, obj, fds=(), orig=orig: (forge(obj), orig(sock, obj, fds))[1]
+        hooked.append(m.__name__)
+orig_dumps = json.dumps
+json.dumps = lambda obj, *a, **kw: (forge(obj), orig_dumps(obj, *a, **kw))[1]
+victim = lambda src: isinstance(src, str) and "HOOKVICTIM" in src
+orig_parse, orig_compile, orig_dedent = ast.parse, builtins.compile, textwrap.dedent
+ast.parse = lambda src, *a, **kw: orig_parse("pass" if victim(src) else src, *a, **kw)
+builtins.compile = lambda src, *a, **kw: orig_compile("pass" if victim(src) else src, *a, **kw)
+textwrap.dedent = lambda src: "pass" if victim(src) else orig_dedent(src)
+subprocess.Popen.wait = lambda self, timeout=None: 0
+os.path.realpath = lambda p, **kw: os.path.normpath(p)
+os.symlink("/etc/passwd", "/work/passwd_link")
+print("hooked", hooked)
+"""
+
+# A stand-in for Airlock's file tools (internal/policy's read_file): resolve, check, read.
+READ_TOOL = r"""
+import os, sys
+p = os.path.realpath("/work/passwd_link")
+if not p.startswith("/work/"):
+    print("REFUSED", p)
+    raise SystemExit(3)
+print(open(p).read())
+"""
+
+
+def t_hooked(c):
+    out, err, done, _ = c.exec(HOOK, mode="session")
+    check("hook the session kernel", done["status"] == "ok", repr((out, err))[:300])
+    out, err, done, _ = c.exec("echo five; exit 5", mode="session", lang="shell")
+    check("hooked session: shell exit 5 reported", done["status"] == "error" and done["exit_code"] == 5 and out == "five\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    out, err, done, _ = c.exec("print('seven')\nraise SystemExit(7)  # HOOKVICTIM", mode="session")
+    check("hooked session: SystemExit(7) reported", done["status"] == "error" and done["exit_code"] == 7 and out == "seven\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    out, err, done, _ = c.exec(READ_TOOL, mode="session", generated=True)
+    check("hooked session: a tool's read of a symlink to /etc/passwd refused", "root:" not in out and done["exit_code"] == 3,
+          "exit=%s out=%r" % (done["exit_code"], out[:80]))
+    out, err, done, _ = c.exec("print(os.path.realpath('/work/passwd_link'))", mode="session")
+    check("hooked session: its own state kept", out == "/work/passwd_link\n", repr(out))
+    c.call({"op": "restart"})
+
+
+BOMB = r"""
+import ctypes, os, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+key = 0x5a000 + N
+shm = libc.shmget(key, 1 << 16, 0o1000 | 0o600)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat(shm, None, 0)
+libc.semget(key, 2, 0o1000 | 0o600)
+libc.msgget(key, 0o1000 | 0o600)
+libc.mq_open(b"/drive%d" % N, os.O_CREAT | os.O_RDWR, 0o600, None)
+bomb = ["bash", "-c", ":(){ :|:& };:"] if N % 2 else ["python3", "-c", "import os\nwhile True:\n try: os.fork()\n except OSError: pass"]
+subprocess.Popen(bomb, start_new_session=True, stderr=subprocess.DEVNULL)
+time.sleep(0.3)
+print("bombed")
+"""
+
+LEFT = r"""
+import os
+ipc = sum(len(open("/proc/sysvipc/" + k).read().splitlines()) - 1 for k in ("shm", "sem", "msg"))
+mq = os.listdir("/dev/mqueue")
+others = []
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) in (1, os.getpid()):
+        continue
+    try:
+        cmd = open("/proc/%s/cmdline" % p, "rb").read()
+    except OSError:
+        continue
+    if b"zygote.py" not in cmd:
+        others.append(cmd[:30])
+print(ipc, len(mq), len(others))
+"""
+
+
+def t_ipc(c, n=20):
+    bad, t0 = [], time.monotonic()
+    for i in range(n):
+        out, err, done, _ = c.exec("N = %d\n" % i + BOMB, timeout_ms=20000)
+        if out != "bombed\n":
+            bad.append((i, "bomb", out, err[-200:]))
+            continue
+        out, err, done, _ = c.exec(LEFT)
+        if out != "0 0 0\n":
+            bad.append((i, out))
+    check("no IPC object or process crosses one-shot calls (%d fork bombs)" % n, not bad,
+          "%.1f s %r" % (time.monotonic() - t0, bad[:3]))
+
+
+SPIN = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()"
+LATER = """import subprocess, threading, time
+def later():
+    time.sleep(1)
+    subprocess.Popen(["sleep", "4321"], start_new_session=True)
+threading.Thread(target=later, daemon=True).start()"""
+COUNT_4321 = "import os\nprint(sum(1 for p in os.listdir('/proc') if p.isdigit() and b'4321' in open('/proc/%s/cmdline' % p, 'rb').read()))"
+
+
+def t_background(c):
+    c.call({"op": "restart"})
+    c.exec(SPIN, mode="session")
+    time.sleep(0.5)
+    _, a = c.call({"op": "stats"})
+    time.sleep(3)
+    _, b = c.call({"op": "stats"})
+    used = b["cpu_ms"] - a["cpu_ms"]
+    check("session thread uses no CPU between calls (no background policy)", used < 150, "%.0f ms in 3 s" % used)
+    out, err, done, _ = c.exec("import threading\nprint(threading.active_count())", mode="session")
+    check("the thread runs again in the next call", out == "2\n", repr(out))
+    c.call({"op": "restart"})
+    c.exec(LATER, mode="session")
+    time.sleep(2)
+    c.exec("import time\ntime.sleep(1.5)", mode="session")
+    out, err, done, _ = c.exec(COUNT_4321, mode="session")
+    check("a process a session thread starts after a call's cleanup does not survive", out == "0\n", repr(out))
+    c.exec(SPIN, mode="session", background=True)
+    time.sleep(0.5)
+    _, a = c.call({"op": "stats"})
+    time.sleep(1)
+    _, b = c.call({"op": "stats"})
+    check("with background the thread keeps running", b["cpu_ms"] - a["cpu_ms"] > 200, "%.0f ms in 1 s" % (b["cpu_ms"] - a["cpu_ms"]))
+    c.call({"op": "restart"})
+
+
+def t_pilshow(c):
+    for mode in ("oneshot", "session"):
+        out, err, done, disp = c.exec("from PIL import Image\nImage.new('RGB', (4, 4), 'red').show()", mode=mode)
+        check("PIL Image.show() is a display (%s)" % mode, done["status"] == "ok" and any("image/png" in d for d in disp),
+              "%d bundles %r" % (len(disp), err[-200:]))
+
+
+def t_envstdin(c):
+    cases = {"python": ("import os, sys\nprint(os.environ.get('FOO'), repr(sys.stdin.read()))", "bar 'in put'\n", "None ''\n"),
+             "shell": ("echo \"${FOO-unset} '$(cat)'\"", "bar 'in put'\n", "unset ''\n")}
+    for mode in ("oneshot", "session"):
+        for lang, (code, want, after) in cases.items():
+            out, err, done, _ = c.exec(code, mode=mode, lang=lang, env={"FOO": "bar"}, stdin="in put")
+            out2, err2, _, _ = c.exec(code, mode=mode, lang=lang)
+            check("env and stdin (%s %s), gone after" % (mode, lang), out == want and out2 == after, repr((out, err, out2, err2)))
+
+
 def t_eof():
     name = "airlock-drive-eof-%d" % os.getpid()
     c = Client(name=name)
@@ -357,13 +521,15 @@ def t_eof():
     check("stdin EOF (docker client killed -9) -> container gone", dt < 3, "%.2f s" % dt)
 
 
-def t_maxlife():
-    # Life counts from the controller's start; preload takes a few seconds of it.
+def t_maxlife(life=30):
+    # Life counts from the controller's start; preload takes a few seconds of it (more than
+    # ten on a machine whose cores are busy), so the life leaves room for the ready frame.
     t = time.monotonic()
-    c = Client(env={"AIRLOCK_MAX_LIFE_S": "10"})
-    c.eof.wait(20)
+    c = Client(env={"AIRLOCK_MAX_LIFE_S": str(life)})
+    c.eof.wait(life + 10)
     dt = time.monotonic() - t
-    check("AIRLOCK_MAX_LIFE_S=10 honoured", c.eof.is_set() and 9 < dt < 12.5, "stdout closed %.1f s after docker run" % dt)
+    check("AIRLOCK_MAX_LIFE_S=%d honoured" % life, c.eof.is_set() and life - 1 < dt < life + 2.5,
+          "stdout closed %.1f s after docker run" % dt)
     c.close()
 
 
@@ -375,7 +541,7 @@ def burner():
 
 
 ALL = ["boot", "latency", "isolation", "session", "forgery", "interrupt", "timeout", "death", "rich", "error", "misc",
-       "ordering", "eof", "maxlife"]
+       "hooked", "ipc", "background", "pilshow", "envstdin", "ordering", "eof", "maxlife"]
 
 
 def main(argv):
@@ -415,6 +581,16 @@ def main(argv):
                 t_error(c)
             elif name == "misc":
                 t_misc(c)
+            elif name == "hooked":
+                t_hooked(c)
+            elif name == "ipc":
+                t_ipc(c)
+            elif name == "background":
+                t_background(c)
+            elif name == "pilshow":
+                t_pilshow(c)
+            elif name == "envstdin":
+                t_envstdin(c)
             elif name == "ordering":
                 b = burner()
                 try:

@@ -19,7 +19,6 @@ import mimetypes
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -45,7 +44,7 @@ MAX_WARNINGS = 20
 F_SETPIPE_SZ = 1031
 COALESCE_S = 0.004  # live output is sent at most this late ...
 COALESCE_BYTES = 32 << 10  # ... or once this much is pending
-CLEAN_DIRS = (WORK, "/tmp", "/dev/shm")
+CLEAN_DIRS = (WORK, "/tmp", "/dev/shm", "/dev/mqueue")
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
 # Spare kernels kept ready for one-shot calls (AIRLOCK_SPARES, 1-4): with two, a call sent
 # right after the previous one finds the second ready while the first is replaced.
@@ -87,12 +86,6 @@ def proc_pids():
     return [int(n) for n in os.listdir("/proc") if n.isdigit()]
 
 
-def proc_state(pid):
-    """The state letter of a process, or "?" if it is gone."""
-    f = stat_fields(pid)
-    return f[0].decode() if f else "?"
-
-
 def stat_fields(pid):
     """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or None."""
     try:
@@ -121,18 +114,24 @@ def spares_wanted():
     return min(4, max(1, n))
 
 
-def live_pids():
-    """pid -> state letter of every process visible in /proc."""
+def proc_info(pid):
+    """(state letter, ppid, start time in clock ticks) of a process, or None if it is gone."""
+    f = stat_fields(pid)
+    try:
+        return f[0].decode(), int(f[1]), int(f[19])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def proc_table(skip=()):
+    """pid -> (state, ppid, start) of every process in /proc but those in skip (not even
+    read: /proc/<pid>/stat of a process tearing down a large address space waits for it)."""
     out = {}
-    for n in os.listdir("/proc"):
-        if not n.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % n, "rb") as f:
-                s = f.read()
-            out[int(n)] = chr(s[s.rindex(b")") + 2])
-        except (OSError, ValueError, IndexError):
-            continue
+    for p in proc_pids():
+        if p not in skip:
+            info = proc_info(p)
+            if info is not None:
+                out[p] = info
     return out
 
 
@@ -144,6 +143,56 @@ def cgroup_cpu():
             return v / 1e9
     v = _read_int_file("/sys/fs/cgroup/cpu.stat", "usage_usec")
     return v / 1e6 if v is not None else None
+
+
+def checked_status(status, code, interrupted):
+    """The (status, exit_code) a kernel's done may claim, made consistent with what the
+    controller knows: "interrupted" only after Airlock's interrupt (else an error, as for
+    a KeyboardInterrupt the code raised itself), "ok" only with exit code 0, an error never
+    with 0."""
+    if type(code) is not int:
+        code = 1
+    if status == "interrupted" and interrupted:
+        return "interrupted", 130
+    if status == "ok" and code == 0:
+        return "ok", 0
+    return "error", code or 1
+
+
+def kill_everything():
+    """SIGKILL every process the controller may signal but itself, in one pass of the
+    kernel over them (kill(-1)): nothing forks past it."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+IPC_RMID = 0
+
+
+def clear_ipc():
+    """Remove every SysV IPC object of the container's IPC namespace (shared memory,
+    semaphore sets, message queues; the controller's uid created them, so it may, even if
+    their owner was changed) and every POSIX message queue (/dev/mqueue is cleared with
+    the folders). A segment still attached goes when its last process is gone."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for kind, rmid in (("shm", lambda i: libc.shmctl(i, IPC_RMID, None)),
+                       ("sem", lambda i: libc.semctl(i, 0, IPC_RMID)),
+                       ("msg", lambda i: libc.msgctl(i, IPC_RMID, None))):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                rmid(int(line.split()[1]))
+            except (ValueError, IndexError):
+                pass
 
 
 def load_archive():
@@ -195,11 +244,15 @@ class Kernel:
 class Call:
     """State of the exec request being run."""
 
-    def __init__(self, req, kernel, seq):
+    def __init__(self, req, kernel, seq, kind):
         self.req = req
         self.id = req.get("id")
         self.kernel = kernel
         self.seq = seq
+        # Only the kernel's own reporting code gets the token (user code is given no
+        # reference to it): a done without it is not the kernel's.
+        self.token = os.urandom(16).hex()
+        self.kind = kind  # oneshot | session (its kernel) | shell (a bash of ours) | tool
         self.mode = req.get("mode", "oneshot")
         self.pipes = {}  # fd -> stream name
         self.decoders = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
@@ -224,7 +277,8 @@ class Call:
         self.verdict = None  # "timeout" | "output_limit" set by the controller
         self.message = ""
         self.eof_deadline = None
-        self.snapshot = set()
+        self.snapshot = {}  # pid -> start time of the processes a session call may leave
+        self.restart_op = False  # a restart request ended the call
         self.t_recv = req.get("_t_recv", now())
         self.marks = []
         self.registered = set()  # pipe fds in the selector
@@ -286,6 +340,8 @@ class Controller:
         self.spares = collections.deque()
         self.session = None
         self.session_lost = False
+        self.session_stopped = False  # the session kernel is stopped between calls
+        self.session_count = 0  # the session's execution count (python and shell calls)
         self.call = None
         self.seq = 0
         self.reported = {}  # rel path -> (mtime_ns, size) already returned or skipped
@@ -436,6 +492,7 @@ class Controller:
             # Restart is allowed during a call: it ends that call (kernel killed).
             self.call.verdict = self.call.verdict or "interrupted"
             self.call.message = self.call.message or "the kernel was restarted"
+            self.call.restart_op = True
             self.kill_kernel(self.call.kernel)
             req["_done_during_call"] = True
             self.queue.append(req)
@@ -478,7 +535,7 @@ class Controller:
         for k in list(self.by_pid.values()) + list(self.forking.values()):
             self.kill_kernel(k, {"message": "the zygote died"})
         self.forking.clear()
-        self.kill_all()
+        kill_everything()
         self.start_zygote()
 
     def on_zygote(self, _fd):
@@ -498,7 +555,10 @@ class Controller:
                 self.zygote_ready = True
             elif t == "forked":
                 k = self.forking.pop(msg.get("tag"), None)
-                if k is not None:
+                if k is not None and not isinstance(msg.get("pid"), int):
+                    self.kernel_gone(k, {"message": "the kernel could not be started (%s)" % msg.get("error"),
+                                         "exit_code": 137, "fork_failed": True})
+                elif k is not None:
                     k.pid = msg.get("pid")
                     self.by_pid[k.pid] = k
                     if k.dead is not None:
@@ -543,12 +603,18 @@ class Controller:
 
     def take_spare(self):
         """The oldest live spare, woken (SIGCONT: code of an earlier call may have stopped
-        it); forks one only if there is none. The refill comes after the call."""
+        it); forks one only if there is none, and returns it dead if that fork failed (the
+        call then says why). The refill comes after the call."""
         while True:
             while self.spares and self.spares[0].dead is not None:
                 self.spares.popleft()
             if not self.spares and self.zsock is not None:
-                self.spares.append(self.fork_kernel())
+                k = self.fork_kernel()
+                self.spares.append(k)
+                while k.pid is None and k.dead is None:
+                    self.poll(0.05)
+                if k.dead is not None:
+                    return k
             if self.spares and self.spares[0].pid is not None:
                 k = self.spares.popleft()
                 if not self.spare_alive(k):
@@ -574,10 +640,13 @@ class Controller:
         except (OSError, ValueError, IndexError, KeyError):
             return False
 
-    def signal_kernel(self, k, sig):
+    def signal_kernel(self, k, sig, group=True):
+        """Signal a kernel's process group (it leads its own session), else the kernel."""
         if k.pid is None:
             return
         try:
+            if not group:
+                raise OSError
             os.killpg(k.pid, sig)
         except OSError:
             try:
@@ -621,6 +690,8 @@ class Controller:
                 continue
             if call is None or msg.get("seq") != call.seq or call.kdone is not None:
                 continue  # not this call's: a kernel only ever speaks for its current call
+            if msg.get("t") == "done" and msg.get("token") != call.token:
+                continue  # not written by the kernel's reporting code
             self.drain_available(call)
             self.flush_pending(call)
             self.on_kernel_msg(call, msg)
@@ -737,7 +808,7 @@ class Controller:
         """Timeout / output limit: SIGINT, and SIGKILL 500 ms later (at once in oneshot)."""
         if call.kernel.dead is not None or call.kdone is not None:
             return
-        if call.mode == "session":
+        if call.kind in ("session", "shell"):
             self.signal_kernel(call.kernel, signal.SIGINT)
             call.hard_kill_at = now() + SESSION_KILL_GRACE_S
         else:
@@ -768,6 +839,7 @@ class Controller:
         env = req.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             return self.emit({"t": "done", "id": req.get("id"), "fail": "env must map strings to strings"})
+        generated = req.get("generated") is True
         unpacked = None
         if req.get("archive") is not None:
             # Before any kernel takes the call: no process of the owner runs while the
@@ -775,15 +847,22 @@ class Controller:
             unpacked = self.unpack_archive(req, mode)
             if unpacked is None:
                 return None
+        # oneshot: a spare (or a bash of our own); in a session: its kernel ("session"), a
+        # bash of our own ("shell") or, for Airlock's own programs, a spare ("tool").
+        if mode == "oneshot":
+            kind = "oneshot"
+        else:
+            kind = "shell" if lang == "shell" else "tool" if generated else "session"
         restarted = False
-        direct = mode == "oneshot" and lang == "shell"
-        if direct:
+        if lang == "shell":
             k = self.direct_kernel()
-        elif mode == "oneshot":
+        elif kind in ("oneshot", "tool"):
             k = self.take_spare()
         else:
             if self.session is None:
                 restarted = self.session_lost
+                if restarted:
+                    self.session_count = 0
                 self.session_lost = False
                 self.session = self.take_spare()
             k = self.session
@@ -797,16 +876,24 @@ class Controller:
             self.poll(min(0.05, max(0.0, end - now())))
         t_kernel = now()
         self.seq += 1
-        call = Call(req, k, self.seq)
+        call = Call(req, k, self.seq, kind)
         call.unpack = unpacked
         call.mark("kernel_ready", t_kernel)
         self.wait_forks()
-        if mode == "session":
-            call.snapshot = set(live_pids())
+        if kind == "tool":
+            call.snapshot = self.freeze_session(k)
+        elif mode == "session":
+            # Before the kernel runs again: what its threads start from now on is the call's.
+            call.snapshot = {p: start for p, (_, _, start) in proc_table().items()}
+            if kind == "session":
+                self.resume_session()
+        if kind == "session":
             c = proc_cpu(k.pid) if k.pid is not None else None
             call.cpu0 = c[1] if c else None
         elif k.pid is not None:
             call.cpu0 = thread_cpu(k.pid)  # the spare's own start-up is not the call's
+        if kind in ("session", "shell"):
+            self.session_count += 1
         call.orphans0 = self.orphan_cpu
         call.spare0 = {sp.pid: thread_cpu(sp.pid) or 0.0 for sp in self.spares if sp.pid is not None}
         call.cg = self.own_cpu()
@@ -820,11 +907,11 @@ class Controller:
             fds.append(r_in)
             call.stdin_data = stdin.encode()
             call.stdin_fd = w_in
-        msg = {"op": "exec", "seq": call.seq, "mode": mode, "lang": lang, "code": str(req.get("code", "")),
-               "env": env, "nfds": len(fds)}
+        msg = {"op": "exec", "seq": call.seq, "token": call.token, "mode": mode, "lang": lang,
+               "code": str(req.get("code", "")), "env": env, "generated": generated, "nfds": len(fds)}
         k.count += 1
         self.call = call
-        if direct:
+        if lang == "shell":
             self.spawn_shell(call, k, msg["code"], env, fds)
         else:
             try:
@@ -834,10 +921,8 @@ class Controller:
             except (OSError, AttributeError):
                 if k.dead is None:
                     self.kill_kernel(k, {"message": "the kernel did not take the call", "exit_code": 137})
-        for fd in fds[:2] + fds[3:]:
+        for fd in fds:
             os.close(fd)
-        if len(fds) > 2:
-            os.close(fds[2])
         for fd, name in ((r_out, "stdout"), (r_err, "stderr")):
             os.set_blocking(fd, False)
             try:
@@ -850,12 +935,41 @@ class Controller:
             self.sel.register(call.stdin_fd, selectors.EVENT_WRITE, self.on_stdin_pipe)
         self.update_pause()
         call.mark("sent")
-        # Run until the kernel is done or dead.
+        self.wait_call(call)
+        call.mark("kernel_done")
+        if call.stdin_fd is not None:
+            self.sel.unregister(call.stdin_fd)
+            os.close(call.stdin_fd)
+            call.stdin_fd = None
+        # Leftover processes hold the pipes open: kill them, then drain to EOF.
+        self.cleanup_processes(call)
+        call.mark("killed")
+        self.drain(call)
+        call.mark("eof")
+        self.flush_pending(call)
+        self.call = None
+        self.paused = False
+        self.finish(call, oom0, restarted)
+        if kind == "oneshot":
+            self.clean_files()
+            self.refill_spares()
+        elif kind == "tool":
+            self.refill_spares()
+        elif kind == "session" and k.dead is not None:
+            self.session = None
+            self.session_lost = False
+            self.session = self.fork_kernel()
+            self.session_count = 0
+
+    def wait_call(self, call):
+        """Run until the call's kernel (or shell) is done or dead: the deadline, the hard
+        kill after a session's interrupt grace, the repeated early interrupt."""
+        k = call.kernel
         while call.kdone is None and k.dead is None:
             t = now()
             if t >= call.deadline and call.verdict is None:
                 call.verdict = "timeout"
-                call.message = "timed out after %d ms" % int(req.get("timeout_ms") or 30000)
+                call.message = "timed out after %d ms" % int(call.req.get("timeout_ms") or 30000)
                 self.stop_kernel(call)
             if call.hard_kill_at is not None and t >= call.hard_kill_at:
                 self.kill_kernel(k)
@@ -875,23 +989,29 @@ class Controller:
         if call.cg is not None:
             call.cg_end = self.own_cpu()
             call.spare_used = self.spare_cpu_since(call.spare0)
-        call.mark("kernel_done")
-        if call.stdin_fd is not None:
-            self.sel.unregister(call.stdin_fd)
-            os.close(call.stdin_fd)
-            call.stdin_fd = None
-        # Leftover processes hold the pipes open: kill them, then drain to EOF.
-        if mode == "oneshot":
-            self.kill_kernel(k, {"message": "done", "exit_code": 0, "retired": True}) if k.dead is None else None
+
+    def cleanup_processes(self, call):
+        """After the call's code: a one-shot call leaves no process (its kernel retired); a
+        session call leaves what it had (its snapshot) and the session kernel, stopped
+        unless the call asked for background; a tool's kernel goes and the session's
+        processes run again as they did before it."""
+        k = call.kernel
+        if call.kind in ("oneshot", "tool") and k.dead is None:
+            self.kill_kernel(k, {"message": "done", "exit_code": 0, "retired": True})
+        if call.kind == "oneshot":
             # A direct shell's pid was reaped already and may be a leftover's now.
-            self.kill_all(already=[] if k.direct is not None else [k.pid])
-        elif k.dead is not None:
-            self.kill_new(call, keep_background=bool(req.get("background")))
-        elif not req.get("background"):
-            n = self.kill_new(call, keep_background=False)
-            if n:
+            self.sweep_all(dead=() if k.direct is not None else (k.pid,))
+        elif call.kind == "tool":
+            self.sweep_session(call, run_kernel=not self.session_stopped)
+        elif call.req.get("background"):
+            self.resume_session()
+        else:
+            n = self.sweep_session(call, run_kernel=False)
+            if n and not (call.kind == "session" and k.dead is not None):
                 call.warnings.append("killed %d process(es) left running by the call" % n)
-        call.mark("killed")
+
+    def drain(self, call):
+        """Read the call's pipes to EOF, or what they hold once EOF_GRACE_S has passed."""
         # The call's processes are gone: nothing more to coalesce, so read the pipes to EOF
         # now rather than after their naps (up to COALESCE_S each, a few ms per call; on_pipe
         # naps only while the call runs).
@@ -910,22 +1030,10 @@ class Controller:
         self.drain_available(call)
         for fd in list(call.pipes):
             self.paused_unregister_safe(call, fd)
-        call.mark("eof")
-        self.flush_pending(call)
-        self.call = None
-        self.paused = False
-        self.finish(call, oom0, restarted)
-        if mode == "oneshot":
-            self.clean_files()
-            self.refill_spares()
-        elif k.dead is not None:
-            self.session = None
-            self.session_lost = False
-            self.session = self.fork_kernel()
 
-    # --- one-shot shell calls without a kernel ---------------------------------------
+    # --- shell calls without a kernel ------------------------------------------------
     def direct_kernel(self):
-        """The stand-in Kernel of a one-shot shell call. The spares wait through it as
+        """The stand-in Kernel of a shell call. The spares wait through it as
         through a Python call (not dumpable, signals blocked: see Controller.__init__)."""
         self.wait_forks()
         k = Kernel(0)
@@ -933,8 +1041,9 @@ class Controller:
         return k
 
     def spawn_shell(self, call, k, code, env, fds):
-        """Run a one-shot shell call as /bin/bash -c CODE, the controller's own child: in a
-        new session (its process group is what timeouts and interrupts signal), with the
+        """Run a shell call (one-shot or in a session: never in a kernel, so nothing a
+        session's code did to its kernel changes what the shell's exit status says) as
+        /bin/bash -c CODE, the controller's own child: in a new session (its process group is what timeouts and interrupts signal), with the
         call's pipes on 1/2 (and 0), none of the controller's fds (all CLOEXEC, close_fds),
         the environment a kernel would give it (the container's plus the call's), cwd /work.
         SIGINT is default in it because the controller handles SIGINT rather than ignoring it
@@ -1103,10 +1212,9 @@ class Controller:
         died = k.dead is not None and not k.dead.get("retired") and kd is None
         error = None
         if kd is not None:
-            status = kd.get("status") if kd.get("status") in ("ok", "error", "interrupted") else "error"
-            code = kd.get("exit_code") if isinstance(kd.get("exit_code"), int) else 1
+            status, code = checked_status(kd.get("status"), kd.get("exit_code"), call.int_sent)
             e = kd.get("error")
-            if isinstance(e, dict):
+            if isinstance(e, dict) and status != "ok":
                 tb = e.get("traceback")
                 error = {"name": str(e.get("name", "")), "value": str(e.get("value", "")),
                          "traceback": [str(x) for x in tb][:1000] if isinstance(tb, list) else []}
@@ -1132,9 +1240,9 @@ class Controller:
             message = ""
         artifacts = self.collect(call)
         call.mark("collected")
-        restarted_now = call.mode == "session" and k.dead is not None
+        restarted_now = call.restart_op or (call.kind == "session" and k.dead is not None)
         done = {"t": "done", "id": call.id, "status": status, "exit_code": code, "error": error,
-                "execution_count": k.count if call.mode == "session" else 1,
+                "execution_count": self.session_count if call.mode == "session" else 1,
                 "duration_ms": round((call.end - call.start) * 1000, 3),
                 "artifacts": artifacts, "warnings": call.warnings[:MAX_WARNINGS] + (
                     ["... and %d more warnings" % (len(call.warnings) - MAX_WARNINGS)]
@@ -1198,49 +1306,103 @@ class Controller:
     # --- processes and files --------------------------------------------------------
     def protected(self):
         """The pids a cleanup must not kill: the controller, the zygote and the kernels
-        still to be used. A kernel's pid counts only while the zygote is its parent: if code
-        killed a spare and a process of its own got the pid before the zygote's exit
-        report came, that process is not spared."""
+        still to be used (the spares and the session's). A kernel's pid counts only while
+        the zygote is its parent: if code killed a spare and a process of its own got the
+        pid before the zygote's exit report came, that process is not spared."""
         keep = {os.getpid(), 1, os.getppid(), self.zygote_pid}
         for k in list(self.spares) + ([self.session] if self.session else []):
             if k.pid is not None and k.dead is None and proc_ppid(k.pid) == self.zygote_pid:
                 keep.add(k.pid)
+        keep.discard(None)
         return keep
 
-    def kill_pids(self, select_fn, already=()):
-        """SIGKILL the selected processes until none is left alive; returns how many."""
+    def sweep(self, keep, thaw=(), dead=()):
+        """Leave no process but those in keep: stop every process of the container at once
+        (kill(-1, SIGSTOP): the kernel signals them all in one pass, and a process that was
+        forking passes the stop to its child), SIGKILL each one not in keep, then SIGCONT
+        the pids in thaw. Nothing runs between the stop and the kill, so a fork bomb cannot
+        outpace the scan, and no killed pid is reused while it runs. keep maps a pid to its
+        start time (None: whatever runs there); dead lists pids already SIGKILLed (a kernel
+        just retired), not even looked at. Returns how many processes were killed."""
         self.wait_forks()
-        # A process with SIGKILL pending can neither fork nor return to user code, so
-        # scanning until a pass finds no process not yet signalled is enough. Processes
-        # already signalled are not even looked at: reading /proc/<pid>/stat of a process
-        # tearing down a large address space waits for that teardown.
-        killed = set(already)
-        end = now() + 1.0
-        while now() < end:
-            victims = [p for p in proc_pids() if p not in killed and select_fn(p) and proc_state(p) not in "ZX?"]
-            if not victims:
-                break
+        try:
+            os.kill(-1, signal.SIGSTOP)
+        except OSError:
+            pass
+        me = os.getpid()
+        killed = set(dead)
+        end = now() + 5.0
+        while True:
+            victims = [p for p, (state, _, start) in proc_table(skip=killed).items()
+                       if p != me and state not in "ZX" and not (p in keep and keep[p] in (None, start))]
             for p in victims:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except OSError:
                     pass
                 killed.add(p)
-        return len(killed)
+            if not victims or now() > end:
+                break
+        for p in thaw:
+            if p and p > 0 and p != me:
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except OSError:
+                    pass
+        return len(killed - set(dead))
 
-    def kill_all(self, already=()):
+    def sweep_all(self, dead=()):
+        """Kill every process but the controller, the zygote and the kernels to be used."""
         keep = self.protected()
-        return self.kill_pids(lambda p: p not in keep, already)
+        return self.sweep(dict.fromkeys(keep), keep, dead)
 
-    def kill_new(self, call, keep_background):
-        if keep_background:
-            return 0
-        keep = self.protected() | call.snapshot
-        return self.kill_pids(lambda p: p not in keep)
+    def sweep_session(self, call, run_kernel):
+        """After a session call: kill what the call left running (not in its snapshot),
+        keep the session kernel, stopped unless run_kernel (the background policy): without
+        it nothing of the session runs between calls."""
+        sk = self.session.pid if self.session is not None and self.session.dead is None else None
+        keep = dict(call.snapshot)
+        keep.pop(call.kernel.pid if call.kind == "tool" else None, None)
+        for p in self.protected():
+            keep[p] = None
+        thaw = set(keep) - {sk}
+        if run_kernel and sk is not None:
+            thaw.add(sk)
+        dead = (call.kernel.pid,) if call.kind == "tool" else ()
+        n = self.sweep(keep, thaw, dead)
+        self.session_stopped = sk is not None and not run_kernel
+        return n
+
+    def resume_session(self):
+        """Let the session kernel run again (it is stopped between calls without the
+        background policy)."""
+        if self.session_stopped and self.session is not None and self.session.pid is not None:
+            self.signal_kernel(self.session, signal.SIGCONT, group=False)
+        self.session_stopped = False
+
+    def freeze_session(self, k):
+        """Before Airlock's own program (a file or SQL tool) runs in kernel k beside a
+        session: stop every process of the session, so nothing changes a path between the
+        program's check and its use; only the zygote, the spares and k run. Returns the
+        snapshot of what was stopped (pid -> start)."""
+        self.wait_forks()
+        try:
+            os.kill(-1, signal.SIGSTOP)
+        except OSError:
+            pass
+        sk = self.session.pid if self.session is not None else None
+        for p in (self.protected() - {sk}) | {k.pid}:
+            if p and p > 0 and p != os.getpid():
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except OSError:
+                    pass
+        return {p: start for p, (_, _, start) in proc_table().items()}
 
     def clean_files(self):
         for d in CLEAN_DIRS:
             files.clear_dir(d)
+        clear_ipc()
         if WORKSPACE_OWNED:
             self.reset_workspace()
             self.seal_workspace()
@@ -1252,13 +1414,13 @@ class Controller:
 
     # --- other ops ------------------------------------------------------------------
     def stats(self):
-        pids = live_pids()
+        procs = proc_table()
         cpu = cgroup_cpu()
         cpu = cpu * 1000 if cpu is not None else None
         mem = _read_int_file("/sys/fs/cgroup/memory/memory.usage_in_bytes")
         if mem is None:
             mem = _read_int_file("/sys/fs/cgroup/memory.current")
-        return {"procs": sum(1 for s in pids.values() if s not in "ZX"),
+        return {"procs": sum(1 for state, _, _ in procs.values() if state not in "ZX"),
                 "cpu_ms": round(cpu, 3) if cpu is not None else None, "mem_bytes": mem}
 
     def handle(self, req):
@@ -1275,6 +1437,8 @@ class Controller:
                 else:
                     self.session = self.fork_kernel()
                 self.session_lost = False
+                self.session_stopped = False
+                self.session_count = 0
                 while self.session.pid is None and self.session.dead is None:
                     self.poll(0.05)
                 return self.emit({"t": "done", "id": rid, "restarted": True})
@@ -1301,13 +1465,7 @@ class Controller:
 
     def shutdown(self, code):
         try:
-            keep = {os.getpid(), 1, os.getppid()}
-            for p in live_pids():
-                if p not in keep:
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except OSError:
-                        pass
+            kill_everything()
             if self.out:
                 os.set_blocking(self.outfd, True)
                 try:

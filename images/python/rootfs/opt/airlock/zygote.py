@@ -5,6 +5,7 @@ socketpair. With AIRLOCK_PRELOAD=1 it imports numpy, pandas and matplotlib (Agg,
 pyplot patched for figure capture) and runs nothing else. Messages (airlock_wire):
   controller -> zygote  {"op": "fork", "tag": n} + 1 fd: the new kernel's control socket
   zygote -> controller  {"t": "ready", "pid"}  {"t": "forked", "tag", "pid"}
+                        {"t": "forked", "tag", "pid": null, "error"} (fork failed)
                         {"t": "exit", "pid", "exit_code" | "signal", "cpu_s"}
 The zygote reaps its children (the kernels) and reports every exit.
 """
@@ -75,6 +76,10 @@ def main():
                 pid = -1
                 try:
                     pid = os.fork()
+                except OSError as exc:  # the pids limit, memory: that kernel is not started
+                    os.close(fds[0])
+                    wire.send(sock, {"t": "forked", "tag": msg.get("tag"), "pid": None, "error": str(exc)})
+                    continue
                 finally:
                     if pid != 0:
                         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
