@@ -306,7 +306,6 @@ def error_of(etype, value, tb):
 def preload():
     """Run in the zygote: make matplotlib ready and patched so every kernel inherits it."""
     os.environ.setdefault("MPLBACKEND", "Agg")
-    import numpy  # noqa: F401
     import pandas  # noqa: F401
     import matplotlib
     matplotlib.use("Agg")
