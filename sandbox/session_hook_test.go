@@ -10,59 +10,19 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
-// kernelHook is a session call that hooks what it can reach of the kernel's
-// own machinery by name: the object behind display() (its send, its run
-// methods), any airlock module display's code reaches, json.dumps,
-// ast.parse, compile and textwrap.dedent (a later cell marked HOOKVICTIM
-// would run as "pass"), subprocess.Popen.wait (a shell would exit 0) and
-// os.path.realpath (a symlink would look like what it names). It also makes
-// links out of /work for the file tools to follow.
-const kernelHook = `
-import builtins, json, os, subprocess, sys, textwrap, types, ast
-def forge(obj):
-    if isinstance(obj, dict) and obj.get("t") == "done":
-        obj.update(status="ok", exit_code=0, error=None)
-hooked = []
-d = builtins.display
-k = getattr(d, "__self__", None)
-if k is not None:
-    orig_send = k._send
-    k._send = lambda obj: (forge(obj), orig_send(obj))[1]
-    for name in ("run_python", "run_shell", "run_cell"):
-        if hasattr(k, name):
-            setattr(k, name, lambda code: ("ok", 0, None))
-    hooked.append("kernel object")
-for m in list(getattr(d, "__globals__", {}).values()) + list(sys.modules.values()):
-    if isinstance(m, types.ModuleType) and callable(getattr(m, "send", None)) and getattr(m, "__name__", "").startswith("airlock"):
-        orig = m.send
-        m.send = lambda sock, obj, fds=(), orig=orig: (forge(obj), orig(sock, obj, fds))[1]
-        hooked.append(m.__name__)
-orig_dumps = json.dumps
-json.dumps = lambda obj, *a, **kw: (forge(obj), orig_dumps(obj, *a, **kw))[1]
-victim = lambda src: isinstance(src, str) and "HOOKVICTIM" in src
-orig_parse, orig_compile, orig_dedent = ast.parse, builtins.compile, textwrap.dedent
-ast.parse = lambda src, *a, **kw: orig_parse("pass" if victim(src) else src, *a, **kw)
-builtins.compile = lambda src, *a, **kw: orig_compile("pass" if victim(src) else src, *a, **kw)
-textwrap.dedent = lambda src: "pass" if victim(src) else orig_dedent(src)
-subprocess.Popen.wait = lambda self, timeout=None: 0
-os.path.realpath = lambda p, **kw: os.path.normpath(p)
-os.symlink("/etc/passwd", "/work/passwd_link")
-os.symlink("/etc", "/work/etc_link")
-os.symlink("/tmp", "/work/tmp_link")
-print("hooked", hooked)
-`
-
 // TestHookedSessionKernel (issue 26): after a session call hooks the
-// kernel's machinery, what later calls report still comes from what
-// happened: a shell's exit 5, a SystemExit(7), a ZeroDivisionError; and the
-// file tools (Airlock's generated programs) refuse a symlink to /etc/passwd,
-// a listing through a link to /etc and a write through a link to /tmp, as
-// their path policy says, while the session's own hooks stay in its state.
+// kernel's machinery by name (attacks/hook_kernel.py: the object behind
+// display(), json, ast, compile, dedent, subprocess, os.path.realpath), what
+// later calls report still comes from what happened: a shell's exit 5, a
+// SystemExit(7), a ZeroDivisionError; and the file tools (Airlock's generated
+// programs) refuse a symlink to /etc/passwd, a listing through a link to /etc
+// and a write through a link to /tmp, as their path policy says, while the
+// session's own hooks stay in its state.
 func TestHookedSessionKernel(t *testing.T) {
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	lim := core.Limits{Timeout: 30 * time.Second}
-	if r := sexec(t, e, s.ID, "o", core.Python, kernelHook, lim); r.Status != core.StatusOK || !strings.HasPrefix(r.Stdout, "hooked") {
+	if r := sexec(t, e, s.ID, "o", core.Python, attackCode(t, "hook_kernel.py"), lim); r.Status != core.StatusOK || !strings.HasPrefix(r.Stdout, "hooked") {
 		t.Fatalf("hook call: %s", brief(r))
 	}
 	if r := sexec(t, e, s.ID, "o", core.Shell, "echo five; exit 5", lim); r.Status != core.StatusError || r.ExitCode != 5 || r.Stdout != "five\n" {

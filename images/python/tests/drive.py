@@ -341,41 +341,11 @@ Image.new('RGB', (2, 2)).save('a/b/pic.png')
     check("stats", d.get("procs", 0) >= 3, repr(d))
 
 
-# A session call's code hooks what it can reach of the kernel's own machinery: the object
-# behind display(), modules that object's code uses (send, json, ast, compile, dedent,
-# subprocess), os.path.realpath. Later calls must still report what really happened.
-HOOK = r"""
-import builtins, json, os, subprocess, sys, textwrap, types, ast
-def forge(obj):
-    if isinstance(obj, dict) and obj.get("t") == "done":
-        obj.update(status="ok", exit_code=0, error=None)
-hooked = []
-d = builtins.display
-k = getattr(d, "__self__", None)
-if k is not None:
-    orig_send = k._send
-    k._send = lambda obj: (forge(obj), orig_send(obj))[1]
-    for name in ("run_python", "run_shell", "run_cell"):
-        if hasattr(k, name):
-            setattr(k, name, lambda code: ("ok", 0, None))
-    hooked.append("kernel object")
-for m in list(getattr(d, "__globals__", {}).values()) + list(sys.modules.values()):
-    if isinstance(m, types.ModuleType) and callable(getattr(m, "send", None)) and getattr(m, "__name__", "").startswith("airlock"):
-        orig = m.send
-        m.send = lambda sock, obj, fds=(), orig=orig: (forge(obj), orig(sock, obj, fds))[1]
-        hooked.append(m.__name__)
-orig_dumps = json.dumps
-json.dumps = lambda obj, *a, **kw: (forge(obj), orig_dumps(obj, *a, **kw))[1]
-victim = lambda src: isinstance(src, str) and "HOOKVICTIM" in src
-orig_parse, orig_compile, orig_dedent = ast.parse, builtins.compile, textwrap.dedent
-ast.parse = lambda src, *a, **kw: orig_parse("pass" if victim(src) else src, *a, **kw)
-builtins.compile = lambda src, *a, **kw: orig_compile("pass" if victim(src) else src, *a, **kw)
-textwrap.dedent = lambda src: "pass" if victim(src) else orig_dedent(src)
-subprocess.Popen.wait = lambda self, timeout=None: 0
-os.path.realpath = lambda p, **kw: os.path.normpath(p)
-os.symlink("/etc/passwd", "/work/passwd_link")
-print("hooked", hooked)
-"""
+def attack(name):
+    """A call's code shared with the Go tests (images/python/tests/attacks)."""
+    with open(os.path.join(HERE, "attacks", name)) as f:
+        return f.read()
+
 
 # A stand-in for Airlock's file tools (internal/policy's read_file): resolve, check, read.
 READ_TOOL = r"""
@@ -389,7 +359,7 @@ print(open(p).read())
 
 
 def t_hooked(c):
-    out, err, done, _ = c.exec(HOOK, mode="session")
+    out, err, done, _ = c.exec(attack("hook_kernel.py"), mode="session")
     check("hook the session kernel", done["status"] == "ok", repr((out, err))[:300])
     out, err, done, _ = c.exec("echo five; exit 5", mode="session", lang="shell")
     check("hooked session: shell exit 5 reported", done["status"] == "error" and done["exit_code"] == 5 and out == "five\n",
@@ -405,49 +375,15 @@ def t_hooked(c):
     c.call({"op": "restart"})
 
 
-BOMB = r"""
-import ctypes, os, subprocess, time
-libc = ctypes.CDLL(None, use_errno=True)
-key = 0x5a000 + N
-shm = libc.shmget(key, 1 << 16, 0o1000 | 0o600)
-libc.shmat.restype = ctypes.c_void_p
-libc.shmat(shm, None, 0)
-libc.semget(key, 2, 0o1000 | 0o600)
-libc.msgget(key, 0o1000 | 0o600)
-libc.mq_open(b"/drive%d" % N, os.O_CREAT | os.O_RDWR, 0o600, None)
-bomb = ["bash", "-c", ":(){ :|:& };:"] if N % 2 else ["python3", "-c", "import os\nwhile True:\n try: os.fork()\n except OSError: pass"]
-subprocess.Popen(bomb, start_new_session=True, stderr=subprocess.DEVNULL)
-time.sleep(0.3)
-print("bombed")
-"""
-
-LEFT = r"""
-import os
-ipc = sum(len(open("/proc/sysvipc/" + k).read().splitlines()) - 1 for k in ("shm", "sem", "msg"))
-mq = os.listdir("/dev/mqueue")
-others = []
-for p in os.listdir("/proc"):
-    if not p.isdigit() or int(p) in (1, os.getpid()):
-        continue
-    try:
-        cmd = open("/proc/%s/cmdline" % p, "rb").read()
-    except OSError:
-        continue
-    if b"zygote.py" not in cmd:
-        others.append(cmd[:30])
-print(ipc, len(mq), len(others))
-"""
-
-
 def t_ipc(c, n=20):
     bad, t0 = [], time.monotonic()
     for i in range(n):
-        out, err, done, _ = c.exec("N = %d\n" % i + BOMB, timeout_ms=20000)
-        if out != "bombed\n":
+        out, err, done, _ = c.exec("N = %d\n" % i + attack("fork_bomb_ipc.py"), timeout_ms=20000)
+        if out != "[True, True, True, True]\n":
             bad.append((i, "bomb", out, err[-200:]))
             continue
-        out, err, done, _ = c.exec(LEFT)
-        if out != "0 0 0\n":
+        out, err, done, _ = c.exec(attack("leftovers.py"))
+        if out != "0 0 []\n":
             bad.append((i, out))
     check("no IPC object or process crosses one-shot calls (%d fork bombs)" % n, not bad,
           "%.1f s %r" % (time.monotonic() - t0, bad[:3]))

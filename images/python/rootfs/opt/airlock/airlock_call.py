@@ -157,7 +157,7 @@ class Runner:
         self.loop, self.link, self.kernels = c.loop, c.link, c.kernels
         self.session, self.shells, self.meter = c.session, c.shells, c.meter
         self.artifacts, self.workspace = c.artifacts, c.workspace
-        self.clean_files = c.clean_files
+        self.clean_files, self.reap = c.clean_files, c.reap
         self.call = None
         self.seq = 0
 
@@ -385,7 +385,7 @@ class Runner:
             thaw = keep - {self.session.pid()} if self.session.stopped else keep
             self.kernels.wait_forks()
             # A direct shell's pid was reaped already and may be a leftover's now.
-            cleanup.sweep(dict.fromkeys(keep), thaw, dead=() if k.direct is not None else (k.pid,))
+            cleanup.sweep(dict.fromkeys(keep), thaw, dead=() if k.direct is not None else (k.pid,), reap=self.reap)
         elif call.kind == "tool":
             self.session.sweep(call, run_kernel=not self.session.stopped)
         elif call.req.get("background"):

@@ -7,6 +7,7 @@ controller, the zygote, the spares, a session's kernel and what it may keep).
 
 import ctypes
 import os
+import select
 import signal
 import time
 
@@ -15,6 +16,7 @@ import airlock_proc as proc
 
 IPC_RMID = 0
 SWEEP_LIMIT_S = 5.0  # a sweep gives up rescanning after this long (it never needs to)
+EXIT_WAIT_S = 2.0  # how long a sweep waits for the processes it killed to be gone
 
 
 def stop_all():
@@ -46,13 +48,15 @@ def resume(pids):
                 pass
 
 
-def sweep(keep, thaw=(), dead=()):
+def sweep(keep, thaw=(), dead=(), reap=lambda: None):
     """Leave no process but those in keep: stop every process of the container at once,
-    SIGKILL each one not in keep (rescanning until a pass finds none), then SIGCONT the
-    pids in thaw. Nothing runs between the stop and the kill, so a fork bomb cannot
-    outpace the scan, and no killed pid is reused while it runs. keep maps a pid to its
-    start time (None: whatever runs there); dead lists pids already SIGKILLed (a kernel
-    just retired), not even looked at. Returns how many processes it killed."""
+    SIGKILL each one not in keep (rescanning until a pass finds none), SIGCONT the pids in
+    thaw, wait until the killed ones have exited (a stopped process given SIGKILL on a
+    busy machine may take a while to run its exit) and reap() the controller's zombies.
+    Nothing runs between the stop and the kill, so a fork bomb cannot outpace the scan,
+    and no killed pid is reused while it runs. keep maps a pid to its start time (None:
+    whatever runs there); dead lists pids already SIGKILLed (a kernel just retired), not
+    even looked at nor waited for. Returns how many processes it killed."""
     stop_all()
     me = os.getpid()
     killed = set(dead)
@@ -69,7 +73,36 @@ def sweep(keep, thaw=(), dead=()):
         if not victims or time.monotonic() > end:
             break
     resume(thaw)
-    return len(killed - set(dead))
+    victims = killed - set(dead)
+    wait_exited(victims)
+    reap()
+    return len(victims)
+
+
+def wait_exited(pids, limit_s=EXIT_WAIT_S):
+    """Wait (at most limit_s) until each of pids has exited (a zombie at most), through
+    pidfds: nothing of /proc is read (that would wait for an address space's teardown).
+    Without pidfds (an old kernel) it returns at once. Returns how many had not exited."""
+    fds = []
+    try:
+        for p in pids:
+            try:
+                fds.append(os.pidfd_open(p))
+            except (OSError, AttributeError):
+                pass  # gone already, or no pidfds here
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        left = set(fds)
+        end = time.monotonic() + limit_s
+        while left and time.monotonic() < end:
+            for fd, _ in poller.poll(max(1, int((end - time.monotonic()) * 1000))):
+                left.discard(fd)
+                poller.unregister(fd)
+        return len(left)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def clear_ipc():

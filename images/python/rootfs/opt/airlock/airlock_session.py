@@ -17,8 +17,9 @@ import airlock_proc as proc
 class Session:
     """The session's kernel and what the controller knows about it."""
 
-    def __init__(self, kernels):
+    def __init__(self, kernels, reap):
         self.kernels = kernels
+        self.reap = reap  # collect the controller's exited children
         self.kernel = None
         self.lost = False  # its kernel died between calls: the next call says kernel_restarted
         self.stopped = False  # stopped between calls (no background policy)
@@ -83,7 +84,7 @@ class Session:
         if run_kernel and sk is not None:
             thaw.add(sk)
         self.kernels.wait_forks()
-        n = cleanup.sweep(keep, thaw, dead)
+        n = cleanup.sweep(keep, thaw, dead, self.reap)
         self.stopped = sk is not None and not run_kernel
         return n
 

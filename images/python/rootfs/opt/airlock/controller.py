@@ -53,7 +53,7 @@ class Controller:
         # While the zygote preloads, off every call's path.
         self.kernels = Kernels(self.loop, lambda k, msg: self.runner.on_message(k, msg),
                                while_booting=load_archive if WORKSPACE_OWNED else lambda: None)
-        self.session = Session(self.kernels)
+        self.session = Session(self.kernels, self.reap)
         self.shells = Shells(oom, lambda k: self.runner.call_of(k))
         self.meter = CpuMeter(self.loop, self.kernels, self.reap)
         self.artifacts = Artifacts(WORK)
