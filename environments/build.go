@@ -52,7 +52,7 @@ func (m *Manager) Build(ctx context.Context, src Source, emit EventFunc) (rec Re
 	}
 	if rec, ok, err := m.upToDate(ctx, spec, base, hash, tag, prev, ver); err != nil || ok {
 		if ok {
-			emit(Event{Type: EventDone, Line: "up to date: " + tag, Progress: 1, Record: &rec})
+			emit(Event{Type: EventDone, Time: m.now(), Line: "up to date: " + tag, Progress: 1, Record: &rec})
 		}
 		return rec, false, err
 	}
@@ -77,6 +77,9 @@ func (m *Manager) Build(ctx context.Context, src Source, emit EventFunc) (rec Re
 		return Record{}, false, err
 	}
 	logged := func(ev Event) {
+		if ev.Time.IsZero() {
+			ev.Time = m.now()
+		}
 		emit(ev)
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

@@ -188,6 +188,7 @@ func (m *Manager) setuidCheck(ctx context.Context, id string) (Check, error) {
 	}
 	c := Check{Name: "setuid"}
 	files := strings.Fields(out.String())
+	slices.Sort(files)
 	switch {
 	case len(files) > 0:
 		if len(files) > 10 {

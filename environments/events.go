@@ -1,5 +1,7 @@
 package environments
 
+import "time"
+
 // EventType is the kind of a build event.
 type EventType string
 
@@ -16,6 +18,8 @@ const (
 // Event is one build event.
 type Event struct {
 	Type EventType `json:"type"`
+	// Time is when the builder saw it.
+	Time time.Time `json:"time"`
 	// Step is the step that began (step), the current one (log,
 	// progress) or the one that failed (failed).
 	Step string `json:"step,omitempty"`

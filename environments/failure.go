@@ -43,7 +43,9 @@ var failurePatterns = []failurePattern{
 	{regexp.MustCompile(`^E: Package '([^']+)' has no installation candidate`), func(m []string) string { return fmt.Sprintf("apt package %q has no installation candidate", m[1]) }, core.ErrInvalid},
 	{regexp.MustCompile(`^E: Version '([^']+)' for '([^']+)' was not found`), func(m []string) string { return fmt.Sprintf("apt package %q version %q not found", m[2], m[1]) }, core.ErrInvalid},
 	{regexp.MustCompile(`^E: Unable to correct problems, you have held broken packages`), func([]string) string { return "apt could not resolve the packages' dependencies" }, core.ErrInvalid},
-	{regexp.MustCompile(`(?:Could not resolve|Temporary failure resolving) '([^']+)'`), func(m []string) string { return fmt.Sprintf("cannot reach %q (the Debian mirror or package index)", m[1]) }, core.ErrUnavailable},
+	{regexp.MustCompile(`(?:Could not resolve|Temporary failure resolving) '([^']+)'`), func(m []string) string {
+		return fmt.Sprintf("cannot reach %q (the Debian mirror or package index)", m[1])
+	}, core.ErrUnavailable},
 	{regexp.MustCompile(`^E: Failed to fetch (\S+)\s*(.*)`), func(m []string) string { return fmt.Sprintf("apt could not download %s: %s", m[1], m[2]) }, core.ErrUnavailable},
 	{regexp.MustCompile(`^ERROR: Could not find a version that satisfies the requirement (\S+)`), func(m []string) string {
 		return fmt.Sprintf("pip requirement %q not found in the wheelhouse or index", m[1])

@@ -2,6 +2,7 @@ package environments_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,6 +138,24 @@ func (e *events) steps() []string {
 		}
 	}
 	return out
+}
+
+// stepTimes says how long each step took.
+func (e *events) stepTimes() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	var step string
+	var since time.Time
+	for _, ev := range e.all {
+		if ev.Type == environments.EventStep || ev.Type == environments.EventDone || ev.Type == environments.EventFailed {
+			if step != "" {
+				out = append(out, fmt.Sprintf("%s %s", step, ev.Time.Sub(since).Round(100*time.Millisecond)))
+			}
+			step, since = ev.Step, ev.Time
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // run executes code in image through a sandbox engine with a real call's settings.

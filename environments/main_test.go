@@ -47,11 +47,12 @@ func TestMain(m *testing.M) {
 }
 
 // sharedSpec is the shared environment: a Debian package and a CLI the
-// default image lacks (python3-toolz, tree), a wheel the test writes into a
-// local wheelhouse, a file and an env variable.
+// default image lacks (python3-toolz, tree), a package that ships a setuid
+// file (fuse3's fusermount3: the build strips it), a wheel the test
+// writes into a local wheelhouse, a file and an env variable.
 const sharedSpec = `name: %s
 base: python
-apt: [python3-toolz, tree]
+apt: [python3-toolz, tree, fuse3]
 pip: [airlockdemo==1.0]
 wheels: ./wheelhouse
 files: {/opt/demo/regions.csv: ./regions.csv}
@@ -64,8 +65,8 @@ check_commands: ["tree --version", "test -r $DEMO_DATA/regions.csv"]
 // calls this first.
 func sharedEnv(t *testing.T) {
 	t.Helper()
+	dc := envtest.Docker(t) // skips here, not inside once
 	shared.once.Do(func() {
-		dc := envtest.Docker(t)
 		dir, err := os.MkdirTemp("", "airlock-envtest-")
 		if err != nil {
 			shared.err = err

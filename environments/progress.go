@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Step weights: a rough share of a typical build's time, for the progress
@@ -26,7 +27,7 @@ var aptCountRe = regexp.MustCompile(`^\d+ upgraded, (\d+) newly installed`)
 // progress, the packages the script reported and the end of the log. It
 // sends the build's step, log and progress events.
 type tracker struct {
-	emit     EventFunc
+	send     EventFunc
 	marker   string   // the script's marker prefix, "@@airlock-NONCE "
 	steps    []string // the steps this build runs, in order
 	step     string
@@ -47,7 +48,7 @@ type tracker struct {
 
 // newTracker starts a tracker for a build running steps.
 func newTracker(emit EventFunc, nonce string, steps []string, pipReqs int) *tracker {
-	t := &tracker{emit: emit, marker: "@@airlock-" + nonce + " ", steps: steps, pipReqs: max(pipReqs, 1)}
+	t := &tracker{send: emit, marker: "@@airlock-" + nonce + " ", steps: steps, pipReqs: max(pipReqs, 1)}
 	for _, s := range steps {
 		t.total += stepWeights[s]
 	}
@@ -67,6 +68,12 @@ func stepsOf(p plan, src Source) []string {
 		steps = append(steps, StepFiles)
 	}
 	return append(steps, StepFinish, StepCommit, StepChecks)
+}
+
+// emit stamps and sends ev.
+func (t *tracker) emit(ev Event) {
+	ev.Time = time.Now()
+	t.send(ev)
 }
 
 // begin moves to step (an earlier step is finished).
