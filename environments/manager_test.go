@@ -36,7 +36,10 @@ func (f *fakeDocker) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 func (f *fakeDocker) ImageList(context.Context, image.ListOptions) ([]image.Summary, error) {
 	return f.list(), nil
 }
-func (f *fakeDocker) ImageTag(context.Context, string, string) error { f.t.Fatal("ImageTag"); return nil }
+func (f *fakeDocker) ImageTag(context.Context, string, string) error {
+	f.t.Fatal("ImageTag")
+	return nil
+}
 func (f *fakeDocker) ImageRemove(_ context.Context, id string, _ image.RemoveOptions) ([]image.DeleteResponse, error) {
 	f.removed = append(f.removed, id)
 	return nil, nil
@@ -69,7 +72,9 @@ func (f *fakeDocker) ContainerCommit(context.Context, string, container.CommitOp
 	f.t.Fatal("ContainerCommit")
 	return container.CommitResponse{}, nil
 }
-func (f *fakeDocker) ContainerRemove(context.Context, string, container.RemoveOptions) error { return nil }
+func (f *fakeDocker) ContainerRemove(context.Context, string, container.RemoveOptions) error {
+	return nil
+}
 
 // baseOnly answers for the base images only.
 func baseOnly(ref string) (image.InspectResponse, error) {
