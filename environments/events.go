@@ -36,3 +36,15 @@ type Event struct {
 // EventFunc receives a build's events, in order, from the building
 // goroutine; it must not block for long.
 type EventFunc func(Event)
+
+// Build steps, in order, as the events name them.
+const (
+	StepPrepare   = "prepare"    // hash, base image, build container
+	StepAptUpdate = "apt-update" // apt-get update from the Debian mirror
+	StepApt       = "apt"        // apt-get install
+	StepPip       = "pip"        // pip install from the wheelhouse or index
+	StepFiles     = "files"      // the spec's files
+	StepFinish    = "finish"     // package list, clean-up, modes, setuid strip
+	StepCommit    = "commit"     // the container becomes the image
+	StepChecks    = "checks"     // the checks that refuse a bad image
+)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -100,7 +101,7 @@ func runEnv(args []string, stdout, stderr io.Writer) int {
 
 // manager opens the state store and the Docker client and returns the
 // environments manager on them.
-func (f envFlags) manager() (*environments.Manager, func(), error) {
+func (f envFlags) manager() (*builder.Manager, func(), error) {
 	var rdb *redis.Client
 	if f.redisURL != "" {
 		opt, err := redis.ParseURL(f.redisURL)
@@ -118,12 +119,12 @@ func (f envFlags) manager() (*environments.Manager, func(), error) {
 		_ = store.Close()
 		return nil, nil, err
 	}
-	cfg := environments.DefaultConfig()
+	cfg := builder.DefaultConfig()
 	cfg.Bases = map[string]string{environments.Python: f.python, environments.Shell: f.shell}
 	cfg.Mirror, cfg.IndexURL = f.mirror, f.indexURL
 	scfg := sandbox.DefaultConfig()
 	scfg.Runtime = f.runtime
-	m := environments.New(cfg, dc, store, environments.SandboxRunners(dc, scfg, nil), nil)
+	m := builder.New(cfg, dc, store, builder.SandboxRunners(dc, scfg, nil), nil)
 	return m, func() {
 		_ = store.Close()
 		if rdb != nil {
@@ -135,7 +136,7 @@ func (f envFlags) manager() (*environments.Manager, func(), error) {
 
 // envBuild is `airlock env build FILE`: a progress bar (or step lines when
 // stderr is not a terminal), the log with -v, and the failing step named.
-func envBuild(ctx context.Context, m *environments.Manager, path string, f envFlags, stdout, stderr io.Writer) int {
+func envBuild(ctx context.Context, m *builder.Manager, path string, f envFlags, stdout, stderr io.Writer) int {
 	src, err := environments.Load(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock env build: %s: %v\n", path, err)
@@ -173,7 +174,7 @@ func envBuild(ctx context.Context, m *environments.Manager, path string, f envFl
 }
 
 // envList is `airlock env list`.
-func envList(ctx context.Context, m *environments.Manager, asJSON bool, stdout, stderr io.Writer) int {
+func envList(ctx context.Context, m *builder.Manager, asJSON bool, stdout, stderr io.Writer) int {
 	list, err := m.List(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock env list: %v\n", err)

@@ -9,18 +9,26 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
 	"github.com/airlock-dev/airlock/environments/envtest"
 )
+
+// envCommandSetup skips without Docker, pins the base images for the
+// command and returns a temp dir.
+func envCommandSetup(t *testing.T) string {
+	t.Helper()
+	envtest.Docker(t)
+	bases := envtest.Bases()
+	t.Setenv("AIRLOCK_PYTHON_IMAGE", bases["python"])
+	t.Setenv("AIRLOCK_SHELL_IMAGE", bases["shell"])
+	return t.TempDir()
+}
 
 // TestEnvCommand runs `airlock env build|list|rm` on the real daemon with
 // a shell environment of files only (no network): a build, a no-op
 // rebuild, the list, a JSON record, the removal; and the refusals.
 func TestEnvCommand(t *testing.T) {
-	bases := envtest.Bases()
-	envtest.Docker(t)
-	t.Setenv("AIRLOCK_PYTHON_IMAGE", bases["python"])
-	t.Setenv("AIRLOCK_SHELL_IMAGE", bases["shell"])
-	dir := t.TempDir()
+	dir := envCommandSetup(t)
 	data := filepath.Join(dir, "state")
 	name := envtest.Name("t-cli")
 	spec := filepath.Join(dir, "env.yaml")
@@ -38,7 +46,7 @@ func TestEnvCommand(t *testing.T) {
 	t.Cleanup(func() { envRun("rm", name) })
 
 	code, out, errs := envRun("build", spec)
-	if code != 0 || !strings.Contains(out, name+": built "+environments.ImageRepo(name)+":") {
+	if code != 0 || !strings.Contains(out, name+": built "+builder.ImageRepo(name)+":") {
 		t.Fatalf("build: %d %q %q", code, out, errs)
 	}
 	for _, step := range []string{"step prepare", "step files", "step commit", "step checks"} {
@@ -83,11 +91,7 @@ func TestEnvCommand(t *testing.T) {
 // (a check that fails: no network needed; a missing package is named the
 // same way, see the environments tests).
 func TestEnvCommandFailedBuild(t *testing.T) {
-	bases := envtest.Bases()
-	envtest.Docker(t)
-	t.Setenv("AIRLOCK_SHELL_IMAGE", bases["shell"])
-	t.Setenv("AIRLOCK_PYTHON_IMAGE", bases["python"])
-	dir := t.TempDir()
+	dir := envCommandSetup(t)
 	name := envtest.Name("t-clifail")
 	spec := filepath.Join(dir, "env.yaml")
 	if err := os.WriteFile(spec, []byte("name: "+name+"\nbase: shell\ncheck_commands: [\"shellcheck --version\"]\n"), 0o644); err != nil {

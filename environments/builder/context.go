@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"archive/tar"
@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 )
 
-// plan is what one build does, decided from its Source on the host.
+// plan is what one build does, decided from its environments.Source on the host.
 type plan struct {
 	apt      []string // packages apt-get installs (the spec's, and python3-pip for pip)
 	aptNames []string // the spec's package names, for the package list
@@ -24,7 +26,7 @@ type plan struct {
 // newPlan decides a build: pip is installed from apt only for the build
 // (the sandbox has no network, so pip is no use in it), with --no-index
 // and the wheelhouse, or the index, never PyPI by default.
-func newPlan(src Source, indexURL, mirror string) plan {
+func newPlan(src environments.Source, indexURL, mirror string) plan {
 	p := plan{mirror: mirror}
 	for _, a := range src.Spec.Apt {
 		p.apt = append(p.apt, a)
@@ -70,7 +72,7 @@ var contextTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // contextTar packs the build context, extracted at "/" of the build
 // container: buildDir with the script, the lists, the wheels and the
 // files under files/ at their image paths, everything owned by root.
-func contextTar(src Source, p plan, nonce string) ([]byte, error) {
+func contextTar(src environments.Source, p plan, nonce string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}

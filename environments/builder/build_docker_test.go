@@ -1,4 +1,4 @@
-package environments_test
+package builder_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
 	"github.com/airlock-dev/airlock/environments/envtest"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -30,7 +31,7 @@ func TestBuildAptAndWheel(t *testing.T) {
 	t.Logf("build time of the test environment: %s (record: %.1fs), size %d (+%d), packages %v",
 		shared.elapsed.Round(100*time.Millisecond), rec.BuildSeconds, rec.SizeBytes, rec.AddedBytes, rec.Packages)
 	t.Logf("step times: %s", shared.events.stepTimes())
-	if rec.Status != environments.StatusReady || !rec.Usable() || rec.Image != environments.ImageRepo(rec.Name)+":"+rec.Hash || len(rec.Hash) != 16 {
+	if rec.Status != environments.StatusReady || !rec.Usable() || rec.Image != builder.ImageRepo(rec.Name)+":"+rec.Hash || len(rec.Hash) != 16 {
 		t.Fatalf("record %+v", rec)
 	}
 	for _, want := range []string{"python3-toolz=", "tree=", "fuse3=", "airlockdemo==1.0"} {
@@ -72,7 +73,7 @@ func TestBuildAptAndWheel(t *testing.T) {
 	if cfg.User != sandbox.SandboxUser || len(cfg.Entrypoint) > 0 || !slices.Equal(cfg.Cmd, []string{"/bin/bash"}) || cfg.WorkingDir != "/work" {
 		t.Errorf("image config: user %q entrypoint %q cmd %q workdir %q", cfg.User, cfg.Entrypoint, cfg.Cmd, cfg.WorkingDir)
 	}
-	if cfg.Labels["airlock.runner"] != sandbox.RunnerPath || cfg.Labels[environments.LabelEnvironment] != rec.Name || cfg.Labels[environments.LabelHash] != rec.Hash {
+	if cfg.Labels["airlock.runner"] != sandbox.RunnerPath || cfg.Labels[builder.LabelEnvironment] != rec.Name || cfg.Labels[builder.LabelHash] != rec.Hash {
 		t.Errorf("image labels %v", cfg.Labels)
 	}
 	for k := range cfg.Labels {

@@ -1,17 +1,19 @@
-package environments
+package builder
 
 import (
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 )
 
 // Step weights: a rough share of a typical build's time, for the progress
 // estimate only.
 var stepWeights = map[string]float64{
-	StepPrepare: 2, StepAptUpdate: 15, StepApt: 35, StepPip: 20, StepFiles: 3,
-	StepFinish: 5, StepCommit: 8, StepChecks: 12,
+	environments.StepPrepare: 2, environments.StepAptUpdate: 15, environments.StepApt: 35, environments.StepPip: 20, environments.StepFiles: 3,
+	environments.StepFinish: 5, environments.StepCommit: 8, environments.StepChecks: 12,
 }
 
 // Bounds of what a build keeps of its log.
@@ -27,7 +29,7 @@ var aptCountRe = regexp.MustCompile(`^\d+ upgraded, (\d+) newly installed`)
 // progress, the packages the script reported and the end of the log. It
 // sends the build's step, log and progress events.
 type tracker struct {
-	send     EventFunc
+	send     environments.EventFunc
 	marker   string   // the script's marker prefix, "@@airlock-NONCE "
 	steps    []string // the steps this build runs, in order
 	step     string
@@ -47,7 +49,7 @@ type tracker struct {
 }
 
 // newTracker starts a tracker for a build running steps.
-func newTracker(emit EventFunc, nonce string, steps []string, pipReqs int) *tracker {
+func newTracker(emit environments.EventFunc, nonce string, steps []string, pipReqs int) *tracker {
 	t := &tracker{send: emit, marker: "@@airlock-" + nonce + " ", steps: steps, pipReqs: max(pipReqs, 1)}
 	for _, s := range steps {
 		t.total += stepWeights[s]
@@ -56,22 +58,22 @@ func newTracker(emit EventFunc, nonce string, steps []string, pipReqs int) *trac
 }
 
 // stepsOf lists the steps a build of p runs.
-func stepsOf(p plan, src Source) []string {
-	steps := []string{StepPrepare}
+func stepsOf(p plan, src environments.Source) []string {
+	steps := []string{environments.StepPrepare}
 	if len(p.apt) > 0 {
-		steps = append(steps, StepAptUpdate, StepApt)
+		steps = append(steps, environments.StepAptUpdate, environments.StepApt)
 	}
 	if len(p.pipArgs) > 0 {
-		steps = append(steps, StepPip)
+		steps = append(steps, environments.StepPip)
 	}
 	if len(src.Files) > 0 {
-		steps = append(steps, StepFiles)
+		steps = append(steps, environments.StepFiles)
 	}
-	return append(steps, StepFinish, StepCommit, StepChecks)
+	return append(steps, environments.StepFinish, environments.StepCommit, environments.StepChecks)
 }
 
 // emit stamps and sends ev.
-func (t *tracker) emit(ev Event) {
+func (t *tracker) emit(ev environments.Event) {
 	ev.Time = time.Now()
 	t.send(ev)
 }
@@ -82,7 +84,7 @@ func (t *tracker) begin(step, what string) {
 		t.done += stepWeights[t.step]
 	}
 	t.step, t.frac, t.stepLog = step, 0, nil
-	t.emit(Event{Type: EventStep, Step: step, Line: what})
+	t.emit(environments.Event{Type: environments.EventStep, Step: step, Line: what})
 	t.progress()
 }
 
@@ -105,7 +107,7 @@ func (t *tracker) line(l string) {
 		copy(t.stepLog[stepLogKeep/2:], t.stepLog[stepLogKeep/2+1:])
 		t.stepLog[len(t.stepLog)-1] = l
 	}
-	t.emit(Event{Type: EventLog, Step: t.step, Line: l})
+	t.emit(environments.Event{Type: environments.EventLog, Step: t.step, Line: l})
 	t.estimate(l)
 }
 
@@ -129,22 +131,22 @@ func (t *tracker) marked(rest string) {
 
 // stepWhat describes the script's steps.
 var stepWhat = map[string]string{
-	StepAptUpdate: "apt-get update from the Debian mirror",
-	StepApt:       "apt-get install",
-	StepPip:       "pip install",
-	StepFiles:     "copying the spec's files",
-	StepFinish:    "package list, clean-up, modes, setuid/setgid strip",
+	environments.StepAptUpdate: "apt-get update from the Debian mirror",
+	environments.StepApt:       "apt-get install",
+	environments.StepPip:       "pip install",
+	environments.StepFiles:     "copying the spec's files",
+	environments.StepFinish:    "package list, clean-up, modes, setuid/setgid strip",
 }
 
 // estimate advances the current step's fraction from what its tools print.
 func (t *tracker) estimate(l string) {
 	switch t.step {
-	case StepAptUpdate:
+	case environments.StepAptUpdate:
 		if strings.HasPrefix(l, "Get:") || strings.HasPrefix(l, "Hit:") {
 			t.updSeen++
 			t.frac = min(float64(t.updSeen)/5, 0.9)
 		}
-	case StepApt:
+	case environments.StepApt:
 		if m := aptCountRe.FindStringSubmatch(l); m != nil {
 			t.aptTotal, _ = strconv.Atoi(m[1])
 		}
@@ -152,7 +154,7 @@ func (t *tracker) estimate(l string) {
 			t.aptSeen++
 			t.frac = min(float64(t.aptSeen)/float64(3*t.aptTotal), 1)
 		}
-	case StepPip:
+	case environments.StepPip:
 		switch {
 		case strings.HasPrefix(l, "Processing ") || strings.HasPrefix(l, "Collecting "):
 			t.pipSeen++
@@ -171,7 +173,7 @@ func (t *tracker) progress() {
 	p := t.fraction()
 	if p-t.sent >= 0.01 || (p == 1 && t.sent < 1) {
 		t.sent = p
-		t.emit(Event{Type: EventProgress, Step: t.step, Progress: p})
+		t.emit(environments.Event{Type: environments.EventProgress, Step: t.step, Progress: p})
 	}
 }
 

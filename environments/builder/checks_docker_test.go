@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
@@ -60,7 +62,7 @@ func TestChecksRefuseBadImages(t *testing.T) {
 	m := New(Config{Bases: envtest.Bases()}, dc, state.NewMemory(nil), SandboxRunners(dc, sandbox.DefaultConfig(), nil), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	base, err := m.base(ctx, Shell)
+	base, err := m.base(ctx, environments.Shell)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +79,14 @@ func TestChecksRefuseBadImages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := craft(t, dc, base, tc.script, tc.mod)
 			var lines []string
-			tr := newTracker(func(e Event) {
-				if e.Type == EventLog {
+			tr := newTracker(func(e environments.Event) {
+				if e.Type == environments.EventLog {
 					lines = append(lines, e.Line)
 				}
-			}, "n", []string{StepChecks}, 0)
-			_, err := m.checkImage(ctx, "bad", id, base, Spec{Name: "bad", Base: Shell}, tr)
-			var be *BuildError
-			if !errors.As(err, &be) || be.Step != StepChecks || !errors.Is(err, core.ErrInvalid) {
+			}, "n", []string{environments.StepChecks}, 0)
+			_, err := m.checkImage(ctx, "bad", id, base, environments.Spec{Name: "bad", Base: environments.Shell}, tr)
+			var be *environments.BuildError
+			if !errors.As(err, &be) || be.Step != environments.StepChecks || !errors.Is(err, core.ErrInvalid) {
 				t.Fatalf("checks: %v (log %v)", err, lines)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -102,17 +104,17 @@ func TestChecksNameFailingImportsAndCommands(t *testing.T) {
 	m := New(Config{Bases: envtest.Bases()}, dc, state.NewMemory(nil), SandboxRunners(dc, sandbox.DefaultConfig(), nil), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	base, err := m.base(ctx, Python)
+	base, err := m.base(ctx, environments.Python)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newTracker(func(Event) {}, "n", []string{StepChecks}, 0)
-	spec := Spec{Name: "p", Base: Python, CheckImports: []string{"json", "airlock_no_such_module"}, CheckCommands: []string{"true", "echo nope >&2; exit 3"}}
+	tr := newTracker(func(environments.Event) {}, "n", []string{environments.StepChecks}, 0)
+	spec := environments.Spec{Name: "p", Base: environments.Python, CheckImports: []string{"json", "airlock_no_such_module"}, CheckCommands: []string{"true", "echo nope >&2; exit 3"}}
 	checks, err := m.checkImage(ctx, "p", base.id, base, spec, tr)
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	byName := map[string]Check{}
+	byName := map[string]environments.Check{}
 	for _, c := range checks {
 		byName[c.Name] = c
 	}

@@ -1,10 +1,11 @@
-package environments_test
+package builder_test
 
 import (
 	"regexp"
 	"testing"
 
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
 )
 
 func baseSource() environments.Source {
@@ -18,11 +19,11 @@ func baseSource() environments.Source {
 }
 
 func TestHashStableAndShaped(t *testing.T) {
-	h := environments.Hash(baseSource(), "sha256:base", "")
+	h := builder.Hash(baseSource(), "sha256:base", "")
 	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(h) {
 		t.Fatalf("hash %q", h)
 	}
-	if h2 := environments.Hash(baseSource(), "sha256:base", ""); h2 != h {
+	if h2 := builder.Hash(baseSource(), "sha256:base", ""); h2 != h {
 		t.Errorf("same inputs: %s then %s", h, h2)
 	}
 	// Order and spacing of list entries, the wheelhouse's path and egress
@@ -38,7 +39,7 @@ func TestHashStableAndShaped(t *testing.T) {
 	for name, mod := range same {
 		s := baseSource()
 		mod(&s)
-		if got := environments.Hash(s, "sha256:base", ""); got != h {
+		if got := builder.Hash(s, "sha256:base", ""); got != h {
 			t.Errorf("%s changed the hash", name)
 		}
 	}
@@ -64,16 +65,16 @@ func TestHashStableAndShaped(t *testing.T) {
 		s.Wheels = append([]environments.Blob(nil), s.Wheels...)
 		s.Files = append([]environments.Blob(nil), s.Files...)
 		mod(&s)
-		got := environments.Hash(s, "sha256:base", "")
+		got := builder.Hash(s, "sha256:base", "")
 		if prev, dup := seen[got]; dup {
 			t.Errorf("%s gives the hash of %s", name, prev)
 		}
 		seen[got] = name
 	}
-	if environments.Hash(baseSource(), "sha256:other", "") == h {
+	if builder.Hash(baseSource(), "sha256:other", "") == h {
 		t.Error("another base image ID kept the hash")
 	}
-	if environments.Hash(baseSource(), "sha256:base", "https://idx.example/simple") == h {
+	if builder.Hash(baseSource(), "sha256:base", "https://idx.example/simple") == h {
 		t.Error("another package index kept the hash")
 	}
 }

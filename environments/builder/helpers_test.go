@@ -1,4 +1,4 @@
-package environments_test
+package builder_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
 	"github.com/airlock-dev/airlock/environments/envtest"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
@@ -24,7 +25,7 @@ import (
 
 // rig is a Manager on the real daemon with a Bolt store in a temp dir.
 type rig struct {
-	m     *environments.Manager
+	m     *builder.Manager
 	dc    *client.Client
 	store state.Store
 }
@@ -32,22 +33,28 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	dc := envtest.Docker(t)
-	st, err := state.OpenBolt(t.TempDir())
+	return rigOn(dc, openStore(t, t.TempDir()))
+}
+
+// openStore opens a Bolt store in dir, closed at cleanup.
+func openStore(t *testing.T, dir string) state.Store {
+	t.Helper()
+	st, err := state.OpenBolt(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return rigOn(dc, st)
+	return st
 }
 
 // rigOn is a rig on dc and st.
 func rigOn(dc *client.Client, st state.Store) *rig {
-	cfg := environments.DefaultConfig()
+	cfg := builder.DefaultConfig()
 	cfg.Bases = envtest.Bases()
 	cfg.Mirror = os.Getenv("AIRLOCK_DEBIAN_MIRROR")
 	scfg := sandbox.DefaultConfig()
 	scfg.ReapInterval = 0
-	m := environments.New(cfg, dc, st, environments.SandboxRunners(dc, scfg, nil), nil)
+	m := builder.New(cfg, dc, st, builder.SandboxRunners(dc, scfg, nil), nil)
 	return &rig{m: m, dc: dc, store: st}
 }
 
@@ -67,7 +74,7 @@ func assertNoImages(t *testing.T, dc *client.Client, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	imgs, err := dc.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", environments.LabelEnvironment+"="+name))})
+	imgs, err := dc.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", builder.LabelEnvironment+"="+name))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package environments_test
+package builder_test
 
 import (
 	"context"

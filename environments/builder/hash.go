@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/airlock-dev/airlock/environments"
 )
 
 // hashVersion changes when the meaning of the hashed document changes.
@@ -44,7 +46,7 @@ type digest struct {
 // inputs always give the same hash; any change to the spec's image-shaping
 // fields, a wheel's or file's bytes, the base image or the recipe gives
 // another.
-func Hash(src Source, baseImageID, indexURL string) string {
+func Hash(src environments.Source, baseImageID, indexURL string) string {
 	c := canonical{
 		Version:       hashVersion,
 		Recipe:        sum([]byte(buildScript)),
@@ -64,7 +66,7 @@ func Hash(src Source, baseImageID, indexURL string) string {
 	return sum(b)[:16]
 }
 
-func digests(blobs []Blob) []digest {
+func digests(blobs []environments.Blob) []digest {
 	out := make([]digest, len(blobs))
 	for i, b := range blobs {
 		out[i] = digest{Name: b.Name, Exec: b.Exec, SHA256: sum(b.Data)}

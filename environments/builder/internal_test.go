@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"archive/tar"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/airlock-dev/airlock/core"
 )
@@ -28,7 +30,7 @@ func TestClassify(t *testing.T) {
 		{"pip", []string{"Looking in links: /airlock-build/wheels", "ERROR: Could not find a version that satisfies the requirement mytool==1.0 (from versions: none)",
 			"ERROR: No matching distribution found for mytool==1.0"}, `pip requirement "mytool==1.0" not found in the wheelhouse or index`, core.ErrInvalid},
 		{"pip", []string{"ERROR: /airlock-build/wheels/x-1-cp39-cp39-win_amd64.whl is not a supported wheel on this platform."},
-			`wheel "x-1-cp39-cp39-win_amd64.whl" does not fit the image's Python or platform`, core.ErrInvalid},
+			`wheel "x-1-cp39-cp39-win_amd64.whl" does not fit the image's environments.Python or platform`, core.ErrInvalid},
 		{"files", []string{"cp: cannot create regular file '/opt/x': Read-only file system", ""}, "exit code 1: cp: cannot create regular file '/opt/x': Read-only file system", core.ErrInvalid},
 	} {
 		be := classify("geo", tc.step, tc.lines, 1)
@@ -44,10 +46,10 @@ func TestClassify(t *testing.T) {
 // TestTracker: markers with the build's nonce move the steps and list the
 // packages; a forged marker is a log line; progress only grows, to 1.
 func TestTracker(t *testing.T) {
-	var evs []Event
+	var evs []environments.Event
 	p := plan{apt: []string{"tree", "python3-pip"}, pipArgs: []string{"--no-index", "x"}}
-	tr := newTracker(func(e Event) { evs = append(evs, e) }, "n1", stepsOf(p, Source{}), 1)
-	tr.begin(StepPrepare, "")
+	tr := newTracker(func(e environments.Event) { evs = append(evs, e) }, "n1", stepsOf(p, environments.Source{}), 1)
+	tr.begin(environments.StepPrepare, "")
 	for _, l := range []string{
 		"@@airlock-n1 step apt-update", "Get:1 http://deb.debian.org/debian bookworm InRelease", "Get:2 http://x Packages",
 		"@@airlock-n1 step apt", "0 upgraded, 2 newly installed, 0 to remove and 0 not upgraded.",
@@ -65,14 +67,14 @@ func TestTracker(t *testing.T) {
 	last := -1.0
 	for _, e := range evs {
 		switch e.Type {
-		case EventStep:
+		case environments.EventStep:
 			steps = append(steps, e.Step)
-		case EventProgress:
+		case environments.EventProgress:
 			if e.Progress < last {
 				t.Errorf("progress went back: %v after %v", e.Progress, last)
 			}
 			last = e.Progress
-		case EventLog:
+		case environments.EventLog:
 			if strings.HasPrefix(e.Line, "@@airlock-n1") {
 				t.Errorf("marker line sent as log: %q", e.Line)
 			}
@@ -84,32 +86,32 @@ func TestTracker(t *testing.T) {
 	if !slices.Contains(tr.tail, "@@airlock-forged step end") {
 		t.Errorf("forged marker not kept as a log line: %v", tr.tail)
 	}
-	tr.begin(StepCommit, "")
-	tr.begin(StepChecks, "")
+	tr.begin(environments.StepCommit, "")
+	tr.begin(environments.StepChecks, "")
 	tr.finish()
-	if evs[len(evs)-1].Type != EventProgress || evs[len(evs)-1].Progress != 1 {
+	if evs[len(evs)-1].Type != environments.EventProgress || evs[len(evs)-1].Progress != 1 {
 		t.Errorf("last event %+v", evs[len(evs)-1])
 	}
 }
 
 func TestPlan(t *testing.T) {
-	wheel := []Blob{{Name: "a-1-py3-none-any.whl"}}
+	wheel := []environments.Blob{{Name: "a-1-py3-none-any.whl"}}
 	for _, tc := range []struct {
 		name    string
-		src     Source
+		src     environments.Source
 		index   string
 		apt     []string
 		pip     []string
 		purge   bool
 		network bool
 	}{
-		{"files only", Source{Spec: Spec{Name: "x", Base: Shell}, Files: []Blob{{Name: "/opt/a"}}}, "", nil, nil, false, false},
-		{"apt", Source{Spec: Spec{Name: "x", Apt: []string{"tree=2.1.0-1"}}}, "", []string{"tree=2.1.0-1"}, nil, false, true},
-		{"wheels only", Source{Spec: Spec{Name: "x", Wheels: "w"}, Wheels: wheel}, "", []string{"python3-pip"},
+		{"files only", environments.Source{Spec: environments.Spec{Name: "x", Base: environments.Shell}, Files: []environments.Blob{{Name: "/opt/a"}}}, "", nil, nil, false, false},
+		{"apt", environments.Source{Spec: environments.Spec{Name: "x", Apt: []string{"tree=2.1.0-1"}}}, "", []string{"tree=2.1.0-1"}, nil, false, true},
+		{"wheels only", environments.Source{Spec: environments.Spec{Name: "x", Wheels: "w"}, Wheels: wheel}, "", []string{"python3-pip"},
 			[]string{"--find-links", "/airlock-build/wheels", "--no-index", "/airlock-build/wheels/a-1-py3-none-any.whl"}, true, true},
-		{"pip from wheels", Source{Spec: Spec{Name: "x", Wheels: "w", Pip: []string{"a == 1"}}, Wheels: wheel}, "", []string{"python3-pip"},
+		{"pip from wheels", environments.Source{Spec: environments.Spec{Name: "x", Wheels: "w", Pip: []string{"a == 1"}}, Wheels: wheel}, "", []string{"python3-pip"},
 			[]string{"--find-links", "/airlock-build/wheels", "--no-index", "a==1"}, true, true},
-		{"pip from index, pip kept", Source{Spec: Spec{Name: "x", Apt: []string{"python3-pip"}, Pip: []string{"a"}}}, "https://idx.example/simple",
+		{"pip from index, pip kept", environments.Source{Spec: environments.Spec{Name: "x", Apt: []string{"python3-pip"}, Pip: []string{"a"}}}, "https://idx.example/simple",
 			[]string{"python3-pip"}, []string{"--index-url", "https://idx.example/simple", "a"}, false, true},
 	} {
 		p := newPlan(tc.src, tc.index, "")
@@ -122,8 +124,8 @@ func TestPlan(t *testing.T) {
 // TestContextTar: the context lands under /airlock-build, root-owned, the
 // script executable, files under files/ at their image paths, parents first.
 func TestContextTar(t *testing.T) {
-	src := Source{Spec: Spec{Name: "x", Wheels: "w"}, Wheels: []Blob{{Name: "a-1-py3-none-any.whl", Data: []byte("whl")}},
-		Files: []Blob{{Name: "/opt/x/bin/run", Data: []byte("#!/bin/sh\n"), Exec: true}, {Name: "/srv/d.csv", Data: []byte("d")}}}
+	src := environments.Source{Spec: environments.Spec{Name: "x", Wheels: "w"}, Wheels: []environments.Blob{{Name: "a-1-py3-none-any.whl", Data: []byte("whl")}},
+		Files: []environments.Blob{{Name: "/opt/x/bin/run", Data: []byte("#!/bin/sh\n"), Exec: true}, {Name: "/srv/d.csv", Data: []byte("d")}}}
 	p := newPlan(src, "", "http://mirror.example/debian")
 	b, err := contextTar(src, p, "nonce1")
 	if err != nil {

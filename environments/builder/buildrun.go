@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -98,9 +100,12 @@ func (m *Manager) startBuild(ctx context.Context, baseID string, p plan, tar []b
 		m.removeContainer(r.id)
 		return nil, unavailable("attach to the build container", err)
 	}
-	r.waitC, r.errC = m.docker.ContainerWait(context.WithoutCancel(ctx), r.id, container.WaitConditionNextExit)
+	// Removed, not next-exit: the container removes itself after it
+	// exits, and the build is over only once it is gone.
+	r.waitC, r.errC = m.docker.ContainerWait(context.WithoutCancel(ctx), r.id, container.WaitConditionRemoved)
 	if err := m.docker.ContainerStart(ctx, r.id, container.StartOptions{}); err != nil {
-		r.stop()
+		r.hj.Close()
+		m.removeContainer(r.id) // never started: nothing removes it but this
 		return nil, unavailable("start the build container", err)
 	}
 	pr, pw := io.Pipe()
@@ -148,7 +153,7 @@ func (r *buildRun) follow(ctx context.Context, name string, t *tracker) (ended b
 		case err := <-r.errC:
 			return false, 0, unavailable("wait for the build container", err)
 		case <-deadline.C:
-			return false, 0, &BuildError{Name: name, Step: t.step, Msg: fmt.Sprintf("the build ran past its %s limit", r.m.cfg.BuildTimeout), Code: core.ErrDeadline}
+			return false, 0, &environments.BuildError{Name: name, Step: t.step, Msg: fmt.Sprintf("the build ran past its %s limit", r.m.cfg.BuildTimeout), Code: core.ErrDeadline}
 		case <-ctx.Done():
 			return false, 0, fmt.Errorf("environments: build of %s abandoned: %w", name, context.Cause(ctx))
 		}
@@ -180,8 +185,8 @@ func (r *buildRun) drain(lines <-chan string, t *tracker) {
 const drainWait = 10 * time.Second
 
 // stop ends the build: closing the attach closes the script's stdin (it
-// kills everything and the container removes itself); the container is
-// then waited for, and force-removed if it is still there.
+// kills everything and the container removes itself); its removal is
+// waited for, and it is force-removed if it is still there after 30 s.
 func (r *buildRun) stop() {
 	r.once.Do(func() {
 		r.hj.Close()

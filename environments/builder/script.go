@@ -1,4 +1,4 @@
-package environments
+package builder
 
 // buildDir is where the build context lands in the build container; the
 // script removes it before the image is committed.
@@ -57,8 +57,12 @@ if [ -s "$B/pip.args" ]; then
 fi
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/locale/* /root/.cache
+# Readable by every sandbox uid; only what lacks it is touched (a chmod
+# would copy an unchanged file of the base into the new layer).
 for d in /usr/local /opt /srv; do
-  if [ -d "$d" ]; then chmod -R a+rX "$d"; fi
+  if [ -d "$d" ]; then
+    find "$d" \( \( -type d ! -perm -o+rx \) -o \( ! -type d ! -type l ! -perm -o+r \) \) -exec chmod a+rX {} +
+  fi
 done
 find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
 rm -rf "$B"
@@ -68,15 +72,5 @@ step end
 wait
 `
 
-// Build steps, in order, as the events name them.
-const (
-	StepPrepare   = "prepare"    // hash, base image, build container
-	StepAptUpdate = "apt-update" // apt-get update from the Debian mirror
-	StepApt       = "apt"        // apt-get install
-	StepPip       = "pip"        // pip install from the wheelhouse or index
-	StepFiles     = "files"      // the spec's files
-	StepFinish    = "finish"     // package list, clean-up, modes, setuid strip
-	StepCommit    = "commit"     // the container becomes the image
-	StepChecks    = "checks"     // the checks that refuse a bad image
-	stepEnd       = "end"        // the script's last line
-)
+// stepEnd is the script's last marker: the build waits to be committed.
+const stepEnd = "end"

@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -66,10 +68,10 @@ type baseInfo struct {
 func (b baseInfo) runner() string { return b.labels["airlock.runner"] }
 
 // checkImage runs every check on the committed image id and returns their
-// outcomes; a failed one makes a BuildError naming it.
-func (m *Manager) checkImage(ctx context.Context, name, id string, base baseInfo, spec Spec, t *tracker) ([]Check, error) {
-	var checks []Check
-	add := func(c Check) {
+// outcomes; a failed one makes a environments.BuildError naming it.
+func (m *Manager) checkImage(ctx context.Context, name, id string, base baseInfo, spec environments.Spec, t *tracker) ([]environments.Check, error) {
+	var checks []environments.Check
+	add := func(c environments.Check) {
 		checks = append(checks, c)
 		line := "check " + c.Name + ": ok"
 		if !c.OK {
@@ -107,10 +109,10 @@ func (m *Manager) checkImage(ctx context.Context, name, id string, base baseInfo
 		add(c)
 	}
 	added := info.Size - base.size
-	add(Check{Name: "size", OK: true, Detail: fmt.Sprintf("%s (%s over the %s base)", units.HumanSize(float64(info.Size)), units.HumanSize(float64(added)), base.name)})
+	add(environments.Check{Name: "size", OK: true, Detail: fmt.Sprintf("%s (%s over the %s base)", units.HumanSize(float64(info.Size)), units.HumanSize(float64(added)), base.name)})
 	for _, c := range checks {
 		if !c.OK {
-			return checks, &BuildError{Name: name, Step: StepChecks, Msg: fmt.Sprintf("check %s: %s", c.Name, c.Detail), Code: core.ErrInvalid}
+			return checks, &environments.BuildError{Name: name, Step: environments.StepChecks, Msg: fmt.Sprintf("check %s: %s", c.Name, c.Detail), Code: core.ErrInvalid}
 		}
 	}
 	return checks, nil
@@ -119,8 +121,8 @@ func (m *Manager) checkImage(ctx context.Context, name, id string, base baseInfo
 // imageConfigCheck refuses an image that would not run as the sandbox
 // user, has an entrypoint or another command, or lost or changed its
 // controller label.
-func imageConfigCheck(cfg *dockerspec.DockerOCIImageConfig, base baseInfo) Check {
-	c := Check{Name: "image"}
+func imageConfigCheck(cfg *dockerspec.DockerOCIImageConfig, base baseInfo) environments.Check {
+	c := environments.Check{Name: "image"}
 	switch {
 	case cfg == nil:
 		c.Detail = "the image has no configuration"
@@ -141,7 +143,7 @@ func imageConfigCheck(cfg *dockerspec.DockerOCIImageConfig, base baseInfo) Check
 // setuidCheck lists every setuid or setgid file of the image with the
 // image's find run as root with no capability but DAC_READ_SEARCH (to see
 // into every folder), no network and a read-only root.
-func (m *Manager) setuidCheck(ctx context.Context, id string) (Check, error) {
+func (m *Manager) setuidCheck(ctx context.Context, id string) (environments.Check, error) {
 	pids := int64(64)
 	cfg := &container.Config{
 		Image:           id,
@@ -163,30 +165,30 @@ func (m *Manager) setuidCheck(ctx context.Context, id string) (Check, error) {
 	}
 	created, err := m.docker.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
-		return Check{}, unavailable("create the setuid check container", err)
+		return environments.Check{}, unavailable("create the setuid check container", err)
 	}
 	defer m.removeContainer(created.ID)
 	waitC, errC := m.docker.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
 	if err := m.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return Check{}, unavailable("start the setuid check container", err)
+		return environments.Check{}, unavailable("start the setuid check container", err)
 	}
 	var exit int64
 	select {
 	case w := <-waitC:
 		exit = w.StatusCode
 	case err := <-errC:
-		return Check{}, unavailable("wait for the setuid check", err)
+		return environments.Check{}, unavailable("wait for the setuid check", err)
 	}
 	rc, err := m.docker.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
-		return Check{}, unavailable("read the setuid check", err)
+		return environments.Check{}, unavailable("read the setuid check", err)
 	}
 	defer rc.Close()
 	var out, errOut bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &errOut, io.LimitReader(rc, 1<<20)); err != nil {
-		return Check{}, unavailable("read the setuid check", err)
+		return environments.Check{}, unavailable("read the setuid check", err)
 	}
-	c := Check{Name: "setuid"}
+	c := environments.Check{Name: "setuid"}
 	files := strings.Fields(out.String())
 	slices.Sort(files)
 	switch {
@@ -210,7 +212,7 @@ type probeResult struct {
 	Imports map[string]string `json:"imports"`
 }
 
-// probeCode is the Python the controller check runs: pid 1's command
+// probeCode is the environments.Python the controller check runs: pid 1's command
 // line, the processes running as root, and each declared module's import.
 const probeCode = `import importlib, json, os
 pid1 = [c.decode(errors="replace") for c in open("/proc/1/cmdline", "rb").read().split(b"\0") if c]
@@ -235,8 +237,8 @@ print(MARK + json.dumps({"pid1": pid1, "root_pids": root, "imports": imports}))
 // runtimeChecks runs the image in the sandbox: the controller is pid 1
 // and answers, no process runs as root, every declared module imports
 // (one call), every declared command exits 0 (one call each).
-func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec Spec) ([]Check, error) {
-	var out []Check
+func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec environments.Spec) ([]environments.Check, error) {
+	var out []environments.Check
 	call := func(lang core.Language, code string) (core.Result, error) {
 		res, err := r.Exec(ctx, core.Request{Language: lang, Code: code, Image: id, Owner: checkOwner, Limits: checkLimits})
 		if err != nil {
@@ -258,7 +260,7 @@ func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec
 		if err != nil {
 			return nil, err
 		}
-		c := Check{Name: "processes", OK: res.Status == core.StatusOK && strings.TrimSpace(res.Stdout) == ""}
+		c := environments.Check{Name: "processes", OK: res.Status == core.StatusOK && strings.TrimSpace(res.Stdout) == ""}
 		c.Detail = "no process runs as root (the shell base has no controller)"
 		if !c.OK {
 			c.Detail = "root processes or a failed probe: " + resultDetail(res)
@@ -270,7 +272,7 @@ func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec
 		if err != nil {
 			return nil, err
 		}
-		c := Check{Name: fmt.Sprintf("command %q", cmd), OK: res.Status == core.StatusOK}
+		c := environments.Check{Name: fmt.Sprintf("command %q", cmd), OK: res.Status == core.StatusOK}
 		if c.OK {
 			c.Detail = "exit 0"
 		} else {
@@ -282,7 +284,7 @@ func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec
 }
 
 // probeChecks reads the controller probe's answer.
-func probeChecks(res core.Result, mark, runner string, modules []string) []Check {
+func probeChecks(res core.Result, mark, runner string, modules []string) []environments.Check {
 	var p probeResult
 	found := false
 	for _, l := range strings.Split(res.Stdout, "\n") {
@@ -290,23 +292,23 @@ func probeChecks(res core.Result, mark, runner string, modules []string) []Check
 			found = json.Unmarshal([]byte(rest), &p) == nil
 		}
 	}
-	ctl := Check{Name: "controller"}
+	ctl := environments.Check{Name: "controller"}
 	switch {
 	case res.Status != core.StatusOK || !found:
 		ctl.Detail = "the probe through the controller failed: " + resultDetail(res)
-		return []Check{ctl}
+		return []environments.Check{ctl}
 	case !slices.Contains(p.PID1, runner):
 		ctl.Detail = fmt.Sprintf("pid 1 is %q, not the controller %s", strings.Join(p.PID1, " "), runner)
 	default:
 		ctl.OK, ctl.Detail = true, "pid 1 is "+runner+" and answers"
 	}
-	procs := Check{Name: "processes", OK: len(p.RootPID) == 0, Detail: "no process runs as root"}
+	procs := environments.Check{Name: "processes", OK: len(p.RootPID) == 0, Detail: "no process runs as root"}
 	if !procs.OK {
 		procs.Detail = "processes running as root: " + strings.Join(p.RootPID, ", ")
 	}
-	out := []Check{ctl, procs}
+	out := []environments.Check{ctl, procs}
 	if len(modules) > 0 {
-		imp := Check{Name: "imports", OK: len(p.Imports) == 0, Detail: strings.Join(modules, ", ") + " import"}
+		imp := environments.Check{Name: "imports", OK: len(p.Imports) == 0, Detail: strings.Join(modules, ", ") + " import"}
 		if !imp.OK {
 			var bad []string
 			for _, m := range modules {

@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sort"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -51,7 +53,7 @@ type Config struct {
 // latest tags.
 func DefaultConfig() Config {
 	return Config{
-		Bases:        map[string]string{Python: "airlock/python:latest", Shell: "airlock/shell:latest"},
+		Bases:        map[string]string{environments.Python: "airlock/python:latest", environments.Shell: "airlock/shell:latest"},
 		BuildTimeout: 30 * time.Minute,
 		BuildMemory:  2 << 30,
 		BuildCPUs:    2,
@@ -64,7 +66,7 @@ func DefaultConfig() Config {
 type Manager struct {
 	cfg      Config
 	docker   DockerAPI
-	registry *Registry
+	registry *environments.Registry
 	runners  RunnerFunc
 	log      *slog.Logger
 	now      func() time.Time
@@ -92,11 +94,11 @@ func New(cfg Config, docker DockerAPI, store state.Store, runners RunnerFunc, lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, docker: docker, registry: NewRegistry(store), runners: runners, log: log, now: time.Now}
+	return &Manager{cfg: cfg, docker: docker, registry: environments.NewRegistry(store), runners: runners, log: log, now: time.Now}
 }
 
 // Registry returns the manager's registry (records and event logs).
-func (m *Manager) Registry() *Registry { return m.registry }
+func (m *Manager) Registry() *environments.Registry { return m.registry }
 
 // base inspects the base image of a built-in environment.
 func (m *Manager) base(ctx context.Context, name string) (baseInfo, error) {
@@ -122,8 +124,8 @@ func (m *Manager) base(ctx context.Context, name string) (baseInfo, error) {
 }
 
 // Get returns the record of name; a built-in one describes its image.
-func (m *Manager) Get(ctx context.Context, name string) (Record, error) {
-	if Builtin(name) {
+func (m *Manager) Get(ctx context.Context, name string) (environments.Record, error) {
+	if environments.Builtin(name) {
 		return m.builtin(ctx, name)
 	}
 	rec, _, err := m.registry.Get(ctx, name)
@@ -131,23 +133,23 @@ func (m *Manager) Get(ctx context.Context, name string) (Record, error) {
 }
 
 // builtin describes a built-in environment from its image.
-func (m *Manager) builtin(ctx context.Context, name string) (Record, error) {
+func (m *Manager) builtin(ctx context.Context, name string) (environments.Record, error) {
 	b, err := m.base(ctx, name)
 	if err != nil {
-		return Record{}, err
+		return environments.Record{}, err
 	}
-	return Record{Name: name, Builtin: true, Base: name, Hash: b.labels["airlock.image.hash"], Image: b.ref,
-		ImageID: b.id, Status: StatusReady, SizeBytes: b.size}, nil
+	return environments.Record{Name: name, Builtin: true, Base: name, Hash: b.labels["airlock.image.hash"], Image: b.ref,
+		ImageID: b.id, Status: environments.StatusReady, SizeBytes: b.size}, nil
 }
 
 // List returns the built-in environments, then every recorded one by name.
 // A built-in whose image is missing is listed with status failed.
-func (m *Manager) List(ctx context.Context) ([]Record, error) {
-	var out []Record
-	for _, name := range []string{Python, Shell} {
+func (m *Manager) List(ctx context.Context) ([]environments.Record, error) {
+	var out []environments.Record
+	for _, name := range []string{environments.Python, environments.Shell} {
 		rec, err := m.builtin(ctx, name)
 		if err != nil {
-			rec = Record{Name: name, Builtin: true, Base: name, Image: m.cfg.Bases[name], Status: StatusFailed, Error: err.Error()}
+			rec = environments.Record{Name: name, Builtin: true, Base: name, Image: m.cfg.Bases[name], Status: environments.StatusFailed, Error: err.Error()}
 		}
 		out = append(out, rec)
 	}
@@ -163,7 +165,7 @@ func (m *Manager) List(ctx context.Context) ([]Record, error) {
 // (airlock/env-NAME:*). A built-in cannot be removed (core.ErrInvalid);
 // an unknown one is core.ErrNotFound.
 func (m *Manager) Remove(ctx context.Context, name string) error {
-	if Builtin(name) {
+	if environments.Builtin(name) {
 		return core.E("environments.remove", core.ErrInvalid, fmt.Errorf("%s is a built-in environment and cannot be removed", name))
 	}
 	_, _, recErr := m.registry.Get(ctx, name)

@@ -1,4 +1,4 @@
-package environments
+package builder
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/environments"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -94,12 +96,12 @@ func TestBuildRefusesBeforeAnyContainer(t *testing.T) {
 	ctx := context.Background()
 	m, fd, _ := newFakeManager(t, baseOnly)
 	// pip with neither a wheelhouse nor an index: never PyPI.
-	_, _, err := m.Build(ctx, Source{Spec: Spec{Name: "x", Pip: []string{"requests"}}}, nil)
+	_, _, err := m.Build(ctx, environments.Source{Spec: environments.Spec{Name: "x", Pip: []string{"requests"}}}, nil)
 	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "never installs from PyPI") {
 		t.Errorf("pip without a source: %v", err)
 	}
 	// An invalid spec.
-	_, _, err = m.Build(ctx, Source{Spec: Spec{Name: "python"}}, nil)
+	_, _, err = m.Build(ctx, environments.Source{Spec: environments.Spec{Name: "python"}}, nil)
 	if !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("built-in name: %v", err)
 	}
@@ -107,7 +109,7 @@ func TestBuildRefusesBeforeAnyContainer(t *testing.T) {
 	m2, _, _ := newFakeManager(t, func(string) (image.InspectResponse, error) {
 		return image.InspectResponse{}, errdefs.NotFound(errors.New("no such image"))
 	})
-	_, _, err = m2.Build(ctx, Source{Spec: Spec{Name: "x"}}, nil)
+	_, _, err = m2.Build(ctx, environments.Source{Spec: environments.Spec{Name: "x"}}, nil)
 	if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "make images") {
 		t.Errorf("missing base: %v", err)
 	}
@@ -121,10 +123,10 @@ func TestBuildRefusesBeforeAnyContainer(t *testing.T) {
 func TestBuildRefusesWhileBuilding(t *testing.T) {
 	ctx := context.Background()
 	m, fd, _ := newFakeManager(t, baseOnly)
-	if _, err := m.registry.Put(ctx, Record{Name: "x", Status: StatusBuilding, Updated: time.Now()}, -1); err != nil {
+	if _, err := m.registry.Put(ctx, environments.Record{Name: "x", Status: environments.StatusBuilding, Updated: time.Now()}, -1); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := m.Build(ctx, Source{Spec: Spec{Name: "x", Base: Shell}}, nil)
+	_, _, err := m.Build(ctx, environments.Source{Spec: environments.Spec{Name: "x", Base: environments.Shell}}, nil)
 	if !errors.Is(err, core.ErrConflict) || !strings.Contains(err.Error(), "is being built") {
 		t.Fatalf("second build: %v", err)
 	}
@@ -133,12 +135,12 @@ func TestBuildRefusesWhileBuilding(t *testing.T) {
 	if _, err := m.registry.Put(ctx, rec, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = m.Build(ctx, Source{Spec: Spec{Name: "x", Base: Shell}}, nil)
+	_, _, err = m.Build(ctx, environments.Source{Spec: environments.Spec{Name: "x", Base: environments.Shell}}, nil)
 	if fd.creating != 1 || !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("a stale building record should not block: creating %d, err %v", fd.creating, err)
 	}
 	got, _, _ := m.registry.Get(ctx, "x")
-	if got.Status != StatusFailed || got.FailedStep != StepPrepare || got.Usable() {
+	if got.Status != environments.StatusFailed || got.FailedStep != environments.StepPrepare || got.Usable() {
 		t.Errorf("record after a failed start %+v", got)
 	}
 }
@@ -152,7 +154,7 @@ func TestRemove(t *testing.T) {
 	if err := m.Remove(ctx, "nope"); !errors.Is(err, core.ErrNotFound) || !strings.Contains(err.Error(), `"nope" not found`) {
 		t.Errorf("remove unknown: %v", err)
 	}
-	if _, err := m.registry.Put(ctx, Record{Name: "geo", Status: StatusReady}, -1); err != nil {
+	if _, err := m.registry.Put(ctx, environments.Record{Name: "geo", Status: environments.StatusReady}, -1); err != nil {
 		t.Fatal(err)
 	}
 	fd.list = func() []image.Summary { return []image.Summary{{ID: "sha256:a"}, {ID: "sha256:b"}} }
@@ -176,7 +178,7 @@ func TestListBuiltinsFirst(t *testing.T) {
 	ctx := context.Background()
 	m, _, _ := newFakeManager(t, baseOnly)
 	for _, n := range []string{"zeta", "alpha"} {
-		if _, err := m.registry.Put(ctx, Record{Name: n, Status: StatusReady}, -1); err != nil {
+		if _, err := m.registry.Put(ctx, environments.Record{Name: n, Status: environments.StatusReady}, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,32 +192,5 @@ func TestListBuiltinsFirst(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "python,shell,alpha,zeta" || !list[0].Builtin || list[2].Builtin {
 		t.Errorf("list %v", names)
-	}
-}
-
-func TestRegistry(t *testing.T) {
-	ctx := context.Background()
-	r := NewRegistry(state.NewMemory(nil))
-	v, err := r.Put(ctx, Record{Name: "a", Status: StatusBuilding}, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Put(ctx, Record{Name: "a"}, -1); !errors.Is(err, core.ErrConflict) {
-		t.Errorf("create twice: %v", err)
-	}
-	if _, err := r.Put(ctx, Record{Name: "a", Status: StatusReady}, v); err != nil {
-		t.Errorf("compare and swap: %v", err)
-	}
-	if _, err := r.Put(ctx, Record{Name: "a"}, v); !errors.Is(err, core.ErrConflict) {
-		t.Errorf("stale version: %v", err)
-	}
-	for _, ev := range []Event{{Type: EventStep, Step: "apt"}, {Type: EventDone}} {
-		if err := r.AppendEvent(ctx, "a", "b1", ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	evs, seqs, err := r.Events(ctx, "a", "b1", 1, 10, 0)
-	if err != nil || len(evs) != 1 || evs[0].Type != EventDone || seqs[0] != 2 {
-		t.Errorf("events %v %v %v", evs, seqs, err)
 	}
 }
