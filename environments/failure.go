@@ -25,4 +25,3 @@ func (e *BuildError) Error() string {
 
 // Unwrap exposes the Code to errors.Is and core.CodeOf.
 func (e *BuildError) Unwrap() error { return e.Code }
-

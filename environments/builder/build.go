@@ -23,11 +23,12 @@ import (
 // same content hash that already exists is not rebuilt (built is false;
 // the record is brought up to date). Otherwise the spec is built in a
 // build container from the base image pinned by ID, committed, checked
-// (Checks) and only then tagged airlock/env-NAME:HASH; older images of the
+// and only then tagged airlock/env-NAME:HASH; older images of the
 // environment are removed. Events go to emit (may be nil) and to the
 // build's event log in the registry. A failed build leaves no image and no
-// container behind, records the failure and returns a *environments.BuildError naming
-// the step and the package or check that failed.
+// container behind, records the failure and returns an
+// *environments.BuildError naming the step and the package or check that
+// failed.
 func (m *Manager) Build(ctx context.Context, src environments.Source, emit environments.EventFunc) (rec environments.Record, built bool, err error) {
 	if emit == nil {
 		emit = func(environments.Event) {}
@@ -67,7 +68,7 @@ func (m *Manager) Build(ctx context.Context, src environments.Source, emit envir
 	if rec.Created.IsZero() {
 		rec.Created = start
 	}
-	if prev.Status == environments.StatusBuilding && start.Sub(prev.Updated) < m.cfg.BuildTimeout+5*time.Minute {
+	if m.building(prev) {
 		return environments.Record{}, false, core.E("environments.build", core.ErrConflict, fmt.Errorf("environment %s is being built (since %s)", spec.Name, prev.Updated.Format(time.RFC3339)))
 	}
 	if ver == 0 {

@@ -68,7 +68,7 @@ type baseInfo struct {
 func (b baseInfo) runner() string { return b.labels["airlock.runner"] }
 
 // checkImage runs every check on the committed image id and returns their
-// outcomes; a failed one makes a environments.BuildError naming it.
+// outcomes; a failed one makes an environments.BuildError naming it.
 func (m *Manager) checkImage(ctx context.Context, name, id string, base baseInfo, spec environments.Spec, t *tracker) ([]environments.Check, error) {
 	var checks []environments.Check
 	add := func(c environments.Check) {
@@ -212,7 +212,7 @@ type probeResult struct {
 	Imports map[string]string `json:"imports"`
 }
 
-// probeCode is the environments.Python the controller check runs: pid 1's command
+// probeCode is the Python the controller check runs: pid 1's command
 // line, the processes running as root, and each declared module's import.
 const probeCode = `import importlib, json, os
 pid1 = [c.decode(errors="replace") for c in open("/proc/1/cmdline", "rb").read().split(b"\0") if c]

@@ -13,7 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/environments"
 )
 
-// plan is what one build does, decided from its environments.Source on the host.
+// plan is what one build does, decided from its Source on the host.
 type plan struct {
 	apt      []string // packages apt-get installs (the spec's, and python3-pip for pip)
 	aptNames []string // the spec's package names, for the package list

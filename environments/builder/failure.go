@@ -35,7 +35,7 @@ var failurePatterns = []failurePattern{
 		return fmt.Sprintf("pip requirement %q not found in the wheelhouse or index", m[1])
 	}, core.ErrInvalid},
 	{regexp.MustCompile(`^ERROR: (\S+\.whl) is not a supported wheel on this platform`), func(m []string) string {
-		return fmt.Sprintf("wheel %q does not fit the image's environments.Python or platform", strings.TrimPrefix(m[1], buildDir+"/wheels/"))
+		return fmt.Sprintf("wheel %q does not fit the image's Python or platform", strings.TrimPrefix(m[1], buildDir+"/wheels/"))
 	}, core.ErrInvalid},
 	{regexp.MustCompile(`^ERROR: Cannot install (.+) because these package versions have conflicting dependencies`), func(m []string) string {
 		return fmt.Sprintf("pip: conflicting requirements (%s)", m[1])

@@ -30,7 +30,7 @@ func TestClassify(t *testing.T) {
 		{"pip", []string{"Looking in links: /airlock-build/wheels", "ERROR: Could not find a version that satisfies the requirement mytool==1.0 (from versions: none)",
 			"ERROR: No matching distribution found for mytool==1.0"}, `pip requirement "mytool==1.0" not found in the wheelhouse or index`, core.ErrInvalid},
 		{"pip", []string{"ERROR: /airlock-build/wheels/x-1-cp39-cp39-win_amd64.whl is not a supported wheel on this platform."},
-			`wheel "x-1-cp39-cp39-win_amd64.whl" does not fit the image's environments.Python or platform`, core.ErrInvalid},
+			`wheel "x-1-cp39-cp39-win_amd64.whl" does not fit the image's Python or platform`, core.ErrInvalid},
 		{"files", []string{"cp: cannot create regular file '/opt/x': Read-only file system", ""}, "exit code 1: cp: cannot create regular file '/opt/x': Read-only file system", core.ErrInvalid},
 	} {
 		be := classify("geo", tc.step, tc.lines, 1)

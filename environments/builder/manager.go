@@ -163,14 +163,17 @@ func (m *Manager) List(ctx context.Context) ([]environments.Record, error) {
 
 // Remove deletes the environment name: its record and every image of it
 // (airlock/env-NAME:*). A built-in cannot be removed (core.ErrInvalid);
-// an unknown one is core.ErrNotFound.
+// an unknown one is core.ErrNotFound; one being built is core.ErrConflict.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	if environments.Builtin(name) {
 		return core.E("environments.remove", core.ErrInvalid, fmt.Errorf("%s is a built-in environment and cannot be removed", name))
 	}
-	_, _, recErr := m.registry.Get(ctx, name)
+	rec, _, recErr := m.registry.Get(ctx, name)
 	if recErr != nil && !errors.Is(recErr, core.ErrNotFound) {
 		return recErr
+	}
+	if recErr == nil && m.building(rec) {
+		return core.E("environments.remove", core.ErrConflict, fmt.Errorf("environment %s is being built (since %s); remove it when the build ends", name, rec.Updated.Format(time.RFC3339)))
 	}
 	images, err := m.images(ctx, name)
 	if err != nil {
@@ -189,6 +192,12 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// building reports whether rec's build runs (a record left building by a
+// process that died is stale after the build timeout).
+func (m *Manager) building(rec environments.Record) bool {
+	return rec.Status == environments.StatusBuilding && m.now().Sub(rec.Updated) < m.cfg.BuildTimeout+5*time.Minute
 }
 
 // images lists the IDs of the images labelled as environment name.

@@ -154,7 +154,14 @@ func TestRemove(t *testing.T) {
 	if err := m.Remove(ctx, "nope"); !errors.Is(err, core.ErrNotFound) || !strings.Contains(err.Error(), `"nope" not found`) {
 		t.Errorf("remove unknown: %v", err)
 	}
-	if _, err := m.registry.Put(ctx, environments.Record{Name: "geo", Status: environments.StatusReady}, -1); err != nil {
+	v, err := m.registry.Put(ctx, environments.Record{Name: "geo", Status: environments.StatusBuilding, Updated: time.Now()}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove(ctx, "geo"); !errors.Is(err, core.ErrConflict) || !strings.Contains(err.Error(), "being built") {
+		t.Errorf("remove while building: %v", err)
+	}
+	if _, err := m.registry.Put(ctx, environments.Record{Name: "geo", Status: environments.StatusReady}, v); err != nil {
 		t.Fatal(err)
 	}
 	fd.list = func() []image.Summary { return []image.Summary{{ID: "sha256:a"}, {ID: "sha256:b"}} }
