@@ -112,7 +112,7 @@ func TestBuildChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = rigOn(dc, st).m.Build(context.Background(), src, func(ev environments.Event) {
+	_, _, err = rigOn(dc, st, "").m.Build(context.Background(), src, func(ev environments.Event) {
 		if ev.Type == environments.EventStep {
 			fmt.Println("STEP " + ev.Step)
 		}

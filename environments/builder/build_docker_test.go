@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,7 +215,15 @@ func TestShellFilesChangeRebuilds(t *testing.T) {
 // not exist: the build fails naming it, in the apt step, and leaves no
 // image and no container behind; the record says so and serves nothing.
 func TestMissingPackageFails(t *testing.T) {
-	r := newRig(t)
+	// The mirror the base came from, given explicitly as a URL of its own
+	// (the port spelled out), so the build's sources.list is rewritten.
+	dc := envtest.Docker(t)
+	mirror := baseMirror(t, dc)
+	if u, err := url.Parse(mirror); err == nil && u.Scheme == "http" && u.Port() == "" {
+		u.Host += ":80"
+		mirror = u.String()
+	}
+	r := rigOn(dc, openStore(t, t.TempDir()), mirror)
 	name := envtest.Name("t-missing")
 	r.removeAtEnd(t, name)
 	missing := "airlock-no-such-package-" + strings.TrimPrefix(name, "t-missing-")
@@ -237,6 +246,11 @@ func TestMissingPackageFails(t *testing.T) {
 	}
 	if rec.Status != environments.StatusFailed || rec.FailedStep != "apt" || rec.Usable() || len(rec.LogTail) == 0 {
 		t.Errorf("record %+v", rec)
+	}
+	if !slices.ContainsFunc(ev.all, func(e environments.Event) bool {
+		return e.Step == environments.StepAptUpdate && strings.Contains(e.Line, " "+mirror+" ")
+	}) {
+		t.Errorf("apt-get update did not use the mirror %s", mirror)
 	}
 	if last := ev.all[len(ev.all)-1]; last.Type != environments.EventFailed || last.Step != "apt" || !strings.Contains(last.Error, missing) {
 		t.Errorf("last event %+v", last)

@@ -1,8 +1,10 @@
 package builder_test
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +35,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	dc := envtest.Docker(t)
-	return rigOn(dc, openStore(t, t.TempDir()))
+	return rigOn(dc, openStore(t, t.TempDir()), os.Getenv("AIRLOCK_DEBIAN_MIRROR"))
 }
 
 // openStore opens a Bolt store in dir, closed at cleanup.
@@ -47,15 +49,48 @@ func openStore(t *testing.T, dir string) state.Store {
 	return st
 }
 
-// rigOn is a rig on dc and st.
-func rigOn(dc *client.Client, st state.Store) *rig {
+// rigOn is a rig on dc and st whose builds use mirror ("": the base's).
+func rigOn(dc *client.Client, st state.Store, mirror string) *rig {
 	cfg := builder.DefaultConfig()
 	cfg.Bases = envtest.Bases()
-	cfg.Mirror = os.Getenv("AIRLOCK_DEBIAN_MIRROR")
+	cfg.Mirror = mirror
 	scfg := sandbox.DefaultConfig()
 	scfg.ReapInterval = 0
 	m := builder.New(cfg, dc, st, builder.SandboxRunners(dc, scfg, nil), nil)
 	return &rig{m: m, dc: dc, store: st}
+}
+
+// baseMirror is the Debian mirror of the shell base image's
+// sources.list (read from a created, never started container).
+func baseMirror(t *testing.T, dc *client.Client) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := dc.ContainerCreate(ctx, &container.Config{Image: envtest.Bases()["shell"], Cmd: []string{"true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dc.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) }()
+	rc, _, err := dc.CopyFromContainer(ctx, c.ID, "/etc/apt/sources.list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "deb" {
+			return f[1]
+		}
+	}
+	t.Fatalf("no deb line in the base's sources.list: %q", data)
+	return ""
 }
 
 // removeAtEnd removes the environment name at cleanup and checks that no

@@ -78,7 +78,7 @@ func sharedEnv(t *testing.T) {
 			shared.err = err
 			return
 		}
-		shared.rig = rigOn(dc, st)
+		shared.rig = rigOn(dc, st, os.Getenv("AIRLOCK_DEBIAN_MIRROR"))
 		if err := os.Mkdir(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 			shared.err = err
 			return
