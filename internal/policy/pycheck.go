@@ -21,7 +21,7 @@ const maxPyDepth = 8
 
 // Python returns the python violations of src. It is a token-level
 // heuristic, not an interpreter: see doc.go for what it does not catch.
-func (p *Policy) Python(src string) []Violation {
+func (p *Analyzer) Python(src string) []Violation {
 	a := &pyAnalyzer{
 		p:    p,
 		seen: map[string]bool{},
@@ -37,7 +37,7 @@ func (p *Policy) Python(src string) []Violation {
 
 // pyAnalyzer accumulates violations and name aliases over one program.
 type pyAnalyzer struct {
-	p       *Policy
+	p       *Analyzer
 	out     []Violation
 	seen    map[string]bool
 	aliases map[string]string // local name -> what it stands for
