@@ -121,3 +121,37 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 // maxPolicyTimeout bounds a policy's timeout_seconds (the server maximum
 // then caps what the key really gets).
 const maxPolicyTimeout = 24 * time.Hour
+
+// Ceiling is the most a request of this key may ask for: the policy's
+// limits where set, capped at max, else the server defaults. A nil policy
+// has the defaults.
+func (p *Policy) Ceiling(defaults, max core.Limits) core.Limits {
+	c := defaults
+	if p == nil {
+		return c
+	}
+	up := func(def, grant, max int64) int64 {
+		if grant <= 0 {
+			return def
+		}
+		if max > 0 && grant > max {
+			return max
+		}
+		return grant
+	}
+	g := p.Limits
+	c.Memory = up(c.Memory, g.Memory, max.Memory)
+	c.Pids = up(c.Pids, g.Pids, max.Pids)
+	c.Timeout = time.Duration(up(int64(c.Timeout), int64(g.Timeout), int64(max.Timeout)))
+	c.OutputBytes = int(up(int64(c.OutputBytes), int64(g.OutputBytes), int64(max.OutputBytes)))
+	c.TmpfsBytes = up(c.TmpfsBytes, g.TmpfsBytes, max.TmpfsBytes)
+	c.NoFile = up(c.NoFile, g.NoFile, max.NoFile)
+	c.FileSize = up(c.FileSize, g.FileSize, max.FileSize)
+	if g.CPUs > 0 {
+		c.CPUs = g.CPUs
+		if max.CPUs > 0 && c.CPUs > max.CPUs {
+			c.CPUs = max.CPUs
+		}
+	}
+	return c
+}
