@@ -83,7 +83,8 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	if err := s.run(ctx, f, conc, newEngine); err != nil {
 		return nil, err
 	}
-	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sandbox.DefaultConfig().Defaults.Timeout})
+	sb := sandbox.DefaultConfig()
+	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
 	s.disp = dispatcher.New(f.dispatcherConfig(held), s.client, log)
 	return s, nil
 }
