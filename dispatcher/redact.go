@@ -15,10 +15,10 @@ import (
 // Redactor removes secrets from text: the values the operator configured
 // (replaced by secrets.Mark, which never names them) and the known key and
 // token formats of package secrets (replaced by [REDACTED:format]). The
-// server's own environment is not a source: it never reaches a sandbox (the
-// sandbox env is built from an allowlist), so matching its values would
-// only tell a guesser which candidate is a server secret. It is immutable
-// and safe for concurrent use.
+// server's own environment is not a source: it never reaches a sandbox
+// (whose env is the image's base plus the call's own), so matching its
+// values would only tell a guesser which candidate is a server secret. It
+// is immutable and safe for concurrent use.
 type Redactor struct {
 	literals *secrets.Literals
 }

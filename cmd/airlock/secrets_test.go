@@ -132,3 +132,20 @@ func TestCallCeiling(t *testing.T) {
 		st.close()
 	}
 }
+
+// TestInsecureLocalCeiling: serve --insecure-local has no keys, so its
+// user is the operator: its calls may use up to the server maximum, as in
+// exec; with keys the server defaults bound them.
+func TestInsecureLocalCeiling(t *testing.T) {
+	clearEnv(t)
+	var errb bytes.Buffer
+	o, _, ok := parseServeFlags([]string{"--insecure-local"}, envLookup, &errb)
+	if !ok || !o.stack.local || o.stack.ceiling() != sandbox.DefaultConfig().Max {
+		t.Errorf("--insecure-local: local %v ceiling %+v", o.stack.local, o.stack.ceiling())
+	}
+	t.Setenv("AIRLOCK_API_KEYS", "a-key-0123456789abcdef")
+	o, _, ok = parseServeFlags(nil, envLookup, &errb)
+	if !ok || o.stack.local || o.stack.ceiling() != sandbox.DefaultConfig().Defaults {
+		t.Errorf("with keys: local %v ceiling %+v (%s)", o.stack.local, o.stack.ceiling(), errb.String())
+	}
+}

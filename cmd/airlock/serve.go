@@ -159,7 +159,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return o, cmd.fail(2, err), false
 	}
-	o.api, o.stack.keys = cfg, cfg.Keys
+	// Without keys (--insecure-local, loopback only) the user is the
+	// operator: calls may use up to the server maximum, as in exec.
+	o.api, o.stack.keys, o.stack.local = cfg, cfg.Keys, cfg.InsecureLocal
 	if o.stack.approvalTools, o.stack.requireApproval, err = af.approvals(); err != nil {
 		return o, cmd.fail(2, err), false
 	}

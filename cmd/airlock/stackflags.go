@@ -30,8 +30,9 @@ type stackFlags struct {
 	interactiveReserve int
 	grace              time.Duration // for in-flight jobs at shutdown (0: the queue's default)
 	// local marks a command run by the operator on this host (exec,
-	// session, mcp, run): its calls may use up to the server maximum,
-	// where serve's are bounded by the server defaults and the keys.
+	// session, mcp, run, and serve --insecure-local): its calls may use up
+	// to the server maximum, where serve's with keys are bounded by the
+	// server defaults and the keys' policies.
 	local bool
 	// secretsFile names the --secrets-file; secrets are its values,
 	// redacted from every result (loadSecrets reads them).
