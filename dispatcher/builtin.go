@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -114,18 +113,16 @@ func execParameters(cfg Config, arg string, code map[string]any) map[string]any 
 }
 
 // timeoutParameter is the schema of timeout_seconds: at most the schema
-// maximum; the caller's ceiling is checked when the call runs.
+// maximum; the caller's ceiling is checked when the call runs. The text is
+// the same for every configuration, so every door shows one schema.
 func timeoutParameter(cfg Config) map[string]any {
-	bound := "the key's limit"
-	if c := cfg.Ceiling.Timeout; c > 0 {
-		bound = fmt.Sprintf("the key's limit (%g unless the operator grants more)", c.Seconds())
-	}
 	return map[string]any{
 		"type":    "integer",
 		"minimum": 1,
 		"maximum": int(cfg.MaxTimeout / time.Second),
-		"description": "Wall-clock limit in seconds; the run is killed after it. At most " + bound +
-			". Leave it out for the default: the key's limit for a one-shot call, the session's own limit in a session.",
+		"description": "Wall-clock limit in seconds; the run is killed after it. At most the key's limit (the server default " +
+			"unless the operator grants more). Leave it out for the default: the key's limit for a one-shot call, " +
+			"the session's own limit in a session.",
 	}
 }
 
