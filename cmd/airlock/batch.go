@@ -41,8 +41,7 @@ type batchFlags struct {
 func parseBatchFlags(sub string, args []string, stderr io.Writer) (f batchFlags, ok bool) {
 	fs := flag.NewFlagSet("airlock batch "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.server, "server", envOr("AIRLOCK_SERVER", "http://127.0.0.1:8080"), "URL of the airlock server (env AIRLOCK_SERVER)")
-	fs.StringVar(&f.key, "key", os.Getenv("AIRLOCK_API_KEY"), "API key (env AIRLOCK_API_KEY)")
+	registerServer(fs, &f.server, &f.key, "http://127.0.0.1:8080", "that runs the batch")
 	fs.StringVar(&f.each, "each", "", "map batch: a glob of folders under the input folder, one item each")
 	fs.StringVar(&f.input, "input", "", "map batch: NAME (or NAME=DIR) of the server's input folder the glob runs in")
 	fs.StringVar(&f.window, "completion-window", "", "how long the batch may take (e.g. 24h)")

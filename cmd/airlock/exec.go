@@ -32,10 +32,10 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 0)
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
-	mount := fs.String("mount", "", "host folder mounted read-only at /workspace")
+	var mount, server, key string
+	registerMount(fs, &mount)
+	registerServer(fs, &server, &key, "", "to run the call on (empty: run here)")
 	verbose := fs.Bool("v", false, "log to stderr")
-	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` to run the call on (env AIRLOCK_SERVER); empty: run here")
-	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -58,15 +58,15 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *server != "" {
-		if *mount != "" || sf.secretsFile != "" {
+	if server != "" {
+		if mount != "" || sf.secretsFile != "" {
 			return cmd.failf(2, "--mount and --secrets-file are this host's and cannot be sent to --server; the server's operator allows input folders and configures secrets")
 		}
-		return execRemote(ctx, *server, *key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
+		return execRemote(ctx, server, key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
 	}
-	if *mount != "" {
-		if abs, err := filepath.Abs(*mount); err == nil {
-			*mount = abs
+	if mount != "" {
+		if abs, err := filepath.Abs(mount); err == nil {
+			mount = abs
 		}
 	}
 	if err := sf.loadSecrets(); err != nil {
@@ -82,7 +82,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return cmd.fail(1, err)
 		}
 	}
-	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: *mount, Owner: "cli", Caller: "cli"})
+	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: mount, Owner: "cli", Caller: "cli"})
 	return printCall(res, *asJSON, stdout, stderr)
 }
 

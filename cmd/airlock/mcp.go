@@ -35,9 +35,9 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var lf limitFlags
 	sf.register(fs, true, 1)
 	lf.register(fs)
-	mount := fs.String("mount", "", "host folder mounted read-only at /workspace in every session")
-	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` whose tools to serve (env AIRLOCK_SERVER); empty: run here")
-	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
+	var mount, server, key string
+	registerMount(fs, &mount)
+	registerServer(fs, &server, &key, "", "whose tools to serve (empty: run here)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -46,15 +46,15 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
 		return 2
 	}
-	if *server != "" && (*mount != "" || sf.secretsFile != "") {
+	if server != "" && (mount != "" || sf.secretsFile != "") {
 		return cmd.failf(2, "--mount and --secrets-file are this host's and cannot be sent to --server; the server's operator allows input folders and configures secrets")
 	}
 	lim, err := lf.limits()
 	if err != nil {
 		return cmd.fail(2, err)
 	}
-	if *mount != "" {
-		if *mount, err = mountFolder(*mount); err != nil {
+	if mount != "" {
+		if mount, err = mountFolder(mount); err != nil {
 			return cmd.fail(2, err)
 		}
 	}
@@ -64,12 +64,12 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := infoLogger(stderr, *verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	be, closeBackend, err := mcpBackend(ctx, &sf, *server, *key, log)
+	be, closeBackend, err := mcpBackend(ctx, &sf, server, key, log)
 	if err != nil {
 		return cmd.fail(1, err)
 	}
 	defer closeBackend()
-	srv, err := mcpserver.New(mcpserver.Config{Mount: *mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
+	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
 	if err != nil {
 		return cmd.fail(1, err)
 	}

@@ -69,7 +69,7 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 	var mf modelFlags
 	mf.register(fs, "model name")
 	o.stack.register(fs, true, 0)
-	fs.StringVar(&o.mount, "mount", "", "host folder mounted read-only for the tools")
+	registerMount(fs, &o.mount)
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.asJSON, "json", false, "print events as JSON lines")
 	fs.BoolVar(&o.stream, "stream", false, "stream model responses (server-sent events)")

@@ -18,6 +18,20 @@ func registerQueue(fs *flag.FlagSet, redis, queueName *string, redisUse string) 
 	fs.StringVar(queueName, "queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name, the same for workers and callers (env AIRLOCK_QUEUE)")
 }
 
+// registerServer adds --server and --key, which name a running `airlock
+// serve` and the API key for it, to fs; def is --server's default and use
+// says what this command does with it.
+func registerServer(fs *flag.FlagSet, server, key *string, def, use string) {
+	fs.StringVar(server, "server", envOr("AIRLOCK_SERVER", def), "URL of a running `airlock serve` "+use+" (env AIRLOCK_SERVER)")
+	fs.StringVar(key, "key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
+}
+
+// registerMount adds --mount, a host folder the tools see read-only at
+// /workspace, to fs.
+func registerMount(fs *flag.FlagSet, mount *string) {
+	fs.StringVar(mount, "mount", "", "host folder mounted read-only at /workspace for the tools (not with --server)")
+}
+
 // stackFlags choose how tool calls reach sandboxes, and what the
 // dispatcher redacts and holds for approval.
 type stackFlags struct {
