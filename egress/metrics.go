@@ -37,14 +37,7 @@ func newProxyMetrics(reg prometheus.Registerer) (*proxyMetrics, error) {
 			Help: "Calls registered with the egress proxy (sandboxes that may use it now).",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.attempts, m.bytes, m.open, m.calls} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("register: %w", err)
-			}
-		}
-	}
-	return m, nil
+	return m, register(reg, m.attempts, m.bytes, m.open, m.calls)
 }
 
 // attempt counts one finished attempt.
@@ -58,4 +51,39 @@ func result(allowed bool) string {
 		return "allowed"
 	}
 	return "refused"
+}
+
+// fetchMetrics are the fetcher's Prometheus series.
+type fetchMetrics struct {
+	attempts *prometheus.CounterVec
+	bytes    prometheus.Counter
+}
+
+// newFetchMetrics builds the series and registers them with reg (nil:
+// kept but not exported).
+func newFetchMetrics(reg prometheus.Registerer) (*fetchMetrics, error) {
+	m := &fetchMetrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_fetch_attempts_total",
+			Help: "fetch_url hops by result (allowed, refused) and reason.",
+		}, []string{"result", "reason"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "airlock_fetch_bytes_total",
+			Help: "Bytes fetch_url moved on the wire, both ways.",
+		}),
+	}
+	return m, register(reg, m.attempts, m.bytes)
+}
+
+// register registers cs with reg (nil: none).
+func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register: %w", err)
+		}
+	}
+	return nil
 }

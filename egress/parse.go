@@ -70,6 +70,28 @@ func ParseMethods(s string) ([]string, error) {
 	return out, nil
 }
 
+// FromKeys builds a key's policy from its keys-file fields: egress= (as
+// ParseHosts reads it) and egress_methods= (as ParseMethods reads it; ""
+// for none). Methods without hosts are refused: they would restrict
+// nothing, which is most likely a mistake in the file.
+func FromKeys(egress, methods string) (Policy, error) {
+	p, err := ParseHosts(egress)
+	if err != nil {
+		return Policy{}, err
+	}
+	if strings.TrimSpace(methods) == "" {
+		return p, nil
+	}
+	if p.Empty() {
+		return Policy{}, &EntryError{Entry: methods, Reason: "egress_methods without egress hosts allows nothing"}
+	}
+	m, err := ParseMethods(methods)
+	if err != nil {
+		return Policy{}, err
+	}
+	return p.WithMethods(m), nil
+}
+
 // WithMethods returns p restricted to methods (as ParseMethods returns
 // them); nil lifts the restriction.
 func (p Policy) WithMethods(methods []string) Policy { return newPolicy(p.rules, methods) }

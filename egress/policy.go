@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// DefaultPorts are the ports of an entry that names none: HTTP and HTTPS.
+// defaultPorts are the ports of an entry that names none: HTTP and HTTPS.
 var defaultPorts = []uint16{80, 443}
 
 // Policy is what one call may reach: host rules with their ports and,

@@ -213,3 +213,18 @@ func TestNarrow(t *testing.T) {
 		}
 	}
 }
+
+func TestFromKeys(t *testing.T) {
+	p, err := FromKeys("pypi.internal,*.data.example:8443", "GET,HEAD")
+	if err != nil || p.String() != "*.data.example:8443,pypi.internal:80,pypi.internal:443;GET,HEAD" {
+		t.Errorf("FromKeys = %q, %v", p, err)
+	}
+	if p, err := FromKeys("", ""); err != nil || !p.Empty() {
+		t.Errorf("absent fields: %q, %v", p, err)
+	}
+	for _, tc := range [][2]string{{"", "GET"}, {"a.example", "GET,BREW"}, {"a.example,b_c", ""}} {
+		if _, err := FromKeys(tc[0], tc[1]); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("FromKeys(%q, %q) = %v, want ErrInvalid", tc[0], tc[1], err)
+		}
+	}
+}

@@ -561,8 +561,9 @@ func TestProxyConnectionCap(t *testing.T) {
 }
 
 // bigHandler streams n bytes.
-func bigHandler(n int) http.Handler {
+func bigHandler(size int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		n := size
 		w.Header().Set("Content-Length", fmt.Sprint(n))
 		buf := make([]byte, 64<<10)
 		for n > 0 {

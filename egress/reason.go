@@ -35,8 +35,3 @@ const (
 	ReasonContentType  = "content_type" // fetch: a content type that is not text
 	ReasonTimeout      = "timeout"      // fetch: the time cap passed
 )
-
-// addressReasons are the reasons that come from the Guard (an address
-// refused, not a name).
-var addressReasons = []string{ReasonLoopback, ReasonLocal, ReasonPrivate, ReasonLinkLocal,
-	ReasonMulticast, ReasonUnspecified, ReasonMetadata, ReasonReserved}
