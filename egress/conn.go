@@ -24,21 +24,16 @@ func (p *Proxy) serveConn(c net.Conn) {
 	stop := context.AfterFunc(p.ctx, func() { c.Close() })
 	defer stop()
 	src := remoteAddr(c)
+	cl := p.lookup(src)
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
 	default:
-		// Read (a little of) the request first, so that the client sees
-		// the answer as one, then refuse.
-		p.metrics.attempt(KindHTTP, false, ReasonBusy)
-		_ = c.SetDeadline(time.Now().Add(busyWait))
-		_, _ = http.ReadRequest(bufio.NewReader(io.LimitReader(c, headerLookahead)))
-		writeRefusal(c, http.StatusServiceUnavailable, ReasonBusy, "the egress proxy is at its connection limit; retry later")
+		p.busy(c, cl, src)
 		return
 	}
 	p.metrics.open.Inc()
 	defer p.metrics.open.Dec()
-	cl := p.lookup(src)
 	if cl != nil {
 		stopCall := context.AfterFunc(cl.ctx, func() { c.Close() })
 		defer stopCall()
@@ -55,7 +50,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 		lim.record(br)
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			p.badRequest(c, err)
+			p.badRequest(c, cl, src, err)
 			return
 		}
 		if hosts := lim.hostHeader(); hosts != nil {
@@ -141,17 +136,34 @@ func (l *headerLimit) hostHeader() []string {
 
 // badRequest answers a request that could not be read (nothing when the
 // client just went away or stayed silent).
-func (p *Proxy) badRequest(c net.Conn, err error) {
+func (p *Proxy) badRequest(c net.Conn, cl *call, src netip.Addr, err error) {
 	var ne net.Error
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne) && ne.Timeout():
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne) && ne.Timeout() {
 		return
-	case errors.Is(err, errHeaderTooLarge):
-		writeRefusal(c, http.StatusRequestHeaderFieldsTooLarge, ReasonBadRequest, "request header too large")
-	default:
-		writeRefusal(c, http.StatusBadRequest, ReasonBadRequest, "malformed request: "+err.Error())
 	}
-	p.metrics.attempt(KindHTTP, false, ReasonBadRequest)
+	p.start(cl, src, KindHTTP, "", "", 0).refuse(ReasonBadRequest)
+	if errors.Is(err, errHeaderTooLarge) {
+		writeRefusal(c, http.StatusRequestHeaderFieldsTooLarge, ReasonBadRequest, "request header too large")
+		return
+	}
+	writeRefusal(c, http.StatusBadRequest, ReasonBadRequest, "malformed request: "+err.Error())
+}
+
+// busy refuses a connection over MaxConns. It reads (a little of) the
+// request first, so that the client sees the answer as one.
+func (p *Proxy) busy(c net.Conn, cl *call, src netip.Addr) {
+	_ = c.SetDeadline(time.Now().Add(busyWait))
+	req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, headerLookahead)))
+	kind, method, host, port := KindHTTP, "", "", 0
+	if err == nil {
+		method = req.Method
+		host, port, _ = requestTarget(req)
+		if method == http.MethodConnect {
+			kind = KindConnect
+		}
+	}
+	p.start(cl, src, kind, method, host, port).refuse(ReasonBusy)
+	writeRefusal(c, http.StatusServiceUnavailable, ReasonBusy, "the egress proxy is at its connection limit; retry later")
 }
 
 // unregistered refuses a request from a source that runs no call.

@@ -55,7 +55,11 @@ func (p *Proxy) connect(cl *call, c net.Conn, br *bufio.Reader, req *http.Reques
 	h, first, err := peekHello(br, c)
 	_ = c.SetReadDeadline(time.Time{})
 	if err != nil {
-		t.refuse(ReasonNotTLS)
+		reason := ReasonNotTLS
+		if r := cl.endReason(); r != "" {
+			reason = r
+		}
+		t.refuse(reason)
 		return
 	}
 	t.ev.SNI = cleanHost(h.serverName)

@@ -106,6 +106,9 @@ func (p *Proxy) exchange(c net.Conn, up *meteredConn, req *http.Request, dest st
 	}
 	req.RequestURI = ""
 	req.Close = true
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = &deadlineReader{ReadCloser: req.Body, c: c, idle: p.cfg.IdleTimeout}
+	}
 	sent := make(chan error, 1)
 	go func() { sent <- req.Write(up) }()
 	lim := &headerLimit{r: up, n: int64(p.cfg.MaxHeaderBytes + headerLookahead)}
@@ -234,6 +237,19 @@ type deadlineWriter struct {
 func (w *deadlineWriter) Write(b []byte) (int, error) {
 	_ = w.c.SetWriteDeadline(time.Now().Add(w.idle))
 	return w.c.Write(b)
+}
+
+// deadlineReader reads a request body from a client connection, giving
+// each read the idle timeout.
+type deadlineReader struct {
+	io.ReadCloser
+	c    net.Conn
+	idle time.Duration
+}
+
+func (r *deadlineReader) Read(b []byte) (int, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(r.idle))
+	return r.ReadCloser.Read(b)
 }
 
 // isTimeout reports a deadline error.

@@ -332,7 +332,7 @@ func TestProxyPlainHTTPChecks(t *testing.T) {
 			t.Errorf("%.80q: %d %q %q, want %d %q", tc.raw, resp.StatusCode, resp.Header.Get("X-Airlock-Egress"), b, tc.status, tc.reason)
 		}
 	}
-	r.tp.evs.wait(t, 5)
+	r.tp.evs.wait(t, 6)
 	rec := h.Close()
 	if r.plain.conns() != 1 || r.refused.conns() != 0 {
 		t.Errorf("servers saw %d and %d connections, want 1 and 0", r.plain.conns(), r.refused.conns())
@@ -341,8 +341,7 @@ func TestProxyPlainHTTPChecks(t *testing.T) {
 	for _, a := range rec.Attempts {
 		reasons = append(reasons, a.Reason)
 	}
-	// The oversized header never became a request: no attempt.
-	if got := strings.Join(reasons, ","); got != "host_mismatch,host_mismatch,scheme,bad_request," {
+	if got := strings.Join(reasons, ","); got != "host_mismatch,host_mismatch,scheme,bad_request,bad_request," {
 		t.Errorf("reasons %q", got)
 	}
 }
@@ -701,7 +700,7 @@ func TestProxyRecordBound(t *testing.T) {
 
 func TestProxyBusy(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.MaxConns = 1 })
-	r.tp.register(t, r.policy(), Caps{})
+	h := r.tp.register(t, r.policy(), Caps{})
 	hold, err := net.Dial("tcp", r.tp.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -714,6 +713,10 @@ func TestProxyBusy(t *testing.T) {
 	code, _, err := r.get(t, fmt.Sprintf("http://allowed.test:%d/", r.plain.port()))
 	if err != nil || code != http.StatusServiceUnavailable {
 		t.Errorf("%d %v, want 503", code, err)
+	}
+	r.tp.evs.wait(t, 1)
+	if a := only(t, h.Close()); a.Allowed || a.Reason != ReasonBusy || a.Host != "allowed.test" {
+		t.Errorf("attempt %+v", a)
 	}
 }
 
