@@ -56,7 +56,7 @@ func (p *Proxy) connect(cl *call, c net.Conn, br *bufio.Reader, req *http.Reques
 	_ = c.SetReadDeadline(time.Time{})
 	if err != nil {
 		reason := ReasonNotTLS
-		if r := cl.endReason(); r != "" {
+		if r := p.endReason(cl); r != "" {
 			reason = r
 		}
 		t.refuse(reason)
@@ -70,7 +70,7 @@ func (p *Proxy) connect(cl *call, c net.Conn, br *bufio.Reader, req *http.Reques
 	up, addr, err := p.net.dial(cl.ctx, addrs, port)
 	if err != nil {
 		t.ev.Allowed = true
-		t.finish(dialReason(cl), 0)
+		t.finish(p.dialReason(cl), 0)
 		return
 	}
 	defer up.Close()
@@ -85,13 +85,25 @@ func (p *Proxy) connect(cl *call, c net.Conn, br *bufio.Reader, req *http.Reques
 	t.finish(reason, int64(n)+moved)
 }
 
-// dialReason is the reason of a failed dial: the call's end or time cap
-// when that is what stopped it, else ReasonDial.
-func dialReason(cl *call) string {
-	if r := cl.endReason(); r != "" {
+// dialReason is the reason of a failed dial: the call's end, its time cap
+// or the proxy's end when that is what stopped it, else ReasonDial.
+func (p *Proxy) dialReason(cl *call) string {
+	if r := p.endReason(cl); r != "" {
 		return r
 	}
 	return ReasonDial
+}
+
+// endReason returns why a call's connections are being cut: the call's
+// end or time cap, or the proxy's Close; "" while both run.
+func (p *Proxy) endReason(cl *call) string {
+	if r := cl.endReason(); r != "" {
+		return r
+	}
+	if p.ctx.Err() != nil {
+		return ReasonClosed
+	}
+	return ""
 }
 
 // target formats host:port for messages.

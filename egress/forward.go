@@ -64,7 +64,7 @@ func (p *Proxy) forward(cl *call, c net.Conn, req *http.Request) bool {
 	up, addr, err := p.net.dial(cl.ctx, addrs, port)
 	if err != nil {
 		t.ev.Allowed = true
-		t.finish(dialReason(cl), 0)
+		t.finish(p.dialReason(cl), 0)
 		writeRefusal(c, http.StatusBadGateway, ReasonDial, target(dest, port)+" does not answer")
 		return false
 	}
@@ -74,10 +74,9 @@ func (p *Proxy) forward(cl *call, c net.Conn, req *http.Request) bool {
 	defer stop()
 	keep, err := p.exchange(c, mc, req, dest, port)
 	_ = up.Close()
-	reason = ""
+	reason = p.endReason(cl)
 	switch {
-	case cl.endReason() != "":
-		reason = cl.endReason()
+	case reason != "":
 	case mc.capped.Load():
 		reason = ReasonByteCap
 	case err != nil && isTimeout(err):

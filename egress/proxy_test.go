@@ -725,3 +725,24 @@ func TestNewNeedsGuard(t *testing.T) {
 		t.Errorf("New without a guard: %v", err)
 	}
 }
+
+func TestProxyCloseCutsTunnels(t *testing.T) {
+	cert, pool := testCert(t, "allowed.test")
+	drip := newTestServer(t, dripHandler(), &cert)
+	tp := newTestProxy(t, nil)
+	h := tp.register(t, hostPort("allowed.test", drip.port()), Caps{})
+	go func() { time.Sleep(300 * time.Millisecond); tp.Close() }()
+	start := time.Now()
+	resp, err := tp.client(pool).Get(fmt.Sprintf("https://allowed.test:%d/", drip.port()))
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil || time.Since(start) > testscale.D(5*time.Second) {
+		t.Errorf("tunnel after the proxy's Close: %v after %v", err, time.Since(start))
+	}
+	tp.evs.wait(t, 1)
+	if a := only(t, h.Close()); !a.Allowed || a.Reason != ReasonClosed {
+		t.Errorf("attempt %+v", a)
+	}
+}

@@ -30,6 +30,7 @@ const (
 	ReasonByteCap      = "byte_cap"
 	ReasonTimeCap      = "time_cap"
 	ReasonCallEnded    = "call_ended"   // the call ended while the connection was open
+	ReasonClosed       = "proxy_closed" // the proxy shut down while the connection was open
 	ReasonIdle         = "idle_timeout" // no bytes either way for the idle timeout
 	ReasonRedirects    = "redirects"    // fetch: too many redirects
 	ReasonContentType  = "content_type" // fetch: a content type that is not text

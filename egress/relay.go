@@ -27,7 +27,7 @@ func (p *Proxy) relay(cl *call, client net.Conn, cr io.Reader, up net.Conn) (int
 	)
 	cut := func(r string) {
 		if r == "" {
-			r = cl.endReason() // a connection closed because the call ended
+			r = p.endReason(cl) // a connection closed because the call or the proxy ended
 		}
 		once.Do(func() {
 			reason = r
