@@ -228,7 +228,9 @@ func TestEgressDocker(t *testing.T) {
 		"allowed.test": {addrA}, "refused.test": {addrB}, "sneaky.test": {addrC}, "gw.test": {r.gateway},
 	}}
 	evs := &events{}
-	p, err := New(Config{Guard: guard, Resolver: resolver, Audit: evs.add})
+	// The dialer fence: only the test network's servers, never anything else.
+	fence := fenceDialer{t: t, allow: netip.PrefixFrom(addrA, 32)}
+	p, err := New(Config{Guard: guard, Resolver: resolver, Dialer: fence, Audit: evs.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +373,7 @@ func TestEgressDocker(t *testing.T) {
 	}
 
 	// fetch_url from the host through the same policy and guard.
-	f, err := NewFetcher(FetchConfig{Guard: guard, Resolver: resolver})
+	f, err := NewFetcher(FetchConfig{Guard: guard, Resolver: resolver, Dialer: fence})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func newFetchRig(t *testing.T, mod func(*FetchConfig)) *fetchRig {
 		evs:     evs,
 		reg:     reg,
 	}
-	cfg := FetchConfig{Guard: loopbackGuard(t), Resolver: testResolver(), RootCAs: pool, Audit: evs.add, Registerer: reg}
+	cfg := FetchConfig{Guard: loopbackGuard(t), Resolver: testResolver(), Dialer: loopbackFence(t), RootCAs: pool, Audit: evs.add, Registerer: reg}
 	if mod != nil {
 		mod(&cfg)
 	}

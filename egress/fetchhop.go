@@ -101,6 +101,7 @@ func (f *Fetcher) hop(ctx context.Context, owner, callID string, pol Policy, log
 		return 0
 	}
 	if err != nil {
+		t.ev.Allowed = true // the policy and the guard let it through; the server did not answer
 		if ctx.Err() != nil {
 			t.finish(ReasonTimeout, moved())
 			return "", &fetchFailure{status: core.StatusTimeout, reason: ReasonTimeout, msg: "the fetch took longer than " + f.cfg.Timeout.String()}

@@ -1,12 +1,14 @@
 package egress
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -113,6 +115,30 @@ func testResolver() *StaticResolver {
 	}}
 }
 
+// fenceDialer dials only inside one range (the test's own servers) and
+// fails the test on anything else without sending a packet: should the
+// guard ever let a forbidden address through, the test catches it before
+// any traffic leaves for an address it did not create.
+type fenceDialer struct {
+	t     testing.TB
+	allow netip.Prefix
+}
+
+func (d fenceDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !d.allow.Contains(ap.Addr().Unmap()) {
+		d.t.Errorf("the proxy tried to dial %s, outside %s", address, d.allow)
+		return nil, fmt.Errorf("test fence: %s is outside %s", address, d.allow)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, address)
+}
+
+// loopbackFence is the unit tests' dialer.
+func loopbackFence(t testing.TB) Dialer {
+	return fenceDialer{t: t, allow: netip.MustParsePrefix("127.0.0.0/8")}
+}
+
 // loopbackGuard returns a guard that admits loopback (tests only).
 func loopbackGuard(t testing.TB) *Guard {
 	g, err := NewGuard(nil)
@@ -162,7 +188,7 @@ func newTestProxy(t testing.TB, mod func(*Config)) *testProxy {
 	t.Helper()
 	evs := &events{}
 	reg := prometheus.NewRegistry()
-	cfg := Config{Guard: loopbackGuard(t), Resolver: testResolver(), Audit: evs.add, Registerer: reg}
+	cfg := Config{Guard: loopbackGuard(t), Resolver: testResolver(), Dialer: loopbackFence(t), Audit: evs.add, Registerer: reg}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -502,6 +502,7 @@ func (f *flipResolver) LookupNetIP(ctx context.Context, network, host string) ([
 
 // recordingDialer records the addresses it is asked to dial.
 type recordingDialer struct {
+	next  Dialer
 	mu    sync.Mutex
 	addrs []string
 }
@@ -510,12 +511,11 @@ func (d *recordingDialer) DialContext(ctx context.Context, network, addr string)
 	d.mu.Lock()
 	d.addrs = append(d.addrs, addr)
 	d.mu.Unlock()
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, addr)
+	return d.next.DialContext(ctx, network, addr)
 }
 
 func TestProxyDNSRebinding(t *testing.T) {
-	dialer := &recordingDialer{}
+	dialer := &recordingDialer{next: loopbackFence(t)}
 	res := &flipResolver{}
 	r := newRig(t, func(c *Config) { c.Resolver, c.Dialer = res, dialer })
 	h := r.tp.register(t, r.policy(), Caps{})
