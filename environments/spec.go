@@ -39,10 +39,13 @@ type Spec struct {
 	CheckImports []string `json:"check_imports,omitempty" yaml:"check_imports,omitempty"`
 	// CheckCommands lists shell commands that must exit 0 in the sandbox.
 	CheckCommands []string `json:"check_commands,omitempty" yaml:"check_commands,omitempty"`
-	// Egress can only narrow the calling key's egress policy (host,
-	// *.suffix, optionally :port). It is stored and validated here and
-	// enforced by the network layer; it is not part of the image.
-	Egress []string `json:"egress,omitempty" yaml:"egress,omitempty"`
+	// Egress can only narrow the calling key's egress policy (entries as
+	// the keys file's egress=: host, *.suffix or an address, optionally
+	// :port; egress.Narrow). nil (no egress field) keeps the key's policy;
+	// an empty list means no network, so the field is never omitted. It is
+	// stored and validated here and enforced by the network layer; it is
+	// not part of the image.
+	Egress []string `json:"egress" yaml:"egress"`
 }
 
 // MaxSpecBytes bounds a spec document.

@@ -1,6 +1,7 @@
 package environments_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -62,6 +63,22 @@ func TestParseDefaultsBaseAndAcceptsEgress(t *testing.T) {
 	}
 	if s.Base != "python" || len(s.Egress) != 2 || s.Env["DEBUG"] != "1" || s.Env["FAST"] != "true" {
 		t.Errorf("spec %+v", s)
+	}
+	// No egress field keeps the key's policy (nil); an empty list is no
+	// network, and stays so through JSON (the stored record).
+	for _, tc := range []struct {
+		doc  string
+		none bool
+	}{{"name: a\n", true}, {"name: a\negress: []\n", false}, {`{"name":"a","egress":[]}`, false}} {
+		s, err := environments.Parse([]byte(tc.doc))
+		if err != nil || (s.Egress == nil) != tc.none {
+			t.Fatalf("%q: egress %#v, %v", tc.doc, s.Egress, err)
+		}
+		b, _ := json.Marshal(s)
+		var back environments.Spec
+		if err := json.Unmarshal(b, &back); err != nil || (back.Egress == nil) != tc.none {
+			t.Errorf("%q through JSON %s: egress %#v", tc.doc, b, back.Egress)
+		}
 	}
 }
 
@@ -127,7 +144,7 @@ func TestParseRefuses(t *testing.T) {
 		{"LD_PRELOAD", "name: x\nenv: {LD_PRELOAD: /opt/x.so}\n", []string{"env: LD_PRELOAD: the sandbox owns LD_*"}},
 		{"AIRLOCK", "name: x\nenv: {AIRLOCK_SPARES: '0'}\n", []string{"env: AIRLOCK_SPARES: the sandbox owns AIRLOCK_*"}},
 		{"PYTHONPATH", "name: x\nenv: {PYTHONPATH: /opt}\n", []string{"env: PYTHONPATH: the sandbox owns PYTHON*"}},
-		{"lower pythonpath", "name: x\nenv: {pythonpath: /opt}\n", []string{"the sandbox owns PYTHON*"}},
+		{"lower name", "name: x\nenv: {pythonpath: /opt}\n", []string{`env: "pythonpath": not a valid variable name`}},
 		{"BASH_ENV", "name: x\nenv: {BASH_ENV: /opt/x}\n", []string{"env: BASH_ENV: the sandbox owns BASH_ENV"}},
 		{"secret", "name: x\nenv: {API_TOKEN: abc}\n", []string{"env: API_TOKEN: looks like a secret"}},
 		{"env name", "name: x\nenv: {1BAD: a}\n", []string{`env: "1BAD": not a valid variable name`}},
@@ -136,8 +153,9 @@ func TestParseRefuses(t *testing.T) {
 		{"shell pip", "name: x\nbase: shell\nwheels: w\n", []string{"wheels: needs base python"}},
 		{"shell imports", "name: x\nbase: shell\ncheck_imports: [os]\n", []string{"check_imports: needs base python"}},
 		{"egress url", "name: x\negress: ['http://a.example']\n", []string{"egress:"}},
-		{"egress label", "name: x\negress: [localhost]\n", []string{`egress: "localhost": must be a host name`}},
-		{"egress port", "name: x\negress: ['a.example:0']\n", []string{"the port must be 1 to 65535"}},
+		{"egress loopback", "name: x\negress: [localhost]\n", []string{`egress: "localhost": localhost names loopback`}},
+		{"egress metadata", "name: x\negress: ['169.254.169.254']\n", []string{`egress: "169.254.169.254"`, "never reachable"}},
+		{"egress port", "name: x\negress: ['a.example:0']\n", []string{`egress: "a.example:0": port "0" is not a number from 1 to 65535`}},
 		{"too big", "name: x\n#" + strings.Repeat("a", environments.MaxSpecBytes) + "\n", []string{"over the 65536-byte limit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

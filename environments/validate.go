@@ -1,15 +1,17 @@
 package environments
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/secrets"
 )
 
@@ -39,7 +41,7 @@ const (
 var (
 	nameRe    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	aptRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
-	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRe = regexp.MustCompile(core.EnvNamePattern)
 	moduleRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 	// pipRe is the part of PEP 508 a spec may use: a name, extras and
 	// version clauses. No URLs, markers or pip options ("-e", "--index-url"):
@@ -47,29 +49,27 @@ var (
 	pipRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?` +
 		`(\s*\[\s*[A-Za-z0-9][A-Za-z0-9._-]*(\s*,\s*[A-Za-z0-9][A-Za-z0-9._-]*)*\s*\])?` +
 		`(\s*(===|==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+(\s*,\s*(===|==|!=|<=|>=|~=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$`)
-	hostLabelRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 )
 
 // reservedEnv are variables the sandbox or its controller own: a spec may
-// not set them. Prefixes end in "*".
-var reservedEnv = []string{
-	"AIRLOCK_*", "PATH", "HOME", "PYTHON*", "LD_*",
-	// set by the sandbox for every call (an image value would be overridden)
+// not set them. It is core.ReservedEnv (what a call may not set either)
+// and what an image must not change besides: the variables the sandbox
+// sets for every call (an image value would be silently overridden) and
+// those that change how the controller's shells and the C library behave.
+// Prefixes end in "*".
+var reservedEnv = append(core.ReservedEnv(),
 	"LANG", "MPLBACKEND", "MPLCONFIGDIR",
-	// change how the controller's shells and the C library behave
 	"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "IFS", "CDPATH", "GLIBC_TUNABLES",
-	"USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "TMPDIR",
-}
+	"USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "TMPDIR")
 
 // reservedName reports the reserved entry a variable name falls under.
 func reservedName(name string) (string, bool) {
-	up := strings.ToUpper(name)
 	for _, r := range reservedEnv {
 		if p, ok := strings.CutSuffix(r, "*"); ok {
-			if strings.HasPrefix(up, p) {
+			if strings.HasPrefix(name, p) {
 				return r, true
 			}
-		} else if up == r {
+		} else if name == r {
 			return r, true
 		}
 	}
@@ -263,13 +263,15 @@ func (s *Spec) checkEnv(probs *[]string) {
 	}
 	for _, k := range sortedKeys(s.Env) {
 		v := s.Env[k]
+		if !envNameRe.MatchString(k) {
+			*probs = append(*probs, fmt.Sprintf("env: %q: not a valid variable name (capital letters, digits and _, not starting with a digit)", k))
+			continue
+		}
 		if r, ok := reservedName(k); ok {
 			*probs = append(*probs, fmt.Sprintf("env: %s: the sandbox owns %s", k, r))
 			continue
 		}
 		switch {
-		case !envNameRe.MatchString(k):
-			*probs = append(*probs, fmt.Sprintf("env: %q: not a valid variable name", k))
 		case secrets.LooksSecret(k):
 			*probs = append(*probs, fmt.Sprintf("env: %s: looks like a secret; env is stored and shown in the clear, for non-secret settings only", k))
 		case len(v) > maxValueLen || !utf8.ValidString(v) || strings.ContainsRune(v, 0):
@@ -278,24 +280,16 @@ func (s *Spec) checkEnv(probs *[]string) {
 	}
 }
 
-// checkEgress accepts host, *.suffix and either with :port.
+// checkEgress checks one egress entry with the egress package's own
+// grammar (the keys file's): host, *.suffix or an address, optionally
+// :port.
 func checkEgress(v string) string {
-	host, port, hasPort := strings.Cut(v, ":")
-	if hasPort {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return "the port must be 1 to 65535"
+	if _, err := egress.ParseList([]string{v}); err != nil {
+		var ee *egress.EntryError
+		if errors.As(err, &ee) {
+			return ee.Reason
 		}
-	}
-	host = strings.TrimPrefix(host, "*.")
-	labels := strings.Split(host, ".")
-	if len(host) > 253 || len(labels) < 2 {
-		return "must be a host name (host, *.suffix, optionally :port)"
-	}
-	for _, l := range labels {
-		if len(l) > 63 || !hostLabelRe.MatchString(l) {
-			return "must be a lower-case host name (host, *.suffix, optionally :port)"
-		}
+		return err.Error()
 	}
 	return ""
 }
