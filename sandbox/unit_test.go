@@ -50,29 +50,19 @@ func TestResolveLimits(t *testing.T) {
 }
 
 func TestCheckEnv(t *testing.T) {
-	if err := checkEnv(map[string]string{"TZ": "UTC", "FOO": "bar", "HF_TOKEN": "x", "MY_PATH": "/x"}); err != nil {
-		t.Fatalf("allowed env refused: %v", err)
+	if err := checkEnv(map[string]string{"TZ": "UTC", "HF_TOKEN": "x", "MY_VAR": "v"}); err != nil {
+		t.Fatalf("a call's own env refused: %v", err)
 	}
 	for env, want := range map[string]string{
-		"AIRLOCK_WORK":   "AIRLOCK_* variables",
-		"PATH":           "sets PATH itself",
-		"HOME":           "sets HOME itself",
-		"PYTHONPATH":     "PYTHON* variables",
-		"PYTHONHASHSEED": "PYTHON* variables",
-		"LD_PRELOAD":     "LD_* variables",
-		"1BAD":           "not a valid variable name",
-		"lower":          "not a valid variable name",
+		"HOME":       "the sandbox sets HOME itself",
+		"PATH":       "the sandbox sets PATH itself",
+		"LD_PRELOAD": "the sandbox sets LD_* itself",
+		"1BAD":       "not a valid variable name",
 	} {
 		err := checkEnv(map[string]string{env: "v"})
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), env) {
-			t.Errorf("env %s: %v, want %q naming it", env, err, want)
+		if err == nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), env) {
+			t.Errorf("env %s: %v, want %q", env, err, want)
 		}
-	}
-	if err := checkEnv(map[string]string{"BIG": strings.Repeat("x", MaxEnvBytes)}); err == nil || !strings.Contains(err.Error(), "over the 65536-byte limit") {
-		t.Errorf("oversized env: %v", err)
-	}
-	if err := checkEnv(map[string]string{"NUL": "a\x00b"}); err == nil || !strings.Contains(err.Error(), "env NUL: value contains a NUL byte") {
-		t.Errorf("NUL in a value: %v", err)
 	}
 	for _, kv := range baseEnv(nil) {
 		if LooksSecret(strings.SplitN(kv, "=", 2)[0]) {
