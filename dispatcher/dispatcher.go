@@ -246,6 +246,8 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		req.Archive = call.Archive
 	}
 	req.Background = req.Background || call.Background
+	req.AllowStdin = req.AllowStdin || call.AllowStdin
+	req.Notebook = req.Notebook || call.Notebook
 	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, overLimits(d.cfg.Ceiling, call.Ceiling)))
 	if d.exec == nil {
