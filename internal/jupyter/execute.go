@@ -1,0 +1,128 @@
+package jupyter
+
+import (
+	"github.com/airlock-dev/airlock/core"
+)
+
+// eventBuffer is how many live events of a cell wait for their turn; past
+// it events are dropped and finish sends what the result holds instead.
+const eventBuffer = 1024
+
+// execution is one execute_request while it runs: what was streamed so
+// far, so that the end can send what the live stream missed.
+type execution struct {
+	k          *kernel
+	r          shellReq
+	silent     bool
+	count      int
+	allowStdin bool
+
+	sentOut, sentErr string
+	displays         int
+}
+
+// outcome is the backend's answer to a cell.
+type outcome struct {
+	res core.Result
+	err error
+}
+
+// run executes code, forwarding its live events in order, and returns
+// the result once every event that arrived before it was sent.
+func (ex *execution) run(code string) (core.Result, error) {
+	events := make(chan core.Event, eventBuffer)
+	sink := func(ev core.Event) {
+		select {
+		case events <- ev:
+		default:
+		}
+	}
+	k := ex.k
+	ctx := core.WithSink(k.ctx, sink)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := k.g.backend.Execute(ctx, k.owner, k.id, Cell{Code: code, AllowStdin: ex.allowStdin})
+		done <- outcome{res, err}
+	}()
+	for {
+		select {
+		case ev := <-events:
+			ex.forward(ev)
+		case o := <-done:
+			for {
+				select {
+				case ev := <-events:
+					ex.forward(ev)
+				default:
+					return o.res, o.err
+				}
+			}
+		}
+	}
+}
+
+// forward sends one live event as its Jupyter message.
+func (ex *execution) forward(ev core.Event) {
+	k, parent := ex.k, &ex.r.m
+	k.touch()
+	switch ev.Kind {
+	case core.EventStdout, core.EventStderr:
+		name := "stdout"
+		if ev.Kind == core.EventStderr {
+			name = "stderr"
+			ex.sentErr += ev.Text
+		} else {
+			ex.sentOut += ev.Text
+		}
+		if !ex.silent && ev.Text != "" {
+			k.publish(reply(k.ksid, parent, "iopub", "stream", streamContent(name, ev.Text)))
+		}
+	case core.EventDisplay:
+		ex.displays++
+		ex.display(core.Display{Data: ev.Data, Result: ev.Result})
+	case core.EventClear:
+		if !ex.silent {
+			k.publish(reply(k.ksid, parent, "iopub", "clear_output", map[string]any{"wait": ev.Wait}))
+		}
+	case core.EventInput:
+		if !ex.allowStdin {
+			return
+		}
+		k.mu.Lock()
+		k.input = ex.r.c
+		k.mu.Unlock()
+		ex.r.c.send(reply(k.ksid, parent, "stdin", "input_request", map[string]any{"prompt": ev.Text, "password": ev.Password}))
+	}
+}
+
+// display sends one rich output: execute_result for the cell's value,
+// display_data otherwise.
+func (ex *execution) display(d core.Display) {
+	if ex.silent || len(d.Data) == 0 {
+		return
+	}
+	k, parent := ex.k, &ex.r.m
+	if d.Result {
+		k.publish(reply(k.ksid, parent, "iopub", "execute_result", resultContent(ex.count, d.Data)))
+		return
+	}
+	k.publish(reply(k.ksid, parent, "iopub", "display_data", displayContent(d.Data)))
+}
+
+// finish sends what the result holds that the live stream did not carry
+// (events dropped or never streamed): the rest of stdout and stderr (when
+// they were not cut) and the remaining displays.
+func (ex *execution) finish(res core.Result) {
+	k, parent := ex.k, &ex.r.m
+	if !ex.silent && !res.Truncated {
+		if t := rest(res.Stdout, ex.sentOut); t != "" {
+			k.publish(reply(k.ksid, parent, "iopub", "stream", streamContent("stdout", t)))
+		}
+		if t := rest(res.Stderr, ex.sentErr); t != "" {
+			k.publish(reply(k.ksid, parent, "iopub", "stream", streamContent("stderr", t)))
+		}
+	}
+	for i := ex.displays; i < len(res.Display); i++ {
+		ex.display(res.Display[i])
+	}
+}
