@@ -255,7 +255,8 @@ class Kernel:
             lines = ["%s\n" % etype.__name__]
         text = "".join(lines)
         try:
-            sys.stderr.write(text)
+            if not self.notebook:  # a notebook shows the error message's traceback instead
+                sys.stderr.write(text)
         except Exception:
             pass
         try:
