@@ -27,7 +27,7 @@ type conn struct {
 // channels serves GET /api/kernels/{id}/channels: the websocket carrying
 // every channel of the messaging protocol.
 func (g *Gateway) channels(w http.ResponseWriter, r *http.Request) {
-	owner, id := ownerOf(r), r.PathValue("id")
+	owner, id := ownerOf(r), sessionID(r.PathValue("id"))
 	s, err := g.backend.Session(r.Context(), owner, id)
 	if err != nil {
 		g.cfg.WriteError(w, r, err)

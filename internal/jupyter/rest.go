@@ -128,7 +128,7 @@ func (g *Gateway) model(owner string, s Session, name string) map[string]any {
 	if last.IsZero() {
 		last = time.Now()
 	}
-	return map[string]any{"id": s.ID, "name": name, "last_activity": isoTime(last), "execution_state": state, "connections": conns}
+	return map[string]any{"id": kernelID(s.ID), "name": name, "last_activity": isoTime(last), "execution_state": state, "connections": conns}
 }
 
 // defaultName is the kernel name of owner's sessions.
@@ -194,7 +194,7 @@ func (g *Gateway) startKernel(w http.ResponseWriter, r *http.Request) {
 // getKernel answers GET /api/kernels/{id}.
 func (g *Gateway) getKernel(w http.ResponseWriter, r *http.Request) {
 	owner := ownerOf(r)
-	s, err := g.backend.Session(r.Context(), owner, r.PathValue("id"))
+	s, err := g.backend.Session(r.Context(), owner, sessionID(r.PathValue("id")))
 	if err != nil {
 		g.cfg.WriteError(w, r, err)
 		return
@@ -204,7 +204,7 @@ func (g *Gateway) getKernel(w http.ResponseWriter, r *http.Request) {
 
 // deleteKernel answers DELETE /api/kernels/{id} with 204: the session ends.
 func (g *Gateway) deleteKernel(w http.ResponseWriter, r *http.Request) {
-	if err := g.shutdown(r.Context(), ownerOf(r), r.PathValue("id")); err != nil {
+	if err := g.shutdown(r.Context(), ownerOf(r), sessionID(r.PathValue("id"))); err != nil {
 		g.cfg.WriteError(w, r, err)
 		return
 	}
@@ -213,7 +213,7 @@ func (g *Gateway) deleteKernel(w http.ResponseWriter, r *http.Request) {
 
 // interruptKernel answers POST /api/kernels/{id}/interrupt with 204.
 func (g *Gateway) interruptKernel(w http.ResponseWriter, r *http.Request) {
-	owner, id := ownerOf(r), r.PathValue("id")
+	owner, id := ownerOf(r), sessionID(r.PathValue("id"))
 	if err := g.backend.Interrupt(r.Context(), owner, id); err != nil {
 		g.cfg.WriteError(w, r, err)
 		return
@@ -227,7 +227,7 @@ func (g *Gateway) interruptKernel(w http.ResponseWriter, r *http.Request) {
 // restartKernel answers POST /api/kernels/{id}/restart with 200 and the
 // kernel: a fresh Python process, the same files.
 func (g *Gateway) restartKernel(w http.ResponseWriter, r *http.Request) {
-	owner, id := ownerOf(r), r.PathValue("id")
+	owner, id := ownerOf(r), sessionID(r.PathValue("id"))
 	if err := g.restart(r.Context(), owner, id); err != nil {
 		g.cfg.WriteError(w, r, err)
 		return
