@@ -75,6 +75,9 @@ func (c *conn) read() {
 // route dispatches one message by channel and type.
 func (c *conn) route(m inMsg) {
 	k := c.k
+	if m.Channel == "" {
+		m.Channel = defaultChannel(m.Header.MsgType)
+	}
 	switch m.Channel {
 	case "shell":
 		switch m.Header.MsgType {
@@ -90,6 +93,19 @@ func (c *conn) route(m inMsg) {
 			go c.inputReply(m)
 		}
 	}
+}
+
+// defaultChannel is the channel of a message that names none, as
+// jupyter_server 1.23's GatewayKernelClient sends them (Kernel Gateway
+// assumes shell): the channel its type belongs to.
+func defaultChannel(msgType string) string {
+	switch msgType {
+	case "input_reply":
+		return "stdin"
+	case "interrupt_request", "shutdown_request", "debug_request":
+		return "control"
+	}
+	return "shell"
 }
 
 // immediate answers a request that needs no kernel, between busy and idle.
