@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -260,3 +262,91 @@ func jsonArray(t *testing.T, r response) []map[string]any {
 }
 
 var _ = http.StatusOK
+
+// wsHeadersShim is a sitecustomize.py for the nbconvert process:
+// jupyter_server 1.23's GatewayKernelClient opens its websocket without
+// the gateway's headers (its REST calls send them), so the shim passes
+// GatewayClient's headers (Authorization: token KEY) to
+// websocket.create_connection. It changes nothing else.
+const wsHeadersShim = `import websocket
+_create = websocket.create_connection
+def create_connection(url, *args, **kwargs):
+    from jupyter_server.gateway.gateway_client import GatewayClient
+    headers = GatewayClient.instance().load_connection_args().get("headers") or {}
+    kwargs.setdefault("header", headers)
+    return _create(url, *args, **kwargs)
+websocket.create_connection = create_connection
+`
+
+// TestJupyterNbconvertExecute: `jupyter nbconvert --execute` runs a real
+// notebook whose kernel is started through the gateway (jupyter_server's
+// GatewayKernelManager, the notebook's usual "python3" kernelspec): the
+// executed notebook holds the printed text, the DataFrame's HTML, the
+// plot's PNG and the execution counts, and the session is gone after.
+func TestJupyterNbconvertExecute(t *testing.T) {
+	requireDocker(t)
+	requireJupyter(t, "jupyter_server", "nbclient", "nbconvert", "websocket")
+	srv := startKeyedServe(t, jupyterKeys)
+	dir := t.TempDir()
+	cell := func(src string) map[string]any {
+		return map[string]any{"cell_type": "code", "execution_count": nil, "metadata": map[string]any{}, "outputs": []any{}, "source": src}
+	}
+	nb := map[string]any{
+		"nbformat": 4, "nbformat_minor": 5,
+		"metadata": map[string]any{"kernelspec": map[string]any{"name": "python3", "display_name": "Python 3", "language": "python"}},
+		"cells": []any{
+			cell("import pandas as pd\nrows = [(i, i * i) for i in range(5)]\nprint('rows', len(rows))"),
+			cell("df = pd.DataFrame(rows, columns=['n', 'square'])\ndf"),
+			cell("import matplotlib.pyplot as plt\nplt.plot(df.n, df.square)\nplt.show()"),
+			cell("df.square.sum()"),
+		},
+	}
+	raw, _ := json.Marshal(nb)
+	in := dir + "/analysis.ipynb"
+	if err := os.WriteFile(in, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	if err := os.WriteFile(shim+"/sitecustomize.py", []byte(wsHeadersShim), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/jupyter-nbconvert", "--execute", "--to", "notebook", "--output", "executed.ipynb",
+		"--ExecutePreprocessor.kernel_manager_class=jupyter_server.gateway.managers.GatewayKernelManager",
+		"--ExecutePreprocessor.timeout=120", in)
+	cmd.Dir = dir
+	cmd.Env = append(jupyterEnv(dir), "JUPYTER_GATEWAY_URL="+srv.URL, "JUPYTER_GATEWAY_AUTH_TOKEN="+aliceKey, "PYTHONPATH="+shim)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("jupyter nbconvert --execute: %v\n%s", err, tail(string(out), 6000))
+	}
+	t.Logf("nbconvert --execute took %s", time.Since(start).Round(time.Millisecond))
+	raw, err = os.ReadFile(dir + "/executed.ipynb")
+	if err != nil {
+		t.Fatalf("no executed notebook: %v\n%s", err, out)
+	}
+	var done struct {
+		Cells []struct {
+			ExecutionCount *int             `json:"execution_count"`
+			Outputs        []map[string]any `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(raw, &done); err != nil || len(done.Cells) != 4 {
+		t.Fatalf("executed notebook unreadable (%v): %.500s", err, raw)
+	}
+	for i, c := range done.Cells {
+		if c.ExecutionCount == nil || *c.ExecutionCount != i+1 {
+			t.Fatalf("cell %d: execution_count %v, want %d", i, c.ExecutionCount, i+1)
+		}
+	}
+	text, _ := json.Marshal(done.Cells)
+	for _, want := range []string{`"text":["rows 5\n"]`, `\u003ctable`, `"image/png":"iVBORw0KGgo`, `"text/plain":["30"]`} {
+		if !strings.Contains(string(text), want) {
+			t.Fatalf("executed notebook lacks %s: %.3000s", want, text)
+		}
+	}
+	// nbclient shut its kernel down: no session of alice is left.
+	poll(t, testscale.D(30*time.Second), "the notebook's session to end", func() bool {
+		return string(do(t, "GET", srv.URL+"/v1/sessions", nil, "Authorization", "Bearer "+aliceKey).Body) == `{"sessions":[]}`
+	})
+}
