@@ -350,3 +350,33 @@ func TestJupyterNbconvertExecute(t *testing.T) {
 		return string(do(t, "GET", srv.URL+"/v1/sessions", nil, "Authorization", "Bearer "+aliceKey).Body) == `{"sessions":[]}`
 	})
 }
+
+// TestJupyterKernelCull: with --kernel-cull-idle a kernel that runs
+// nothing ends (its session too); one that keeps running cells stays.
+func TestJupyterKernelCull(t *testing.T) {
+	requireDocker(t)
+	srv := startKeyedServe(t, jupyterKeys, "--kernel-cull-idle", "3s")
+	auth := "token " + aliceKey
+	start := func() string {
+		r := do(t, "POST", srv.URL+"/api/kernels", map[string]any{"name": "python"}, "Authorization", auth).must(t, 201)
+		id, _ := r.JSON(t)["id"].(string)
+		return id
+	}
+	idleK, busyK := start(), start()
+	k := dialKernel(t, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/kernels/"+busyK+"/channels", auth)
+	k.ready(testscale.D(30 * time.Second))
+	t0 := time.Now()
+	for time.Since(t0) < 8*time.Second {
+		k.execute("1", false)
+		time.Sleep(time.Second)
+	}
+	do(t, "GET", srv.URL+"/api/kernels/"+busyK, nil, "Authorization", auth).must(t, 200)
+	poll(t, testscale.D(30*time.Second), "the idle kernel to be culled", func() bool {
+		return do(t, "GET", srv.URL+"/api/kernels/"+idleK, nil, "Authorization", auth).Status == 404
+	})
+	sid := "s-" + strings.ReplaceAll(strings.TrimPrefix(idleK, "s-"), "-", "")
+	if b := string(do(t, "GET", srv.URL+"/v1/sessions", nil, "Authorization", "Bearer "+aliceKey).must(t, 200).Body); strings.Contains(b, sid) {
+		t.Fatalf("the culled kernel's session is still listed: %s", b)
+	}
+	srv.waitLog("culled idle kernel", testscale.D(10*time.Second))
+}

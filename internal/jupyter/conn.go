@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // writeTimeout bounds one websocket write; a client that reads slower is
@@ -151,7 +153,10 @@ func (c *conn) control(m inMsg) {
 		if q.Restart {
 			err = k.g.restart(c.ctx, k.owner, k.id)
 		} else {
-			err = k.g.shutdown(c.ctx, k.owner, k.id)
+			err = k.g.backend.Close(c.ctx, k.owner, k.id)
+			if err == nil || core.CodeOf(err) == core.ErrNotFound {
+				defer k.g.forget(k.owner, k.id) // after the replies
+			}
 		}
 		if err != nil {
 			content = map[string]any{"status": "error", "restart": q.Restart, "ename": "AirlockError", "evalue": err.Error(), "traceback": []string{}}

@@ -19,6 +19,7 @@ type execution struct {
 
 	sentOut, sentErr string
 	displays         int
+	result           *core.Display // the cell's value: sent last, with the final count
 }
 
 // outcome is the backend's answer to a cell.
@@ -79,7 +80,11 @@ func (ex *execution) forward(ev core.Event) {
 		}
 	case core.EventDisplay:
 		ex.displays++
-		ex.display(core.Display{Data: ev.Data, Result: ev.Result})
+		if ev.Result {
+			ex.result = &core.Display{Data: ev.Data, Result: true}
+			return
+		}
+		ex.display(core.Display{Data: ev.Data})
 	case core.EventClear:
 		if !ex.silent {
 			k.publish(reply(k.ksid, parent, "iopub", "clear_output", map[string]any{"wait": ev.Wait}))
@@ -111,7 +116,8 @@ func (ex *execution) display(d core.Display) {
 
 // finish sends what the result holds that the live stream did not carry
 // (events dropped or never streamed): the rest of stdout and stderr (when
-// they were not cut) and the remaining displays.
+// they were not cut) and the remaining displays; then the cell's value as
+// execute_result with the execution count the kernel reported.
 func (ex *execution) finish(res core.Result) {
 	k, parent := ex.k, &ex.r.m
 	if !ex.silent && !res.Truncated {
@@ -123,6 +129,13 @@ func (ex *execution) finish(res core.Result) {
 		}
 	}
 	for i := ex.displays; i < len(res.Display); i++ {
+		if res.Display[i].Result {
+			ex.result = &res.Display[i]
+			continue
+		}
 		ex.display(res.Display[i])
+	}
+	if ex.result != nil {
+		ex.display(*ex.result)
 	}
 }
