@@ -45,8 +45,12 @@ def introspect(ctl, req, call_cls):
         pass
     finally:
         ctl.call = None
+    if call.kdone is None and k.dead is None:
+        # Stuck (user code can replace what answers): a kernel that cannot take the next
+        # call is replaced, as after a timeout; the next exec reports kernel_restarted.
+        ctl.kill_kernel(k, {"message": "the kernel did not answer an introspection", "exit_code": 137})
     if k.dead is not None:
-        ctl.session = ctl.fork_kernel()
+        ctl.session = None  # the next exec adopts a spare and reports kernel_restarted
         ctl.session_lost = True
     reply = (call.kdone or {}).get("reply")
     if not isinstance(reply, dict):
