@@ -14,8 +14,9 @@ import (
 // one session over the gateway's websocket (execute_request to its idle)
 // against the same call over the REST session route (POST
 // /v1/sessions/{id}/tool-calls), interleaved, p50 side by side. The
-// protocol may add at most 1 ms; the test logs both and fails only when
-// the websocket is slower by more than a scaled bound.
+// protocol may add at most 1 ms; the test logs both p50s and fails when
+// the fastest websocket round trip is slower than the fastest REST one
+// by more than a scaled 2 ms.
 func TestJupyterPrintRoundTrip(t *testing.T) {
 	requireDocker(t)
 	srv := startKeyedServe(t, jupyterKeys, "--rate", "-1")
@@ -61,9 +62,13 @@ func TestJupyterPrintRoundTrip(t *testing.T) {
 		return s[len(s)/2]
 	}
 	pws, prest := p50(ws), p50(rest)
-	t.Logf("print(1) round trip p50 over %d calls each: websocket %s, REST session route %s, difference %s",
-		n, pws.Round(10*time.Microsecond), prest.Round(10*time.Microsecond), fmt.Sprint((pws - prest).Round(10*time.Microsecond)))
-	if limit := testscale.D(5 * time.Millisecond); pws-prest > limit {
-		t.Fatalf("the websocket adds %s to print(1) over the REST route, over %s", pws-prest, limit)
+	mws, mrest := slices.Min(ws), slices.Min(rest)
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	t.Logf("print(1) round trip over %d calls each: p50 websocket %s, REST session route %s, difference %s (fastest: %s, %s)",
+		n, r(pws), r(prest), fmt.Sprint(r(pws-prest)), r(mws), r(mrest))
+	// The p50 is the figure; on a shared machine it moves with the load,
+	// so the bound is on the fastest round trip of each.
+	if limit := testscale.D(2 * time.Millisecond); mws-mrest > limit {
+		t.Fatalf("the websocket's fastest print(1) is %s slower than the REST route's, over %s", mws-mrest, limit)
 	}
 }

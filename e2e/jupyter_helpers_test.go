@@ -57,46 +57,51 @@ func startKeyedServe(t *testing.T, lines []string, extra ...string) *keyed {
 
 // jupyterServer is a running `jupyter server --gateway-url`.
 type jupyterServer struct {
-	cmd   *exec.Cmd
-	out   syncBuffer
 	URL   string
 	Token string
 }
 
-// startJupyterServer starts Debian's jupyter server on loopback with
-// every kernel sent to gateway, authenticating there with key.
-func startJupyterServer(t *testing.T, gateway, key string) *jupyterServer {
+// startJupyter starts Debian's `python3 -m module` (jupyter_server or
+// notebook, whose options are prefixed app) on loopback with its root in
+// a temporary folder, every kernel sent to gateway with key, and waits
+// until its /api/status answers. It returns the server and its folder.
+func startJupyter(t *testing.T, module, app, gateway, key string) (*jupyterServer, string) {
 	t.Helper()
 	dir := t.TempDir()
 	port := freeAddr(t)[len("127.0.0.1:"):]
 	j := &jupyterServer{URL: "http://127.0.0.1:" + port, Token: "jtok-" + fmt.Sprint(time.Now().UnixNano())}
-	j.cmd = exec.Command(debianPython, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-		"--ServerApp.port="+port, "--ServerApp.port_retries=0", "--ServerApp.token="+j.Token,
-		"--ServerApp.root_dir="+dir, "--allow-root", "--gateway-url="+gateway)
-	j.cmd.Env = append(jupyterEnv(dir), "JUPYTER_GATEWAY_AUTH_TOKEN="+key)
-	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
-	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := j.cmd.Start(); err != nil {
-		t.Fatalf("start jupyter server: %v", err)
+	root := "root_dir"
+	if app == "NotebookApp" {
+		root = "notebook_dir"
+	}
+	cmd := exec.Command(debianPython, "-m", module, "--no-browser", "--allow-root", "--"+app+".ip=127.0.0.1",
+		"--"+app+".port="+port, "--"+app+".port_retries=0", "--"+app+".token="+j.Token,
+		"--"+app+"."+root+"="+dir, "--gateway-url="+gateway)
+	cmd.Env = append(jupyterEnv(dir), "JUPYTER_GATEWAY_AUTH_TOKEN="+key)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", module, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = j.cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGTERM)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("--- jupyter server ---\n%s", tail(j.out.String(), 8000))
+			t.Logf("--- %s ---\n%s", module, tail(out.String(), 8000))
 		}
 	})
-	poll(t, startTimeout, "jupyter server to answer /api/status", func() bool {
+	poll(t, startTimeout, module+" to answer /api/status", func() bool {
 		select {
 		case <-done:
-			t.Fatalf("jupyter server exited early:\n%s", tail(j.out.String(), 4000))
+			t.Fatalf("%s exited early:\n%s", module, tail(out.String(), 4000))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -104,7 +109,22 @@ func startJupyterServer(t *testing.T, gateway, key string) *jupyterServer {
 		r, err := send(ctx, "GET", j.URL+"/api/status", nil, "Authorization", "token "+j.Token)
 		return err == nil && r.Status == http.StatusOK
 	})
-	return j
+	return j, dir
+}
+
+// writeNotebook writes an nbformat 4 notebook of code cells for kernelspec
+// kernel to path.
+func writeNotebook(t *testing.T, path, kernel string, cells ...string) {
+	t.Helper()
+	list := make([]any, len(cells))
+	for i, src := range cells {
+		list[i] = map[string]any{"cell_type": "code", "execution_count": nil, "metadata": map[string]any{}, "outputs": []any{}, "source": src}
+	}
+	raw, _ := json.Marshal(map[string]any{"nbformat": 4, "nbformat_minor": 4, "cells": list,
+		"metadata": map[string]any{"kernelspec": map[string]any{"name": kernel, "display_name": kernel, "language": "python"}}})
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // jupyterEnv is a clean environment for a Jupyter process whose config,
@@ -144,7 +164,7 @@ type kernelWS struct {
 	ws      *websocket.Conn
 	session string
 	mu      sync.Mutex
-	msgs    []jmsg
+	msgs    map[string][]jmsg // by parent msg_id
 	arrived chan struct{}
 	n       int
 }
@@ -163,7 +183,7 @@ func dialKernel(t *testing.T, url, auth string) *kernelWS {
 		t.Fatalf("dial %s: %v (status %d)", url, err, status)
 	}
 	ws.SetReadLimit(64 << 20)
-	k := &kernelWS{t: t, ws: ws, session: fmt.Sprint("test-", time.Now().UnixNano()), arrived: make(chan struct{}, 1)}
+	k := &kernelWS{t: t, ws: ws, session: fmt.Sprint("test-", time.Now().UnixNano()), msgs: map[string][]jmsg{}, arrived: make(chan struct{}, 1)}
 	go k.read()
 	t.Cleanup(func() { _ = ws.CloseNow() })
 	return k
@@ -182,7 +202,7 @@ func (k *kernelWS) read() {
 		}
 		m.at = time.Now()
 		k.mu.Lock()
-		k.msgs = append(k.msgs, m)
+		k.msgs[m.parent()] = append(k.msgs[m.parent()], m)
 		k.mu.Unlock()
 		select {
 		case k.arrived <- struct{}{}:
@@ -214,13 +234,7 @@ func (k *kernelWS) send(channel, msgType string, content map[string]any) string 
 func (k *kernelWS) of(id string) []jmsg {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var out []jmsg
-	for _, m := range k.msgs {
-		if m.parent() == id {
-			out = append(out, m)
-		}
-	}
-	return out
+	return append([]jmsg(nil), k.msgs[id]...)
 }
 
 // wait waits (at most d) until cond holds for the messages of id.

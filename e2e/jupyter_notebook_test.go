@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,60 +22,11 @@ func TestJupyterClassicNotebook(t *testing.T) {
 	requireJupyter(t, "notebook")
 	srv := startKeyedServe(t, jupyterKeys)
 
-	dir := t.TempDir()
-	cell := func(src string) map[string]any {
-		return map[string]any{"cell_type": "code", "execution_count": nil, "metadata": map[string]any{}, "outputs": []any{}, "source": src}
-	}
-	nb := map[string]any{
-		"nbformat": 4, "nbformat_minor": 4,
-		"metadata": map[string]any{"kernelspec": map[string]any{"name": "python", "display_name": "Python 3 (Airlock)", "language": "python"}},
-		"cells": []any{
-			cell("import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', 'Lima', 'Pune'], 'rain_mm': [763, 16, 722]})\ndf"),
-			cell("import matplotlib.pyplot as plt\nplt.bar(df.city, df.rain_mm)\nplt.title('rain')\nplt.show()"),
-		},
-	}
-	raw, _ := json.Marshal(nb)
-	if err := os.WriteFile(filepath.Join(dir, "rain.ipynb"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port := freeAddr(t)[len("127.0.0.1:"):]
-	token := "nbtok-0123456789"
-	cmd := exec.Command(debianPython, "-m", "notebook", "--no-browser", "--allow-root", "--NotebookApp.ip=127.0.0.1",
-		"--NotebookApp.port="+port, "--NotebookApp.port_retries=0", "--NotebookApp.token="+token,
-		"--NotebookApp.notebook_dir="+dir, "--gateway-url="+srv.URL)
-	cmd.Env = append(jupyterEnv(dir), "JUPYTER_GATEWAY_AUTH_TOKEN="+aliceKey)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start jupyter notebook: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("--- jupyter notebook ---\n%s", tail(out.String(), 8000))
-		}
-	})
-	base := "http://127.0.0.1:" + port
-	poll(t, startTimeout, "the notebook server to answer", func() bool {
-		select {
-		case <-done:
-			t.Fatalf("jupyter notebook exited early:\n%s", tail(out.String(), 4000))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		r, err := send(ctx, "GET", base+"/api/status", nil, "Authorization", "token "+token)
-		return err == nil && r.Status == http.StatusOK
-	})
+	js, dir := startJupyter(t, "notebook", "NotebookApp", srv.URL, aliceKey)
+	writeNotebook(t, filepath.Join(dir, "rain.ipynb"), "python",
+		"import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', 'Lima', 'Pune'], 'rain_mm': [763, 16, 722]})\ndf",
+		"import matplotlib.pyplot as plt\nplt.bar(df.city, df.rain_mm)\nplt.title('rain')\nplt.show()")
+	base, token := js.URL, js.Token
 
 	br := browsertest.Start(t, 1200, 1400, 6*time.Minute)
 	ctx := br.Ctx

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,7 +39,7 @@ func TestJupyterServerGateway(t *testing.T) {
 	requireDocker(t)
 	requireJupyter(t, "jupyter_server")
 	srv := startKeyedServe(t, jupyterKeys)
-	js := startJupyterServer(t, srv.URL, aliceKey)
+	js, _ := startJupyter(t, "jupyter_server", "ServerApp", srv.URL, aliceKey)
 
 	// The gateway's kernelspecs reach the jupyter server (which adopts the
 	// gateway's default on its second fetch, as it logs).
@@ -251,17 +250,6 @@ func strs(v any) []string {
 	return out
 }
 
-// jsonBody decodes a JSON array body.
-func jsonArray(t *testing.T, r response) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	if err := json.Unmarshal(r.Body, &out); err != nil {
-		t.Fatalf("not a JSON array (%v): %.300s", err, r.Body)
-	}
-	return out
-}
-
-var _ = http.StatusOK
 
 // wsHeadersShim is a sitecustomize.py for the nbconvert process:
 // jupyter_server 1.23's GatewayKernelClient opens its websocket without
@@ -288,24 +276,12 @@ func TestJupyterNbconvertExecute(t *testing.T) {
 	requireJupyter(t, "jupyter_server", "nbclient", "nbconvert", "websocket")
 	srv := startKeyedServe(t, jupyterKeys)
 	dir := t.TempDir()
-	cell := func(src string) map[string]any {
-		return map[string]any{"cell_type": "code", "execution_count": nil, "metadata": map[string]any{}, "outputs": []any{}, "source": src}
-	}
-	nb := map[string]any{
-		"nbformat": 4, "nbformat_minor": 5,
-		"metadata": map[string]any{"kernelspec": map[string]any{"name": "python3", "display_name": "Python 3", "language": "python"}},
-		"cells": []any{
-			cell("import pandas as pd\nrows = [(i, i * i) for i in range(5)]\nprint('rows', len(rows))"),
-			cell("df = pd.DataFrame(rows, columns=['n', 'square'])\ndf"),
-			cell("import matplotlib.pyplot as plt\nplt.plot(df.n, df.square)\nplt.show()"),
-			cell("df.square.sum()"),
-		},
-	}
-	raw, _ := json.Marshal(nb)
 	in := dir + "/analysis.ipynb"
-	if err := os.WriteFile(in, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNotebook(t, in, "python3",
+		"import pandas as pd\nrows = [(i, i * i) for i in range(5)]\nprint('rows', len(rows))",
+		"df = pd.DataFrame(rows, columns=['n', 'square'])\ndf",
+		"import matplotlib.pyplot as plt\nplt.plot(df.n, df.square)\nplt.show()",
+		"df.square.sum()")
 	shim := t.TempDir()
 	if err := os.WriteFile(shim+"/sitecustomize.py", []byte(wsHeadersShim), 0o644); err != nil {
 		t.Fatal(err)
@@ -321,7 +297,7 @@ func TestJupyterNbconvertExecute(t *testing.T) {
 		t.Fatalf("jupyter nbconvert --execute: %v\n%s", err, tail(string(out), 6000))
 	}
 	t.Logf("nbconvert --execute took %s", time.Since(start).Round(time.Millisecond))
-	raw, err = os.ReadFile(dir + "/executed.ipynb")
+	raw, err := os.ReadFile(dir + "/executed.ipynb")
 	if err != nil {
 		t.Fatalf("no executed notebook: %v\n%s", err, out)
 	}

@@ -1,12 +1,10 @@
 package jupyter
 
 import (
+	"sync"
+
 	"github.com/airlock-dev/airlock/core"
 )
-
-// eventBuffer is how many live events of a cell wait for their turn; past
-// it events are dropped and finish sends what the result holds instead.
-const eventBuffer = 1024
 
 // execution is one execute_request while it runs: what was streamed so
 // far, so that the end can send what the live stream missed.
@@ -17,49 +15,31 @@ type execution struct {
 	count      int
 	allowStdin bool
 
+	mu               sync.Mutex // the sink's calls against the end of the cell
+	ended            bool       // events after the result are not sent
 	sentOut, sentErr string
 	displays         int
 	result           *core.Display // the cell's value: sent last, with the final count
 }
 
-// outcome is the backend's answer to a cell.
-type outcome struct {
-	res core.Result
-	err error
-}
-
-// run executes code, forwarding its live events in order, and returns
-// the result once every event that arrived before it was sent.
+// run executes code, forwarding its live events as they come (from the
+// sink's goroutine, with no hop in between: a slow client only delays
+// its own events, and what the stream drops finish sends from the
+// result), and returns the result.
 func (ex *execution) run(code string) (core.Result, error) {
-	events := make(chan core.Event, eventBuffer)
-	sink := func(ev core.Event) {
-		select {
-		case events <- ev:
-		default:
-		}
-	}
 	k := ex.k
-	ctx := core.WithSink(k.ctx, sink)
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := k.g.backend.Execute(ctx, k.owner, k.id, Cell{Code: code, AllowStdin: ex.allowStdin})
-		done <- outcome{res, err}
-	}()
-	for {
-		select {
-		case ev := <-events:
+	ctx := core.WithSink(k.ctx, func(ev core.Event) {
+		ex.mu.Lock()
+		defer ex.mu.Unlock()
+		if !ex.ended {
 			ex.forward(ev)
-		case o := <-done:
-			for {
-				select {
-				case ev := <-events:
-					ex.forward(ev)
-				default:
-					return o.res, o.err
-				}
-			}
 		}
-	}
+	})
+	res, err := k.g.backend.Execute(ctx, k.owner, k.id, Cell{Code: code, AllowStdin: ex.allowStdin})
+	ex.mu.Lock()
+	ex.ended = true
+	ex.mu.Unlock()
+	return res, err
 }
 
 // forward sends one live event as its Jupyter message.

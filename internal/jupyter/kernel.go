@@ -50,15 +50,20 @@ func newKernel(g *Gateway, owner, id string, count int) *kernel {
 // connection.
 func (k *kernel) stop() {
 	k.cancel()
+	for _, c := range k.connections() {
+		c.close("the kernel was shut down")
+	}
+}
+
+// connections returns the kernel's connections now.
+func (k *kernel) connections() []*conn {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	conns := make([]*conn, 0, len(k.conns))
 	for c := range k.conns {
 		conns = append(conns, c)
 	}
-	k.mu.Unlock()
-	for _, c := range conns {
-		c.close("the kernel was shut down")
-	}
+	return conns
 }
 
 // attach and detach track the kernel's websocket connections.
@@ -94,13 +99,7 @@ func (k *kernel) state() (busy bool, conns int, last time.Time) {
 
 // publish sends m on iopub to every connection.
 func (k *kernel) publish(m outMsg) {
-	k.mu.Lock()
-	conns := make([]*conn, 0, len(k.conns))
-	for c := range k.conns {
-		conns = append(conns, c)
-	}
-	k.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range k.connections() {
 		c.send(m)
 	}
 }
