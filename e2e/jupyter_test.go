@@ -250,7 +250,6 @@ func strs(v any) []string {
 	return out
 }
 
-
 // wsHeadersShim is a sitecustomize.py for the nbconvert process:
 // jupyter_server 1.23's GatewayKernelClient opens its websocket without
 // the gateway's headers (its REST calls send them), so the shim passes
