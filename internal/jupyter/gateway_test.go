@@ -513,3 +513,58 @@ func TestIDs(t *testing.T) {
 		t.Fatal("replyType")
 	}
 }
+
+// TestBounds: a message over MaxMessageBytes ends the connection (the
+// kernel lives on); requests past MaxQueued behind a running cell are
+// refused with an error reply, not queued without bound.
+func TestBounds(t *testing.T) {
+	h := newHarness(t, Config{MaxMessageBytes: 4096, MaxQueued: 2})
+	release := make(chan struct{})
+	h.f.run = func(_ context.Context, cell Cell, _ core.Sink) (core.Result, error) {
+		if cell.Code == "block" {
+			<-release
+		}
+		return core.Result{Status: core.StatusOK}, nil
+	}
+	kid := h.start("alice")
+	c := h.dial("alice", kid)
+	first := c.send("shell", "execute_request", execReq("block"))
+	waitFor(t, func() bool { busy, _, _ := h.g.lookup("alice", sessionID(kid)).state(); return busy })
+	var ids []string
+	for range 4 {
+		ids = append(ids, c.send("shell", "execute_request", execReq("queued")))
+	}
+	waitFor(t, func() bool {
+		_, ms := c.of(ids[3])
+		return content(ms, "execute_reply") != nil
+	})
+	for _, id := range ids[2:] {
+		_, ms := c.of(id)
+		if r := content(ms, "execute_reply"); r == nil || r["status"] != "error" || r["ename"] != "Busy" {
+			t.Fatalf("request past the queue bound: %v", r)
+		}
+	}
+	close(release)
+	c.await(first)
+	c.await(ids[1])
+
+	big := c.send("shell", "execute_request", execReq(strings.Repeat("x", 8192)))
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
+	defer cancel()
+	for {
+		if err := c.ws.Ping(ctx); err != nil {
+			break // the server closed the connection
+		}
+		if ctx.Err() != nil {
+			t.Fatal("an over-limit message did not end the connection")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ms := c.of(big); len(ms) != 0 {
+		t.Fatalf("the over-limit message was handled: %v", ms)
+	}
+	if st, _ := h.do("alice", "GET", "/api/kernels/"+kid, ""); st != 200 {
+		t.Fatalf("the kernel after a dropped connection: %d", st)
+	}
+	h.dial("alice", kid) // and can be reached again
+}
