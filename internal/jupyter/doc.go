@@ -12,9 +12,11 @@
 // keeps in memory (the kernels it serves, their websocket connections and
 // queued shell requests) lives only as long as the connections.
 //
-// Files: message.go (wire form of messages, binary frames), translate.go
-// (Airlock results and events to Jupyter messages), kernel.go (one kernel:
-// the shell queue, execute, stop_on_error), conn.go (one websocket
-// connection and its channels), rest.go (the REST routes), cull.go (idle
-// kernels end).
+// Files: gateway.go (the Gateway and its kernels), backend.go (what it
+// needs from Airlock, its Config), message.go (wire form of messages,
+// binary frames), ids.go (kernel ids), translate.go (Airlock results to
+// message contents), kernel.go (one kernel: the shell queue,
+// stop_on_error, introspection), execute.go (one cell: live events, what
+// the stream missed), conn.go (one websocket connection and its channels),
+// rest.go (the REST routes), cull.go (idle kernels end).
 package jupyter
