@@ -17,6 +17,7 @@ commands:
   exec      run one snippet: airlock exec [--json] [--timeout 10s] [--memory 256m] [--cpus 1] [--mount DIR] [--secrets-file FILE] run_python|execute_shell [CODE]
   session   open a session and run several snippets in it (stdin, separated by lines "---")
   images    build or list the sandbox images: airlock images build|list
+  env       environments: airlock env build FILE | airlock env list | airlock env rm NAME
   tools     the tool registry: airlock tools list | airlock tools cost [--rounds 20]
   reap      remove leftover sandbox containers
 `
@@ -41,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSession(rest, stdin, stdout, stderr)
 	case "images":
 		return runImages(rest, stdout, stderr)
+	case "env":
+		return runEnv(rest, stdout, stderr)
 	case "tools":
 		return runTools(rest, stdout, stderr)
 	case "serve":
