@@ -63,6 +63,8 @@ func callRequest(req core.Request, call Call, ceiling core.Limits) core.Request 
 		req.Archive = call.Archive
 	}
 	req.Background = req.Background || call.Background
+	req.AllowStdin = req.AllowStdin || call.AllowStdin
+	req.Notebook = req.Notebook || call.Notebook
 	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, ceiling))
 	return req

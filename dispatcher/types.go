@@ -33,8 +33,14 @@ type Call struct {
 	Ceiling core.Limits `json:"ceiling,omitempty"`
 	// Background is set on calls in a session opened with background work
 	// allowed; it travels as core.Request.Background.
-	Background bool   `json:"background,omitempty"`
-	Caller     string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	Background bool `json:"background,omitempty"`
+	// AllowStdin lets a session call's input() ask the caller (it travels
+	// as core.Request.AllowStdin; the caller answers with OpSessionInput).
+	AllowStdin bool `json:"allow_stdin,omitempty"`
+	// Notebook runs the call with a notebook front end's conventions (it
+	// travels as core.Request.Notebook).
+	Notebook bool   `json:"notebook,omitempty"`
+	Caller   string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 	// Lane and IdempotencyKey travel as core.Request.Lane and
 	// core.Request.IdempotencyKey (set by the transport: batch items use
 	// core.LaneBatch; the API keys a tool call by its Idempotency-Key

@@ -205,6 +205,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		TimeoutMS: c.limits.Timeout.Milliseconds(), HardOutputBytes: e.cfg.HardOutputBytes,
 		MaxArtifacts: e.cfg.MaxArtifacts, MaxArtifactBytes: e.cfg.MaxArtifactBytes,
 		Background: session && c.Background, Generated: c.Generated,
+		AllowStdin: session && c.AllowStdin && c.Stdin == "", Notebook: c.Notebook,
 	}
 	if len(c.Archive) > 0 {
 		if !b.has(featureArchive) {
