@@ -424,6 +424,59 @@ def t_background(c):
     c.call({"op": "restart"})
 
 
+def t_jupyter(c):
+    """The Jupyter operations (issue 31) on the split controller: introspection in the stopped
+    session kernel, input() answered by Airlock, notebook conventions, a stolen question token."""
+    c.call({"op": "restart"})
+    _, d = c.call({"op": "introspect", "what": "complete", "code": "import js", "cursor_pos": 9})
+    check("complete before any call", "json" in d.get("reply", {}).get("matches", []), repr(d)[:200])
+    c.exec("x = 5\n" + SPIN, mode="session")
+    lat = []
+    for _ in range(20):
+        t = time.monotonic()
+        _, d = c.call({"op": "introspect", "what": "complete", "code": "x.bit_", "cursor_pos": 6})
+        lat.append((time.monotonic() - t) * 1000)
+    check("complete over the live namespace x20 (a thread spinning in the kernel)", "bit_length" in d.get("reply", {}).get("matches", []),
+          "p50=%.1f ms max=%.1f ms" % (pct(lat, .5), max(lat)))
+    time.sleep(0.3)
+    _, a = c.call({"op": "stats"})
+    time.sleep(2)
+    _, b = c.call({"op": "stats"})
+    check("the kernel is stopped again after introspections", b["cpu_ms"] - a["cpu_ms"] < 100,
+          "%.0f ms in 2 s" % (b["cpu_ms"] - a["cpu_ms"]))
+    rid = c.send({"op": "exec", "mode": "session", "allow_stdin": True, "notebook": True, "timeout_ms": 30000,
+                  "code": "import getpass\na = input('first? ')\nb = getpass.getpass()\nclear_output(wait=True)\na + b"})
+    answers = []
+    for value in ("a\nb", "cd"):
+        for _ in range(200):
+            _, d = c.call({"op": "input_reply", "value": value})
+            if d.get("taken"):
+                break
+            time.sleep(0.05)
+        answers.append(d.get("taken"))
+    frames, done = c.wait(rid)
+    kinds = [(f["t"], f.get("prompt", f.get("result"))) for f in frames]
+    check("input() and getpass() answered, value as the result", answers == [True, True] and done["status"] == "ok" and
+          kinds == [("input_request", "first? "), ("input_request", "Password: "), ("clear_output", None), ("display", True)]
+          and frames[-1]["data"]["text/plain"] == repr("a\nbcd"), repr((answers, kinds, done["status"]))[:300])
+    rid = c.send({"op": "exec", "mode": "session", "allow_stdin": True, "timeout_ms": 30000, "code": "input('wait? ')"})
+    time.sleep(1)
+    _, d = c.call({"op": "interrupt"})
+    frames, done = c.wait(rid)
+    check("an interrupt ends a wait in input()", d.get("interrupted") and done["status"] == "interrupted",
+          repr((d, done["status"], done.get("error")))[:200])
+    _, d = c.call({"op": "input_reply", "value": "late"})
+    out, _, _, _ = c.exec("try:\n    input()\nexcept EOFError:\n    print('eof')", mode="session")
+    check("no input crosses calls; input() reads EOF without allow_stdin", d.get("taken") is False and out == "eof\n",
+          repr((d, out)))
+    out, _, done, _ = c.exec(attack("introspect_thief.py"), mode="session")
+    _, d = c.call({"op": "introspect", "what": "complete", "code": "x", "cursor_pos": 1})
+    out, err, done, _ = c.exec(attack("introspect_forge.py"), mode="session")
+    check("a question's stolen token forges no call's done", done["exit_code"] == 7 and out == "forged\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    c.call({"op": "restart"})
+
+
 def t_pilshow(c):
     for mode in ("oneshot", "session"):
         out, err, done, disp = c.exec("from PIL import Image\nImage.new('RGB', (4, 4), 'red').show()", mode=mode)
@@ -477,7 +530,7 @@ def burner():
 
 
 ALL = ["boot", "latency", "isolation", "session", "forgery", "interrupt", "timeout", "death", "rich", "error", "misc",
-       "hooked", "ipc", "background", "pilshow", "envstdin", "ordering", "eof", "maxlife"]
+       "hooked", "ipc", "background", "jupyter", "pilshow", "envstdin", "ordering", "eof", "maxlife"]
 
 
 def main(argv):
@@ -517,6 +570,8 @@ def main(argv):
                 t_error(c)
             elif name == "misc":
                 t_misc(c)
+            elif name == "jupyter":
+                t_jupyter(c)
             elif name == "hooked":
                 t_hooked(c)
             elif name == "ipc":

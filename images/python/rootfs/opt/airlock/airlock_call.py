@@ -4,7 +4,9 @@
            the controller's own (shell); the archive, if any, is unpacked before
   begin    snapshot (or freeze) of the session's processes, CPU readings, fresh pipes,
            the exec sent with a random token
-  wait     until the kernel's done or death; the deadline, the output cap, interrupts
+  wait     until the kernel's done or death; the deadline, the output cap, interrupts,
+           the call's own messages forwarded (displays, clear_output, input requests,
+           whose answers go down the call's answers pipe)
   end      the sweep, the pipes read to EOF, the done frame built from what the controller
            observed (status checked, artifacts read by the controller), then the files
            cleaned and the spares refilled (one-shot) or the session's kernel replaced
@@ -25,6 +27,7 @@ from airlock_workspace import CallRefused
 INT_WINDOW_S = 0.5  # see Call.int_repeat_until
 SESSION_KILL_GRACE_S = 0.5
 MAX_WARNINGS = 20
+MAX_PROMPT = 4096  # characters of an input() prompt forwarded
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
 
 
@@ -43,6 +46,11 @@ class Call:
         self.mode = req.get("mode", "oneshot")
         self.lang = req.get("lang", "python")  # shell: the kernel is a bash of the controller's
         self.hard = int(req.get("hard_output_bytes") or (64 << 20))
+        # Notebook conventions: the value as a result display, figures as displays.
+        self.notebook = req.get("notebook") is True
+        # input() asks Airlock (a session's Python call without stdin): answers pipe.
+        self.ask = kind == "session" and req.get("allow_stdin") is True and req.get("stdin") is None
+        self.inputs_waiting = 0  # input requests forwarded and not answered yet
         self.output = None
         self.display_bytes = 0
         self.kdone = None
@@ -161,6 +169,11 @@ class Runner:
         self.call = None
         self.seq = 0
 
+    def next_seq(self):
+        """A seq no other call or question of this container has."""
+        self.seq += 1
+        return self.seq
+
     def call_of(self, k):
         """The running call if its kernel is k."""
         return self.call if self.call is not None and self.call.kernel is k else None
@@ -204,8 +217,7 @@ class Runner:
         kind, k, restarted = self._choose(req)
         self.kernels.wait_ready(k)
         t_kernel = now()
-        self.seq += 1
-        call = Call(req, k, self.seq, kind)
+        call = Call(req, k, self.next_seq(), kind)
         call.unpack, call.restarted = unpacked, restarted
         call.mark("kernel_ready", t_kernel)
         self.kernels.wait_forks()
@@ -222,7 +234,7 @@ class Runner:
         call.oom0 = proc.oom_kills()
         call.output = out = Output(self.loop, self.link, call.id, call.hard, call.running,
                                    lambda stream: self.over_limit(call, stream))
-        out.open(req.get("stdin"))
+        out.open(req.get("stdin"), answers=call.ask)
         k.count += 1
         self.call = call
         self.link.on_flush = out.update_pause
@@ -238,7 +250,8 @@ class Runner:
             self.shells.spawn(k, code, env, fds)
             return
         msg = {"op": "exec", "seq": call.seq, "token": call.token, "mode": call.mode, "lang": "python",
-               "code": code, "env": env, "generated": req.get("generated") is True, "nfds": len(fds)}
+               "code": code, "env": env, "generated": req.get("generated") is True,
+               "notebook": call.notebook, "allow_stdin": call.ask, "nfds": len(fds)}
         try:
             if k.dead is not None:
                 raise OSError("kernel already dead")
@@ -288,7 +301,7 @@ class Runner:
         call.output.flush_pending()
         t = msg.get("t")
         if t == "display":
-            self._display(call, msg.get("data"))
+            self._display(call, msg.get("data"), call.notebook and msg.get("result") is True)
         elif t == "figure":
             data = msg.get("data")
             if isinstance(data, str):
@@ -296,11 +309,17 @@ class Runner:
                     call.figures.append(base64.b64decode(data, validate=True))
                 except ValueError:
                     pass
+        elif t == "clear_output":
+            self.link.emit({"t": "clear_output", "id": call.id, "wait": msg.get("wait") is True})
+        elif t == "input_request" and call.ask:
+            call.inputs_waiting += 1
+            self.link.emit({"t": "input_request", "id": call.id, "prompt": str(msg.get("prompt", ""))[:MAX_PROMPT],
+                            "password": msg.get("password") is True})
         elif t == "done":
             call.kdone = msg
             call.end = now()
 
-    def _display(self, call, data):
+    def _display(self, call, data, result):
         if not isinstance(data, dict):
             return
         data = {str(m): v for m, v in data.items() if isinstance(v, str)}
@@ -308,7 +327,16 @@ class Runner:
         if call.display_bytes > call.hard:
             self.over_limit(call, "display")
         elif data:
-            self.link.emit({"t": "display", "id": call.id, "data": data})
+            self.link.emit({"t": "display", "id": call.id, "data": data, "result": result})
+
+    def answer_input(self, value):
+        """The input_reply op: hand value to the running call's input(), if it waits in
+        one (it asked and was not answered yet); whether it did."""
+        call = self.call
+        if call is None or not call.inputs_waiting or not call.running():
+            return False
+        call.inputs_waiting -= 1
+        return call.output.answer(value)
 
     def over_limit(self, call, stream):
         """A stream passed the hard output limit: stop the code."""
@@ -354,7 +382,7 @@ class Runner:
 
     # --- end ------------------------------------------------------------------------
     def _end(self, call):
-        call.output.close_stdin()
+        call.output.close_inputs()
         # Leftover processes hold the pipes open: kill them, then drain to EOF.
         self._cleanup(call)
         call.mark("killed")
@@ -387,11 +415,11 @@ class Runner:
             # A direct shell's pid was reaped already and may be a leftover's now.
             cleanup.sweep(dict.fromkeys(keep), thaw, dead=() if k.direct is not None else (k.pid,), reap=self.reap)
         elif call.kind == "tool":
-            self.session.sweep(call, run_kernel=not self.session.stopped)
+            self.session.sweep(call.snapshot, run_kernel=not self.session.stopped, dead=(k.pid,))
         elif call.req.get("background"):
             self.session.resume()
         else:
-            n = self.session.sweep(call, run_kernel=False)
+            n = self.session.sweep(call.snapshot, run_kernel=False)
             if n and not (call.kind == "session" and k.dead is not None):
                 call.warnings.append("killed %d process(es) left running by the call" % n)
 

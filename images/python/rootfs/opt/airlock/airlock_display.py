@@ -1,9 +1,11 @@
-"""Rich output of a kernel's calls: display(), mime bundles, figures, PIL's Image.show().
+"""What user code sees of the kernel: display(), clear_output(), input() answered by
+Airlock, mime bundles, figures, PIL's Image.show().
 
-This is the part of the kernel that user code can see and change: display() is a
-builtin, matplotlib's pyplot.show/Figure.savefig and PIL's image viewers are patched
-to come here. What it sends (display and figure messages) is trusted only as the
-call's own output. It shares no object with the kernel's reporting path
+This is the part of the kernel that user code can see and change: display() and
+clear_output() are builtins, input() and getpass.getpass() are replaced during a call
+sent with allow_stdin, matplotlib's pyplot.show/Figure.savefig and PIL's image viewers
+are patched to come here. What it sends (display, figure, clear_output and
+input_request messages) is trusted only as the call's own output. It shares no object with the kernel's reporting path
 (kernel.py): it sends through its own, separate instance of airlock_wire, so
 nothing reachable from display() leads to the code that reports a call's status.
 """
@@ -32,6 +34,10 @@ _wire = _own_wire()
 _sock = None  # the kernel's control socket
 _seq = None  # the running call's seq (display and figure messages carry it)
 _figures = 0  # figures sent in the running call
+_notebook = False  # the running call's "notebook" flag: figures as displays
+_answers = None  # read end of the running call's answers pipe (allow_stdin), else None
+_pending = b""  # bytes read from it past the last answer
+_saved_input = None  # (builtins.input, the getpass module, its getpass) while ours replace them
 
 
 def _send(obj):
@@ -58,13 +64,29 @@ def display(*objs, **_kw):
         _send({"t": "display", "data": mime_bundle(obj)})
 
 
+def clear_output(wait=False):
+    """Clear the cell's output so far (at once, or with wait=True when the next output
+    arrives), like IPython.display.clear_output; only notebook front ends show it."""
+    _flush()
+    _send({"t": "clear_output", "wait": bool(wait)})
+
+
+def result(value):
+    """The cell's value in notebook mode: a display marked as the result (Jupyter's
+    execute_result), instead of printed."""
+    _flush()
+    _send({"t": "display", "data": mime_bundle(value), "result": True})
+
+
 def install(ns, sock):
-    """Make display() a builtin and a name in the user namespace ns, connect it to the
-    kernel's control socket, and patch pyplot and PIL's viewers (now or when imported)."""
+    """Make display() and clear_output() builtins (display also a name in the user
+    namespace ns), connect them to the kernel's control socket, and patch pyplot and PIL's
+    viewers (now or when imported)."""
     global _sock
     _sock = sock
     ns["display"] = display
     builtins.display = display  # also for the user's own modules, as in IPython
+    builtins.clear_output = clear_output
     for name, patch in _PATCHES.items():
         mod = sys.modules.get(name)
         if mod is not None:
@@ -73,10 +95,24 @@ def install(ns, sock):
         sys.meta_path.insert(0, _PostImport())
 
 
-def begin(seq):
-    """A call starts: its display and figure messages carry seq."""
-    global _seq, _figures
-    _seq, _figures = seq, 0
+def begin(seq, notebook=False, answers=None):
+    """A call starts: its messages carry seq; notebook sends figures as displays; with
+    answers (the read end of the call's answers pipe, allow_stdin) input() and
+    getpass.getpass() ask Airlock until after_call()."""
+    global _seq, _figures, _notebook, _answers, _pending
+    _seq, _figures, _notebook, _answers, _pending = seq, 0, notebook, answers, b""
+    if answers is not None:
+        _hook_input()
+
+
+def after_call():
+    """A call is over: input() and getpass.getpass() are the ones it found again."""
+    global _answers, _saved_input
+    _answers = None
+    if _saved_input is not None:
+        builtins.input, module, fn = _saved_input
+        module.getpass = fn
+        _saved_input = None
 
 
 def end_call():
@@ -110,8 +146,12 @@ def capture_figures():
             try:
                 fig.savefig(buf, format="png", dpi=100)
                 _flush()
-                _figures += 1
-                _send({"t": "figure", "n": _figures, "data": base64.b64encode(buf.getvalue()).decode("ascii")})
+                png = base64.b64encode(buf.getvalue()).decode("ascii")
+                if _notebook:  # shown in the cell, as in Jupyter, not saved as a file
+                    _send({"t": "display", "data": {"image/png": png, "text/plain": repr(fig)}})
+                else:
+                    _figures += 1
+                    _send({"t": "figure", "n": _figures, "data": png})
             except Exception as exc:
                 print("airlock: could not render figure %s: %s" % (num, exc), file=sys.stderr)
         plt.close(fig)
@@ -148,6 +188,40 @@ def mime_bundle(obj):
         except Exception:
             pass
     return out
+
+
+# --- input() answered by Airlock (Jupyter's stdin channel) --------------------------
+def ask(prompt="", password=False):
+    """input()/getpass() of a call sent with allow_stdin: tell Airlock (an input_request
+    message, which the controller forwards) and wait for its answer, a JSON string on a line
+    of the call's answers pipe. An interrupt ends the wait (KeyboardInterrupt); outside such
+    a call there is nothing to read (EOFError, as input() on the empty stdin)."""
+    global _pending
+    fd = _answers
+    if fd is None:
+        raise EOFError("EOF when reading a line")
+    _flush()
+    _send({"t": "input_request", "prompt": str(prompt), "password": bool(password)})
+    while b"\n" not in _pending:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise EOFError("EOF when reading a line")
+        _pending += chunk
+    line, _, _pending = _pending.partition(b"\n")
+    try:
+        value = _wire.loads(line.decode("ascii"))
+    except ValueError:
+        value = ""
+    return value if isinstance(value, str) else ""
+
+
+def _hook_input():
+    global _saved_input
+    import getpass
+    if _saved_input is None:
+        _saved_input = (builtins.input, getpass, getpass.getpass)
+    builtins.input = lambda prompt="": ask(prompt)
+    getpass.getpass = lambda prompt="Password: ", stream=None: ask(prompt, True)
 
 
 # --- patches of the user's libraries ------------------------------------------------

@@ -1,15 +1,16 @@
 """The request ops: which exist, which are answered at once, and how each is handled.
 
-Requests are handled one at a time, in order (QUEUED ops: exec, restart, put, get, ls),
-except those answered as soon as they are read, even while an exec runs (IMMEDIATE ops:
-ping, interrupt, stats; a restart during a session call also ends that call at once).
-Every request gets exactly one done frame; a refused one gets done with "fail".
+Requests are handled one at a time, in order (QUEUED ops: exec, introspect, restart, put,
+get, ls), except those answered as soon as they are read, even while an exec runs
+(IMMEDIATE ops: ping, interrupt, stats, input_reply; a restart during a session call also
+ends that call at once). Every request gets exactly one done frame; a refused one gets
+done with "fail".
 
 Adding an op: a method here (queued, or immediate if it must work during an exec), its
 name in the table, its fields in PROTOCOL.md "Wire protocol", the Go side's ctlRequest
-and ctlFrame (sandbox/frames.go). An op the kernel must answer (completion, inspection,
-namespace snapshots) also needs a kernel op (kernel.py) and the call lifecycle's
-channel; see PROTOCOL.md "Extending".
+and ctlFrame (sandbox/frames.go). An op the kernel must answer between calls (like
+introspect: airlock_kernelops.py) also needs a kernel op (kernel.py); see PROTOCOL.md
+"Extending".
 """
 
 import base64
@@ -28,9 +29,10 @@ class Ops:
         self.link, self.runner, self.session = c.link, c.runner, c.session
         self.artifacts, self.work = c.artifacts, c.work
         self.queue = collections.deque()
-        self.immediate = {"ping": self.ping, "interrupt": self.interrupt, "stats": self.stats}
-        self.queued = {"exec": self.runner.run, "restart": self.restart, "put": self.put,
-                       "get": self.get, "ls": self.ls}
+        self.immediate = {"ping": self.ping, "interrupt": self.interrupt, "stats": self.stats,
+                          "input_reply": self.input_reply}
+        self.queued = {"exec": self.runner.run, "introspect": c.kernelops.introspect, "restart": self.restart,
+                       "put": self.put, "get": self.get, "ls": self.ls}
 
     def on_request(self, req):
         """A request as it is read: answered now, or queued."""
@@ -64,13 +66,20 @@ class Ops:
     def interrupt(self, _req):
         return {"interrupted": self.runner.interrupt()}
 
+    def input_reply(self, req):
+        """Airlock's answer to the input() the running call waits in; whether one did."""
+        value = req.get("value", "")
+        if not isinstance(value, str):
+            return {"taken": False, "fail": "input_reply: value must be a string"}
+        return {"taken": self.runner.answer_input(value)}
+
     def stats(self, _req):
         """Processes, CPU and memory of the container (cgroup)."""
         cpu = proc.cgroup_cpu()
         return {"procs": sum(1 for state, _, _ in proc.table().values() if state not in "ZX"),
                 "cpu_ms": round(cpu * 1000, 3) if cpu is not None else None, "mem_bytes": proc.cgroup_memory()}
 
-    # --- queued (exec is the call lifecycle's) ----------------------------------------
+    # --- queued (exec is the call lifecycle's, introspect airlock_kernelops') -----------
     def restart(self, req):
         """Kill the session's kernel and fork a fresh one (files kept)."""
         self.session.restart(ended_call=bool(req.get("_done_during_call")))

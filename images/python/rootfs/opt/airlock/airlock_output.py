@@ -1,7 +1,9 @@
-"""One call's output: fresh pipes for stdout and stderr (and stdin), read to "out" frames.
+"""One call's pipes: stdout and stderr read to "out" frames; stdin, or the answers to
+input(), written.
 
-Per call the controller makes new pipes and sends their write ends (and stdin's read
-end) with the exec, so nothing written during call N can be reported in call N+1. The
+Per call the controller makes new pipes and sends their write ends (and the read end of
+stdin or of the answers pipe) with the exec, so nothing written during call N can be
+reported in call N+1, and no answer meant for call N can reach call N+1. The
 read ends are watched by the loop; output is decoded as UTF-8 (errors replaced, NUL
 made U+FFFD), counted against the hard output limit and forwarded live, small writes
 coalesced for up to COALESCE_S. While more than OUT_HIGH bytes of frames are unsent
@@ -9,6 +11,7 @@ coalesced for up to COALESCE_S. While more than OUT_HIGH bytes of frames are uns
 """
 
 import codecs
+import json
 import fcntl
 import os
 import selectors
@@ -44,22 +47,25 @@ class Output:
         self.pend_bytes = 0
         self.pend_since = 0.0
         self.paused = False
-        self.stdin_data = b""
-        self.stdin_fd = None
-        self.kernel_fds = []  # [stdout w, stderr w, (stdin r)]: sent with the exec, then closed
+        self.stdin = None  # Feed of the call's stdin, written once and closed ...
+        self.answers = None  # ... or of its answers to input() (allow_stdin)
+        self.kernel_fds = []  # [stdout w, stderr w, (stdin r | answers r)]: sent with the exec, then closed
         self._reads = []
 
-    def open(self, stdin):
-        """Make the call's pipes; kernel_fds are the ends its code gets."""
+    def open(self, stdin, answers=False):
+        """Make the call's pipes; kernel_fds are the ends its code gets. stdin (str) is
+        fed to it; else with answers, the third end is the answers pipe (see answer)."""
         r_out, w_out = os.pipe2(os.O_CLOEXEC)
         r_err, w_err = os.pipe2(os.O_CLOEXEC)
         self.kernel_fds = [w_out, w_err]
         self._reads = [(r_out, "stdout"), (r_err, "stderr")]
-        if isinstance(stdin, str):
+        if isinstance(stdin, str) or answers:
             r_in, w_in = os.pipe2(os.O_CLOEXEC)
             self.kernel_fds.append(r_in)
-            self.stdin_data = stdin.encode()
-            self.stdin_fd = w_in
+            if isinstance(stdin, str):
+                self.stdin = Feed(self.loop, w_in, stdin.encode(), close_when_written=True)
+            else:
+                self.answers = Feed(self.loop, w_in, b"", close_when_written=False)
 
     def start(self):
         """The code has its ends: close ours of them and start reading (and feeding stdin)."""
@@ -73,9 +79,8 @@ class Output:
             except OSError:
                 pass
             self.pipes[fd] = name
-        if self.stdin_fd is not None:
-            os.set_blocking(self.stdin_fd, False)
-            self.loop.watch(self.stdin_fd, selectors.EVENT_WRITE, self._on_stdin)
+        if self.stdin is not None:
+            self.stdin.start()
         self.update_pause()
         self.loop.tickers.append(self)
 
@@ -183,24 +188,20 @@ class Output:
         self.pend = []
         self.pend_bytes = 0
 
-    # --- stdin ----------------------------------------------------------------------
-    def _on_stdin(self, fd):
-        try:
-            n = os.write(fd, self.stdin_data[:1 << 16])
-            self.stdin_data = self.stdin_data[n:]
-        except BlockingIOError:
-            return
-        except OSError:
-            self.stdin_data = b""
-        if not self.stdin_data:
-            self.close_stdin()
+    # --- stdin and answers ----------------------------------------------------------
+    def answer(self, value):
+        """Queue an answer to input() (a str) on the answers pipe: one line of JSON, so a
+        value may hold newlines. False if the call has no answers pipe."""
+        if self.answers is None or self.answers.fd is None:
+            return False
+        self.answers.put((json.dumps(value) + "\n").encode("ascii"))
+        return True
 
-    def close_stdin(self):
-        """Stop feeding stdin (the code is done, or all of it was written)."""
-        if self.stdin_fd is not None:
-            self.loop.unwatch(self.stdin_fd)
-            os.close(self.stdin_fd)
-            self.stdin_fd = None
+    def close_inputs(self):
+        """Stop feeding stdin and answers (the code is done)."""
+        for feed in (self.stdin, self.answers):
+            if feed is not None:
+                feed.close()
 
     # --- the end --------------------------------------------------------------------
     def drain(self):
@@ -222,3 +223,54 @@ class Output:
             self._close_pipe(fd)
         self.flush_pending()
         self.loop.tickers.remove(self)
+
+
+class Feed:
+    """A pipe the controller writes to without blocking the loop: what was put is written
+    as the reader takes it; close_when_written closes it once all of it is (stdin)."""
+
+    def __init__(self, loop, fd, data, close_when_written):
+        self.loop = loop
+        self.fd = fd
+        self.data = data
+        self.close_when_written = close_when_written
+        self.watched = False
+        os.set_blocking(fd, False)
+
+    def start(self):
+        """Begin writing what was put before the code had its end."""
+        self._watch()
+
+    def put(self, data):
+        """Write data after what is pending."""
+        self.data += data
+        self._watch()
+
+    def _watch(self):
+        if self.fd is not None and not self.watched and (self.data or self.close_when_written):
+            self.loop.watch(self.fd, selectors.EVENT_WRITE, self._on_writable)
+            self.watched = True
+
+    def _on_writable(self, fd):
+        try:
+            n = os.write(fd, self.data[:1 << 16])
+            self.data = self.data[n:]
+        except BlockingIOError:
+            return
+        except OSError:
+            self.data = b""
+        if not self.data:
+            if self.close_when_written:
+                self.close()
+            else:
+                self.loop.unwatch(fd)
+                self.watched = False
+
+    def close(self):
+        """Stop writing and close the pipe."""
+        if self.fd is not None:
+            if self.watched:
+                self.loop.unwatch(self.fd)
+                self.watched = False
+            os.close(self.fd)
+            self.fd = None

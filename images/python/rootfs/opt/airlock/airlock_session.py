@@ -40,15 +40,20 @@ class Session:
     def kernel_for_call(self):
         """The kernel a Python call runs in, adopting a spare if there is none; with
         whether it replaces one that died since the last call."""
-        restarted = False
+        k = self.kernel_for_question()
+        restarted, self.lost = self.lost, False
+        if restarted:
+            self.count = 0
+        return k, restarted
+
+    def kernel_for_question(self):
+        """The kernel an introspection asks, adopting a spare if there is none (as the
+        session's first call would); a death since the last call stays for the next call
+        to report."""
         if self.live() is None:
-            restarted = self.lost
-            if restarted:
-                self.count = 0
-            self.lost = False
             self.kernel = self.kernels.take_spare()
         self.kernels.wait_pid(self.kernel)
-        return self.kernel, restarted
+        return self.kernel
 
     def resume(self):
         """Let the kernel run again (it is stopped between calls without background)."""
@@ -68,16 +73,15 @@ class Session:
         cleanup.resume(keep_running | {k.pid})
         return proc.starts()
 
-    def sweep(self, call, run_kernel):
-        """After a call: kill what it left running (not in its snapshot), keep the kernel,
-        stopped unless run_kernel (the background policy, or it ran before a tool).
-        Returns how many processes were killed."""
+    def sweep(self, snapshot, run_kernel, dead=()):
+        """After a call (or an introspection): kill what it left running (not in snapshot,
+        pid -> start time, taken before it ran), keep the kernel, stopped unless run_kernel
+        (the background policy, or it ran before a tool). dead lists pids already killed
+        (a tool's kernel). Returns how many processes were killed."""
         sk = self.pid()
-        keep = dict(call.snapshot)
-        dead = ()
-        if call.kind == "tool":
-            keep.pop(call.kernel.pid, None)
-            dead = (call.kernel.pid,)
+        keep = dict(snapshot)
+        for p in dead:
+            keep.pop(p, None)
         for p in self.kernels.protected(also=[self.live()]):
             keep[p] = None
         thaw = set(keep) - {sk}

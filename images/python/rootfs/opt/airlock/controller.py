@@ -9,8 +9,9 @@ its fds (PR_SET_DUMPABLE 0, CLOEXEC, nothing inherited).
 
 This file wires the pieces (PROTOCOL.md "Module layout"): airlock_loop (the event loop),
 airlock_link (Airlock's wire), airlock_ops (the request table), airlock_call and
-airlock_output (the call lifecycle), airlock_kernels, airlock_session and airlock_shell
-(kernel choice), airlock_cleanup (the sweep, IPC, files), airlock_accounting (CPU),
+airlock_output (the call lifecycle), airlock_kernelops (questions the session's kernel
+answers between calls), airlock_kernels, airlock_session and airlock_shell (kernel
+choice), airlock_cleanup (the sweep, IPC, files), airlock_accounting (CPU),
 airlock_artifacts, airlock_workspace and airlock_files (files), airlock_proc (/proc).
 """
 
@@ -24,6 +25,7 @@ import airlock_cleanup as cleanup
 from airlock_accounting import CpuMeter
 from airlock_artifacts import Artifacts
 from airlock_call import Runner
+from airlock_kernelops import KernelOps
 from airlock_kernels import Kernels
 from airlock_link import Link
 from airlock_loop import Loop, now
@@ -51,13 +53,14 @@ class Controller:
         self.loop.watch_children(self.reap)
         self.workspace = Workspace(WORKSPACE_OWNED)
         # While the zygote preloads, off every call's path.
-        self.kernels = Kernels(self.loop, lambda k, msg: self.runner.on_message(k, msg),
+        self.kernels = Kernels(self.loop, self.on_kernel_message,
                                while_booting=load_archive if WORKSPACE_OWNED else lambda: None)
         self.session = Session(self.kernels, self.reap)
         self.shells = Shells(oom, lambda k: self.runner.call_of(k))
         self.meter = CpuMeter(self.loop, self.kernels, self.reap)
         self.artifacts = Artifacts(WORK)
         self.runner = Runner(self)
+        self.kernelops = KernelOps(self.loop, self.kernels, self.session, self.runner.next_seq)
         self.ops = Ops(self)
 
     def on_line(self, line):
@@ -70,6 +73,12 @@ class Controller:
             self.link.emit({"t": "done", "id": None, "fail": "bad request: %s" % exc})
             return
         self.ops.on_request(req)
+
+    def on_kernel_message(self, k, msg):
+        """What kernel k said: the running call's or the pending question's (each takes
+        only messages with its own seq, a done only with its own token)."""
+        self.runner.on_message(k, msg)
+        self.kernelops.on_message(k, msg)
 
     def reap(self):
         """Collect every exited child: the zygote (restarted), a shell call's bash (its

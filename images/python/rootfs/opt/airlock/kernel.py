@@ -1,10 +1,13 @@
 """Airlock kernel: a child forked by the zygote that runs user code, one call at a time.
 
-The controller sends {"op": "exec", "seq", "token", "code", "env", "generated"} with the
-call's stdout, stderr (and stdin) fds on the kernel's control socket. The kernel puts
-them on fds 1, 2 (0), runs the cell, flushes, puts /dev/null back on 0/1/2, closes the
-call's fds and sends {"t": "done", "seq", "token", ...}. Display items and captured
-figures are sent by airlock_display while the call runs. Nothing the kernel says is
+The controller sends {"op": "exec", "seq", "token", "code", "env", "generated",
+"notebook", "allow_stdin"} with the call's stdout, stderr (and stdin, or with allow_stdin
+the answers pipe) fds on the kernel's control socket. The kernel puts them on fds 1, 2
+(0), runs the cell, flushes, puts /dev/null back on 0/1/2, closes the call's fds and sends
+{"t": "done", "seq", "token", ...}. Display items, captured figures, clear_output and
+input requests are sent by airlock_display while the call runs. Between calls it answers
+{"op": "introspect", "seq", "token", ...} (airlock_introspect) with {"t": "done", "seq",
+"token", "reply"}. Nothing the kernel says is
 trusted beyond "this call's own output": the controller decides status, timing and
 artifacts from what it observes, and checks what it can of the rest.
 
@@ -30,11 +33,12 @@ import traceback  # noqa: E402
 import types  # noqa: E402
 
 import airlock_display as rich  # noqa: E402
+import airlock_introspect  # noqa: E402
 import airlock_wire as wire  # noqa: E402
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
 PR_SET_DUMPABLE = 4
-_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files", "airlock_display")
+_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files", "airlock_display", "airlock_introspect")
 
 # Private references, taken at import (see the module doc).
 _send = wire.send
@@ -50,6 +54,9 @@ _whitespace_only = re.compile("^[ \t]+$", re.MULTILINE).sub
 _leading_whitespace = re.compile("(^[ \t]*)(?:[^ \t\n])", re.MULTILINE).findall
 _format_exception = traceback.format_exception
 _rich_begin, _rich_end, _rich_close, _rich_show = rich.begin, rich.end_call, rich.close_figures, rich.display
+_rich_result, _rich_after = rich.result, rich.after_call
+_answer = airlock_introspect.answer
+_NOT_ANSWERED = {"status": "error", "ename": "IntrospectionFailed", "evalue": "no answer", "traceback": []}
 
 
 def _libc():
@@ -175,7 +182,10 @@ class Kernel:
                 _exit(0)
             nfds = msg.get("nfds", 0)
             fds = self.reader.take_fds(nfds if type(nfds) is int else 0)
-            if msg.get("op") != "exec" or len(fds) != nfds:
+            if msg.get("op") == "introspect" and not fds:
+                self.introspect(msg)
+                continue
+            if msg.get("op") != "exec" or len(fds) != nfds or len(fds) < 2:
                 for fd in fds:
                     _close(fd)
                 continue
@@ -184,7 +194,9 @@ class Kernel:
             seq = msg.get("seq")
             if self.count == 0:
                 self.arm(bool(msg.get("generated")))
-            _quiet(_rich_begin, seq)
+            # With allow_stdin the third fd is the answers pipe (input()), not stdin.
+            answers = fds.pop() if msg.get("allow_stdin") is True and len(fds) > 2 else None
+            _quiet(_rich_begin, seq, msg.get("notebook") is True, answers)
             _dup2(fds[0], 1)
             _dup2(fds[1], 2)
             _dup2(fds[2] if len(fds) > 2 else null, 0)
@@ -198,10 +210,33 @@ class Kernel:
             _flush()
             for fd in (0, 1, 2):
                 _dup2(null, fd)
+            if answers is not None:
+                _close(answers)
             try:
                 _send(self.sock, {"t": "done", "seq": seq, "token": token, "status": status, "exit_code": code,
                                   "error": error, "execution_count": self.count})
             except OSError:
+                _exit(70)
+
+    def introspect(self, msg):
+        """Answer a question about code in the namespace (Jupyter's complete, inspect,
+        is_complete) with a done carrying the question's own token: the controller makes
+        a fresh one per question, so what user code might learn while its objects are
+        looked at is worth nothing for any call."""
+        token = msg.pop("token", None)
+        seq = msg.get("seq")
+        try:
+            reply = _answer(msg, self.ns)
+        except BaseException:
+            reply = _NOT_ANSWERED
+        try:
+            _send(self.sock, {"t": "done", "seq": seq, "token": token, "reply": reply})
+        except OSError:
+            _exit(70)
+        except BaseException:  # not JSON (what user code gave Jedi), too deep
+            try:
+                _send(self.sock, {"t": "done", "seq": seq, "token": token, "reply": _NOT_ANSWERED})
+            except BaseException:
                 _exit(70)
 
     def call(self, msg):
@@ -220,7 +255,7 @@ class Kernel:
             # one during the cleanup below is swallowed by the outer handler.
             _signal_fn(_SIGINT, _int_handler)
             try:
-                status, code, error = self.run_cell(msg.get("code", ""))
+                status, code, error = self.run_cell(msg.get("code", ""), msg.get("notebook") is True)
                 _quiet(_rich_end)  # figures: the call's own output, its status stands
             finally:
                 _signal_fn(_SIGINT, _SIG_IGN)
@@ -229,6 +264,7 @@ class Kernel:
             status, code = "interrupted", 130
         finally:
             _quiet(_rich_close)
+            _quiet(_rich_after)
             if msg.get("mode") == "session":
                 for k, v in saved.items():
                     try:
@@ -240,8 +276,10 @@ class Kernel:
                         pass
         return status, code, error
 
-    def run_cell(self, code):
-        """Run a cell like a notebook: the last expression's value is printed and shown."""
+    def run_cell(self, code, notebook):
+        """Run a cell like a notebook: the last expression's value is printed and shown
+        (in notebook mode only shown, as the cell's result; an error's traceback is then
+        not also written to stderr: the front end shows the error's own)."""
         name = "<cell-%d>" % self.count
         code = dedent(code if type(code) is str else "")
         try:
@@ -261,12 +299,15 @@ class Kernel:
                 value = eval(compiled_last, self.ns)
                 if value is not None:
                     self.ns["_"] = value
-                    print(repr(value))
-                    _flush()
-                    _quiet(_rich_show, value)
+                    if notebook:
+                        _quiet(_rich_result, value)
+                    else:
+                        print(repr(value))
+                        _flush()
+                        _quiet(_rich_show, value)
             return "ok", 0, None
         except KeyboardInterrupt:
-            return "interrupted", 130, error_of(*_exc_info())
+            return "interrupted", 130, error_of(*_exc_info(), echo=not notebook)
         except SystemExit as exc:
             c = exc.code
             if c is None:
@@ -279,12 +320,12 @@ class Kernel:
                 pass
             return "error", 1, None
         except BaseException:
-            return "error", 1, error_of(*_exc_info())
+            return "error", 1, error_of(*_exc_info(), echo=not notebook)
 
 
-def error_of(etype, value, tb):
+def error_of(etype, value, tb, echo=True):
     """The structured error of an exception (only the cell's frames), also written to
-    stderr."""
+    stderr if echo."""
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
         tb = tb.tb_next
     try:
@@ -293,7 +334,8 @@ def error_of(etype, value, tb):
     except BaseException:
         text = "%s\n" % etype.__name__
     try:
-        sys.stderr.write(text)
+        if echo:
+            sys.stderr.write(text)
     except BaseException:
         pass
     try:
