@@ -77,9 +77,9 @@ func (e *Engine) poolFor(image string) *pool {
 }
 
 // poolOf returns the pool that may serve c, or nil: pooled containers carry
-// the pool's limits and no mount.
+// the pool's limits (an input folder is copied in per call, like an archive).
 func (e *Engine) poolOf(c checked) *pool {
-	if e.cfg.PoolSize <= 0 || c.mount != "" || !c.runner {
+	if e.cfg.PoolSize <= 0 {
 		return nil
 	}
 	e.mu.Lock()
@@ -380,7 +380,7 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "", "pool", "", "", true, p.e.poolLife(), 0)
+	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0)
 	if err != nil {
 		return err
 	}
