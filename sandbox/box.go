@@ -128,7 +128,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 	b.lr.log.limit = 64 << 10
 	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		b.kill(e)
-		e.destroy(b.id, &b.hj)
+		e.destroy(b.id, &b.hj, nil)
 		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
 	}
 	e.metrics.boot(kind, time.Since(start), cgroupCPU(id))

@@ -25,9 +25,14 @@
 // One-shot calls run in per-owner warm containers: generic ones are kept
 // per image (demand-driven, within PoolMax and WarmMemoryBudget, which
 // also holds room for the containers out on calls: a container coming back
-// over the budget pushes out a generic one above PoolSize first). An
-// owner's call takes one of its own idle containers, else a generic one,
-// which is the owner's from then on and never serves anyone else. The controller forks a fresh
+// over the budget pushes out a generic one above PoolSize first, and takes
+// its room once it is gone). The budget counts the idle, booting and
+// being-removed warm containers of every pool, taken and given back under
+// one lock (budget.go), so it is never passed, not even for a moment; the
+// pool's expiry runs on its own timer, so an owner's idle container ends at
+// OwnerIdle even while the pool boots. An owner's call takes one of its
+// own idle containers, else a generic one, which is the owner's from then
+// on and never serves anyone else. The controller forks a fresh
 // interpreter per call (a one-shot shell call is a bash it spawns itself,
 // no interpreter) and cleans processes and files after it
 // (docs/isolation.md). An owner's batch-lane calls

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -35,7 +34,7 @@ type Engine struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	metrics  *metrics
-	warmMem  atomic.Int64 // Limits.Memory summed over warm containers (idle or starting)
+	warm     *warmBudget // Limits.Memory summed over warm containers (idle or booting), within WarmMemoryBudget
 	// uids gives each live container its own uid (issue 10, uid.go).
 	uids *uidAllocator
 	// deadWorkers and unbound remember, between reaper sweeps, since when
@@ -99,6 +98,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
 		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
+	e.warm = &warmBudget{limit: e.cfg.WarmMemoryBudget, onChange: func(n int64) { e.metrics.warmMemory.Set(float64(n)) }}
 	// Issue 10: one uid per container from cfg.UIDRange (uid.go).
 	if e.cfg.UIDRange == (IDRange{}) {
 		e.cfg.UIDRange = DefaultUIDRange
@@ -264,23 +264,30 @@ func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, t
 	e.uids.bind(s.Identity.UID, created.ID)
 	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		e.destroy(created.ID, nil)
+		e.destroy(created.ID, nil, nil)
 		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		e.destroy(created.ID, &hj)
+		e.destroy(created.ID, &hj, nil)
 		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	return created.ID, hj, nil
 }
 
-// destroy removes a container off the caller's path.
-func (e *Engine) destroy(id string, hj *types.HijackedResponse) {
+// destroy removes a container off the caller's path, then runs gone (if
+// set).
+func (e *Engine) destroy(id string, hj *types.HijackedResponse, gone func()) {
 	if hj != nil && hj.Conn != nil {
 		hj.Close()
 	}
 	e.removals.Add(1)
-	go func() { defer e.removals.Done(); e.removeNow(id) }()
+	go func() {
+		defer e.removals.Done()
+		e.removeNow(id)
+		if gone != nil {
+			gone()
+		}
+	}()
 }
 
 // removeNow force-removes a container, retrying briefly; a removal
