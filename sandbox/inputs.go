@@ -19,15 +19,27 @@ import (
 // Bounds of an input folder (Request.Mount). The folder is never mounted:
 // Airlock copies it (a tar packed on the host, unpacked by the controller)
 // into the container's own /workspace tmpfs, so no host path is visible in
-// the sandbox, not even in /proc/self/mountinfo. A folder past a bound is
-// refused with core.ErrInvalid naming the bound; past the /workspace size
-// the message names tmpfs_bytes.
+// the sandbox, not even in /proc/self/mountinfo. It is bounded as an
+// archive is (ArchiveMaxEntries, core.MaxArchiveBytes): the copy travels
+// to the controller in one request line, which the controller holds a few
+// times over while it decodes it. A folder past a bound is refused naming
+// it; past the /workspace size the message names tmpfs_bytes, and past
+// what memory_bytes can unpack, memory_bytes (inputMemory).
 const (
 	// InputMaxEntries bounds the files, folders and links of an input folder.
-	InputMaxEntries = 20000
-	// InputMaxBytes bounds the bytes of an input folder's files together.
-	InputMaxBytes = 64 << 20
+	InputMaxEntries = ArchiveMaxEntries
+	// InputMaxBytes bounds the tar an input folder packs to (its files'
+	// bytes, 512-byte headers and padding).
+	InputMaxBytes = core.MaxArchiveBytes
 )
+
+// inputMemory is the least memory_bytes with which a container can take a
+// copy of packed bytes: the controller holds the request line (base64) a
+// few times over while it decodes it, beside the unpacked files in
+// /workspace (measured: 4.5-5.5 times the tar at the peak), on top of
+// what the controller, zygote and spare kernels use (about 32 MiB without
+// the page cache, which the kernel reclaims first).
+func inputMemory(packed int64) int64 { return 6*packed + 32<<20 }
 
 // inputEntry is one entry of an input folder, as it will be unpacked.
 type inputEntry struct {
@@ -44,6 +56,7 @@ type inputScan struct {
 	entries []inputEntry
 	bytes   int64    // the files' sizes together
 	pages   int64    // the same in whole tmpfs pages, what /workspace must hold
+	packed  int64    // the size of the tar it packs to
 	skipped []string // links out of the folder and special files, left out
 }
 
@@ -55,9 +68,9 @@ func inputRefusal(msg string) error { return core.Errorf("", core.ErrInvalid, "t
 // links that stay inside it; links leading out of it (their target could
 // name a host path) and special files are left out and listed in skipped;
 // folders on another filesystem are copied empty. An entry the server
-// cannot read, over maxEntries entries or over maxBytes of files is
+// cannot read, over maxEntries entries or a tar over maxPacked bytes is
 // refused, naming what was wrong. Nothing is read but metadata.
-func scanInput(dir string, maxEntries int, maxBytes int64) (*inputScan, error) {
+func scanInput(dir string, maxEntries int, maxPacked int64) (*inputScan, error) {
 	var root syscall.Stat_t
 	if err := syscall.Stat(dir, &root); err != nil {
 		return nil, inputRefusal("cannot be examined: " + errnoText(err))
@@ -65,7 +78,7 @@ func scanInput(dir string, maxEntries int, maxBytes int64) (*inputScan, error) {
 	if err := syscall.Access(dir, 5); err != nil { // r-x
 		return nil, inputRefusal("itself cannot be read by the server: " + errnoText(err))
 	}
-	s := &inputScan{dir: dir}
+	s := &inputScan{dir: dir, packed: 1024} // the tar's two end blocks
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		rel, rerr := filepath.Rel(dir, p)
 		if rerr != nil {
@@ -95,7 +108,9 @@ func scanInput(dir string, maxEntries int, maxBytes int64) (*inputScan, error) {
 			if err := syscall.Access(p, 5); err != nil {
 				return inputRefusal(fmt.Sprintf("folder %q cannot be read by the server: %s", rel, errnoText(err)))
 			}
-			s.entries = append(s.entries, e)
+			if err := s.add(e, maxPacked); err != nil {
+				return err
+			}
 			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Dev != root.Dev {
 				return fs.SkipDir // another filesystem: copied empty
 			}
@@ -115,17 +130,11 @@ func scanInput(dir string, maxEntries int, maxBytes int64) (*inputScan, error) {
 				return inputRefusal(fmt.Sprintf("file %q cannot be read by the server: %s", rel, errnoText(err)))
 			}
 			e.kind, e.size = kindFile, info.Size()
-			s.bytes += e.size
-			s.pages += (e.size + tmpfsPage - 1) / tmpfsPage * tmpfsPage
-			if s.bytes > maxBytes {
-				return inputRefusal(fmt.Sprintf("holds more than %d bytes of files, the most copied into a sandbox: give a smaller folder", maxBytes))
-			}
 		default:
 			s.skipped = append(s.skipped, rel)
 			return nil
 		}
-		s.entries = append(s.entries, e)
-		return nil
+		return s.add(e, maxPacked)
 	})
 	var refused *core.Error
 	if errors.As(err, &refused) {
@@ -135,6 +144,21 @@ func scanInput(dir string, maxEntries int, maxBytes int64) (*inputScan, error) {
 		return nil, inputRefusal("cannot be examined: " + errnoText(err))
 	}
 	return s, nil
+}
+
+// add counts e in, refusing the folder once its tar would pass maxPacked.
+func (s *inputScan) add(e inputEntry, maxPacked int64) error {
+	s.entries = append(s.entries, e)
+	s.bytes += e.size
+	s.pages += (e.size + tmpfsPage - 1) / tmpfsPage * tmpfsPage
+	s.packed += 512 + (e.size+511)/512*512
+	if len(e.rel) >= 100 || len(e.link) >= 100 {
+		s.packed += 1024 // a PAX header for the long name
+	}
+	if s.packed > maxPacked {
+		return inputRefusal(fmt.Sprintf("packs to more than %d bytes, the most copied into a sandbox (core.MaxArchiveBytes): give a smaller folder", maxPacked))
+	}
+	return nil
 }
 
 // inputName refuses a name the controller could not unpack (the archive
@@ -189,7 +213,7 @@ func (s *inputScan) warnings() []string {
 // without following links and must still have their scanned size.
 func (s *inputScan) pack() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(int(min(s.bytes+int64(len(s.entries))*1024+1024, InputMaxBytes*2)))
+	buf.Grow(int(min(s.packed, InputMaxBytes)))
 	tw := tar.NewWriter(&buf)
 	for _, e := range s.entries {
 		h := &tar.Header{Name: e.rel, Mode: int64(e.perm), Format: tar.FormatPAX}

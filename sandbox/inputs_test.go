@@ -111,7 +111,7 @@ func TestScanInput(t *testing.T) {
 		want    string
 	}{
 		{3, 1 << 20, "more than 3 entries"},
-		{100, 30, "more than 30 bytes of files"},
+		{100, 3000, "packs to more than 3000 bytes"},
 	} {
 		_, err := scanInput(dir, tc.entries, tc.bytes)
 		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "acme") {
@@ -138,23 +138,46 @@ func TestScanInput(t *testing.T) {
 	}
 }
 
-// TestInputTooLargeForWorkspace: an input folder over the /workspace tmpfs
-// is refused before any container starts, naming tmpfs_bytes and the
-// server's maximum; one that fits runs.
-func TestInputTooLargeForWorkspace(t *testing.T) {
+// TestInputTooLarge: an input folder over the /workspace tmpfs, over what
+// memory_bytes can unpack, or packing past InputMaxBytes is refused before
+// any container starts, naming the limit (and the server's maximum where a
+// request may raise it), never the folder's host path.
+func TestInputTooLarge(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "big.bin"), make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeDocker{}
-	e := New(DefaultConfig(), f, nil)
-	res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true", Mount: dir, Limits: core.Limits{TmpfsBytes: 2 << 20}})
-	if err != nil || res.Status != core.StatusRejected || !strings.Contains(res.Message, "tmpfs_bytes") ||
-		!strings.Contains(res.Message, strconv.FormatInt(DefaultConfig().Max.TmpfsBytes, 10)) || strings.Contains(res.Message, dir) {
-		t.Fatalf("an input over /workspace: %+v %v", res, err)
+	huge := t.TempDir()
+	if err := os.WriteFile(filepath.Join(huge, "sparse.bin"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if f.called("create") != 0 {
-		t.Fatalf("a container was created for a refused input: %v", f.calls)
+	if err := os.Truncate(filepath.Join(huge, "sparse.bin"), InputMaxBytes); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	max := DefaultConfig().Max
+	for _, tc := range []struct {
+		dir  string
+		lim  core.Limits
+		want []string
+	}{
+		{dir, core.Limits{TmpfsBytes: 2 << 20}, []string{"tmpfs_bytes", strconv.FormatInt(max.TmpfsBytes, 10)}},
+		{dir, core.Limits{Memory: 48 << 20}, []string{"memory_bytes", strconv.FormatInt(max.Memory, 10)}},
+		{huge, core.Limits{TmpfsBytes: 1 << 30, Memory: 1 << 30}, []string{"packs to more than " + strconv.Itoa(InputMaxBytes)}},
+	} {
+		f := &fakeDocker{}
+		e := New(DefaultConfig(), f, nil)
+		res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true", Mount: tc.dir, Limits: tc.lim})
+		if err != nil || res.Status != core.StatusRejected || strings.Contains(res.Message, tc.dir) {
+			t.Fatalf("limits %+v: %+v %v", tc.lim, res, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.Message, w) {
+				t.Errorf("limits %+v: %q does not name %q", tc.lim, res.Message, w)
+			}
+		}
+		if f.called("create") != 0 {
+			t.Fatalf("a container was created for a refused input: %v", f.calls)
+		}
 	}
 }
 
@@ -230,7 +253,7 @@ func TestNoInputHostPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sh = "cat /workspace/marker.txt; echo; cat /proc/self/mountinfo /proc/self/mounts; echo ===; cat /proc/self/cgroup"
-	const py = "import sys\nprint(open('/workspace/marker.txt').read())\nfor f in ('/proc/self/mountinfo', '/proc/self/mounts'):\n    sys.stdout.write(open(f).read())\nprint('===')\nsys.stdout.write(open('/proc/self/cgroup').read())"
+	const py = "import sys\nprint(open('/workspace/marker.txt').read())\nfor f in ('/proc/self/mountinfo', '/proc/self/mounts'):\n    sys.stdout.write(open(f).read())\nprint('===')\n_ = sys.stdout.write(open('/proc/self/cgroup').read())"
 	check := func(t *testing.T, r core.Result) {
 		t.Helper()
 		if r.Status != core.StatusOK || !strings.HasPrefix(r.Stdout, "given\n") {
