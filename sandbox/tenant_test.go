@@ -124,11 +124,13 @@ func TestShmCapped(t *testing.T) {
 		tmpfs int64
 		want  string
 	}{{0, "16384"}, {8 << 20, "8192"}} {
-		r := run(t, e, core.Request{Language: core.Shell, Code: "df -k /dev/shm | tail -1 | awk '{print $2}'; cat /proc/self/oom_score_adj",
+		// The container's score is its pid 1's, the controller's; the code's
+		// own is 1000, so the OOM killer picks it first inside the container.
+		r := run(t, e, core.Request{Language: core.Shell, Code: "df -k /dev/shm | tail -1 | awk '{print $2}'; cat /proc/1/oom_score_adj /proc/self/oom_score_adj",
 			Limits: core.Limits{TmpfsBytes: tc.tmpfs}})
 		f := strings.Fields(r.Stdout)
-		if r.Status != core.StatusOK || len(f) != 2 || f[0] != tc.want || f[1] != strconv.Itoa(SandboxOOMScoreAdj) {
-			t.Fatalf("tmpfs %d: /dev/shm size and oom_score_adj %q, want %s KiB and %d: %s", tc.tmpfs, r.Stdout, tc.want, SandboxOOMScoreAdj, brief(r))
+		if r.Status != core.StatusOK || len(f) != 3 || f[0] != tc.want || f[1] != strconv.Itoa(SandboxOOMScoreAdj) || f[2] != "1000" {
+			t.Fatalf("tmpfs %d: /dev/shm size and oom_score_adj of the controller and the code %q, want %s KiB, %d and 1000: %s", tc.tmpfs, r.Stdout, tc.want, SandboxOOMScoreAdj, brief(r))
 		}
 	}
 }
