@@ -138,6 +138,37 @@ func TestWarmBudgetCountsRemovals(t *testing.T) {
 	}
 }
 
+// TestReleaseAcrossPools: with the budget held by another pool's generic
+// containers above PoolSize, a container coming back from a call makes one
+// of them go (and takes its room once it is gone) rather than being
+// destroyed; at PoolSize the other pool keeps its own.
+func TestReleaseAcrossPools(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PoolSize, cfg.WarmMemoryBudget = 1, 2
+	e := New(cfg, &fakeDocker{}, nil)
+	t.Cleanup(e.Settle)
+	py, sh := newPool(e, "py"), newPool(e, "sh")
+	e.pools["py"], e.pools["sh"] = py, sh
+	g1, g2 := handBox("g1", 1), handBox("g2", 1)
+	sh.generic = []*box{g1, g2}
+	e.warm.take(2)
+	a := handBox("a", 1)
+	a.owner = "A"
+	py.release(a, "A", core.LaneInteractive)
+	e.Settle()
+	if !g2.dead.Load() || g1.dead.Load() || a.dead.Load() || len(py.owned) != 1 || e.warm.inUse() != 2 {
+		t.Fatalf("g1 dead %v g2 dead %v a dead %v, py idle %v, use %d: want g2 gone and a idle in its room",
+			g1.dead.Load(), g2.dead.Load(), a.dead.Load(), py.owned, e.warm.inUse())
+	}
+	b := handBox("b", 1)
+	b.owner = "B"
+	py.release(b, "B", core.LaneInteractive) // sh is at PoolSize now
+	e.Settle()
+	if !b.dead.Load() || g1.dead.Load() || e.warm.inUse() != 2 {
+		t.Fatalf("b dead %v g1 dead %v use %d: want b let go, the last generic kept", b.dead.Load(), g1.dead.Load(), e.warm.inUse())
+	}
+}
+
 // TestIdleExpiryWhileBooting (issue 26): an owner's idle container is
 // destroyed at OwnerIdle on the pool's own schedule, even while the pool
 // is stuck booting a generic container (a slow daemon) — it used to wait
@@ -191,4 +222,92 @@ func TestIdleExpiryWhileBooting(t *testing.T) {
 	if used := e.warm.inUse(); used != p.limits.Memory {
 		t.Fatalf("budget use %d, want only the booting container's %d", used, p.limits.Memory)
 	}
+}
+
+// TestWarmBudgetAndExpiryReal (real Docker): owners calling at once (the
+// pools boot on demand meanwhile) never hold idle warm containers past the
+// budget, sampled with both pools locked; and an owner's container, idle
+// after its call while its pool boots the generic one it took, lives until
+// OwnerIdle and is gone soon after.
+func TestWarmBudgetAndExpiryReal(t *testing.T) {
+	e := pooledEngine(t, func(c *Config) {
+		c.PoolSize, c.PoolMax, c.OwnerIdle, c.WarmMemoryBudget = 1, 3, 3*time.Second, 4*c.Defaults.Memory
+	})
+	var pools []*pool
+	for _, img := range []string{e.cfg.Images[core.Python], e.cfg.Images[core.Shell]} {
+		e.mu.Lock()
+		pools = append(pools, e.pools[img])
+		e.mu.Unlock()
+	}
+	stop := make(chan struct{})
+	var peak atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var idle int64
+			for _, p := range pools { // both held at once: one consistent sample
+				p.mu.Lock()
+				for _, b := range p.generic {
+					idle += b.limits.Memory
+				}
+				for _, list := range p.owned {
+					for _, ib := range list {
+						idle += ib.b.limits.Memory
+					}
+				}
+			}
+			for i := len(pools) - 1; i >= 0; i-- {
+				pools[i].mu.Unlock()
+			}
+			if idle > peak.Load() {
+				peak.Store(idle)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, lang := range []core.Language{core.Python, core.Shell} {
+				if r := run(t, e, core.Request{Owner: fmt.Sprint("burst", i), Language: lang, Code: pyOrSh(lang, "print(1)", "echo 1")}); r.Status != core.StatusOK {
+					t.Errorf("call: %s", brief(r))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	if peak.Load() > e.cfg.WarmMemoryBudget {
+		t.Fatalf("idle warm containers held %d bytes, over the %d budget", peak.Load(), e.cfg.WarmMemoryBudget)
+	}
+	t.Logf("idle warm containers peaked at %d MiB of the %d MiB budget", peak.Load()>>20, e.cfg.WarmMemoryBudget>>20)
+
+	// Let the burst's containers expire, then one owner's call.
+	time.Sleep(e.cfg.OwnerIdle + testscale.D(2*time.Second))
+	r := run(t, e, core.Request{Owner: "late", Language: core.Python, Code: "print(1)"})
+	released := time.Now()
+	if r.Status != core.StatusOK {
+		t.Fatal(brief(r))
+	}
+	exists := func() bool { _, err := e.docker.ContainerInspect(context.Background(), r.Container); return err == nil }
+	time.Sleep(e.cfg.OwnerIdle / 2)
+	if !exists() {
+		t.Fatalf("the owner's container was gone %s after its call, before OwnerIdle %s", time.Since(released), e.cfg.OwnerIdle)
+	}
+	bound := e.cfg.OwnerIdle + testscale.D(3*time.Second) // the removal itself on a busy host
+	for exists() {
+		if time.Since(released) > bound {
+			t.Fatalf("the owner's idle container still exists %s after its call (OwnerIdle %s)", time.Since(released).Round(time.Millisecond), e.cfg.OwnerIdle)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the owner's idle container was gone %s after its call (OwnerIdle %s)", time.Since(released).Round(time.Millisecond), e.cfg.OwnerIdle)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -34,7 +35,8 @@ type Engine struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	metrics  *metrics
-	warm     *warmBudget // Limits.Memory summed over warm containers (idle or booting), within WarmMemoryBudget
+	warm     *warmBudget  // Limits.Memory summed over warm containers (idle, booting or being removed), within WarmMemoryBudget
+	outMem   atomic.Int64 // Limits.Memory summed over pooled containers out on calls, of every pool
 	// uids gives each live container its own uid (issue 10, uid.go).
 	uids *uidAllocator
 	// deadWorkers and unbound remember, between reaper sweeps, since when

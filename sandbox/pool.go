@@ -121,6 +121,7 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	if b != nil {
 		b.out = true
 		p.out++
+		p.e.outMem.Add(b.limits.Memory)
 	}
 	p.publishLocked()
 	return b, source
@@ -215,33 +216,59 @@ func (p *pool) setOwned(k laneKey, list []idleBox) {
 
 // release returns a container that served owner's call of lane to that
 // idle set, or destroys it (single-use mode, dead, closing, not owner's
-// container of lane, or over the memory budget even after the generic
-// containers above PoolSize were let go: a container that just served a
+// container of lane, or over the memory budget with no generic container
+// above PoolSize in any pool to make way: a container that just served a
 // call is likelier to serve again soon than a surplus generic one).
 func (p *pool) release(b *box, owner string, lane core.Lane) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.back(b)
-	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane {
-		p.e.retire(b)
-		return
-	}
 	k := laneKey{owner, lane}
-	if p.e.warm.take(b.limits.Memory) {
+	p.mu.Lock()
+	p.back(b)
+	switch {
+	case p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane:
+		p.e.retire(b)
+		p.mu.Unlock()
+		return
+	case p.e.warm.take(b.limits.Memory):
 		p.idleLocked(k, b)
+		p.mu.Unlock()
 		return
 	}
-	if len(p.generic) <= p.e.cfg.PoolSize {
+	p.mu.Unlock()
+	// A surplus generic container makes way: its room passes to b once it
+	// is gone (until then it still holds its memory).
+	g := p.e.surplusGeneric(p)
+	if g == nil {
 		p.e.retire(b)
 		return
 	}
-	// A generic container above PoolSize makes way: its room passes to b
-	// once it is gone (until then it still holds its memory).
-	g := p.generic[len(p.generic)-1]
-	p.generic = p.generic[:len(p.generic)-1]
-	p.publishLocked()
-	g.dead.Store(true)
 	p.e.destroy(g.id, &g.hj, func() { p.adopt(k, b, g.limits.Memory) })
+}
+
+// surplusGeneric takes a generic container above PoolSize out of a pool
+// (first's first, then the engine's others) and marks it dead, or returns
+// nil. It holds one pool's lock at a time.
+func (e *Engine) surplusGeneric(first *pool) *box {
+	pools := []*pool{first}
+	e.mu.Lock()
+	for _, q := range e.pools {
+		if q != first {
+			pools = append(pools, q)
+		}
+	}
+	e.mu.Unlock()
+	for _, q := range pools {
+		q.mu.Lock()
+		if n := len(q.generic); n > e.cfg.PoolSize {
+			g := q.generic[n-1]
+			q.generic = q.generic[:n-1]
+			q.publishLocked()
+			q.mu.Unlock()
+			g.dead.Store(true)
+			return g
+		}
+		q.mu.Unlock()
+	}
+	return nil
 }
 
 // adopt makes b idle in the set k with the room (bytes) of a generic
@@ -285,6 +312,7 @@ func (p *pool) back(b *box) {
 	if b.out {
 		b.out = false
 		p.out--
+		p.e.outMem.Add(-b.limits.Memory)
 	}
 }
 
@@ -299,9 +327,10 @@ func (p *pool) kick() {
 // generic demand expected while one container boots (takes per second over
 // the last minute times the boot time), within PoolMax. Past PoolSize a
 // generic container is only worth booting when the memory budget also
-// holds the containers out on calls, which come back to their idle sets:
-// otherwise their return would evict it again (release), and a batch would
-// keep the pool booting containers it then throws away.
+// holds the containers out on calls (of every pool: the budget is the
+// engine's), which come back to their idle sets: otherwise their return
+// would evict it again (release), and a batch would keep the pool booting
+// containers it then throws away.
 func (p *pool) target(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -314,8 +343,8 @@ func (p *pool) target(now time.Time) int {
 	t := p.e.cfg.PoolSize + int(math.Ceil(rate*p.bootEst.Seconds()))
 	t = min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
 	if t > p.e.cfg.PoolSize && len(p.generic) >= p.e.cfg.PoolSize {
-		room := p.e.warm.free() / max(p.limits.Memory, 1)
-		t = min(t, len(p.generic)+max(0, int(room)-p.out))
+		room := (p.e.warm.free() - p.e.outMem.Load()) / max(p.limits.Memory, 1)
+		t = min(t, len(p.generic)+max(0, int(room)))
 		t = max(t, p.e.cfg.PoolSize)
 	}
 	return t
