@@ -8,15 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // hostProc is one process in the host's process table.
@@ -116,6 +121,12 @@ func busyLoop(tag string) string {
 	return fmt.Sprintf("with open('/proc/self/comm', 'w') as f:\n    f.write(%q)\nwhile True:\n    pass\n", tag)
 }
 
+// shellBusyLoop is the shell's busy loop of issue 26 (`while :; do :; done`)
+// in a bash that first names itself tag.
+func shellBusyLoop(tag string) string {
+	return fmt.Sprintf("printf %%s %s > /proc/$$/comm; while :; do :; done", tag)
+}
+
 // labelled lists Airlock's containers (any state) carrying label k=v.
 func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 	t.Helper()
@@ -130,11 +141,15 @@ func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 }
 
 // killMidCall waits until the busy loop tag runs on the host (started by a
-// call through victim), kill -9s victim's process alone and checks that 5 s
-// later (the issue's bound) no container of victim (by its airlock.pid
-// label), no process of those containers, no busy loop and no process of
-// victim's group remains. It returns how long the cleanup took.
-func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time.Duration {
+// call through victim), kill -9s victim's process alone and checks that
+// bound later (5 s in issue 13, 3 s in issue 26) no container of victim (by
+// its airlock.pid label), no process of those containers, no busy loop and
+// no process of victim's group remains, and that each container ended by
+// itself: Docker saw it die without being killed, so its own dead man's
+// switch ended it, not a reaper of some other Airlock process on the host
+// (which removes a running container by killing it). It returns how long
+// the cleanup took.
+func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string, bound time.Duration) time.Duration {
 	t.Helper()
 	poll(t, startTimeout, "the busy loop to run on the host", func() bool {
 		if victim.exited() {
@@ -149,11 +164,12 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time
 	if len(ids) == 0 {
 		t.Fatalf("the busy loop runs but %s has no container labelled airlock.pid=%d", victim.name, victim.pid())
 	}
+	bound = testscale.D(bound)
+	seen := watchEvents(t, dc, ids)
 	if err := syscall.Kill(victim.pid(), syscall.SIGKILL); err != nil {
 		t.Fatalf("kill -9 %d: %v", victim.pid(), err)
 	}
 	killed := time.Now()
-	const bound = 5 * time.Second
 	for {
 		var left []string
 		if l := containers(t, dc, victim.pid()); len(l) > 0 {
@@ -164,12 +180,57 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time
 		if len(left) == 0 {
 			t.Logf("kill -9 of %s: its %d containers and every sandbox process were gone %s after the kill (bound %s)",
 				victim.name, len(ids), took.Round(10*time.Millisecond), bound)
+			for _, id := range ids {
+				if a := seen(id); !slices.Contains(a, "die") || slices.Contains(a, "kill") {
+					t.Errorf("container %.12s: Docker events %v, want it to die by itself (no kill)", id, a)
+				}
+			}
 			return took
 		}
 		if took > bound {
 			t.Fatalf("%s after kill -9 of %s these remain: %s", took.Round(10*time.Millisecond), victim.name, strings.Join(left, "; "))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watchEvents records Docker's events of the containers ids from now on;
+// seen returns the actions recorded so far for one of them.
+func watchEvents(t *testing.T, dc *client.Client, ids []string) (seen func(id string) []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	args := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)))
+	for _, id := range ids {
+		args.Add("container", id)
+	}
+	msgs, errs := dc.Events(ctx, events.ListOptions{Filters: args})
+	var mu sync.Mutex
+	got := map[string][]string{}
+	go func() {
+		for {
+			select {
+			case m := <-msgs:
+				mu.Lock()
+				got[m.Actor.ID] = append(got[m.Actor.ID], string(m.Action))
+				mu.Unlock()
+			case <-errs:
+				return
+			}
+		}
+	}()
+	return func(id string) []string {
+		// Events reach the stream a moment after they happen.
+		deadline := time.Now().Add(testscale.D(5 * time.Second))
+		for {
+			mu.Lock()
+			a := slices.Clone(got[id])
+			mu.Unlock()
+			if slices.Contains(a, "destroy") || time.Now().After(deadline) {
+				return a
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 
