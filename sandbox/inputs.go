@@ -8,12 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/links"
 )
 
 // Bounds of an input folder (Request.Mount). The folder is never mounted:
@@ -120,7 +120,7 @@ func scanInput(dir string, maxEntries int, maxPacked int64) (*inputScan, error) 
 			if err != nil {
 				return inputRefusal(fmt.Sprintf("link %q cannot be read: %s", rel, errnoText(err)))
 			}
-			if !linkStaysIn(rel, target) || !resolvesIn(dir, p) {
+			if !links.StaysIn(rel, target) || !links.ResolvesIn(dir, p) {
 				s.skipped = append(s.skipped, rel)
 				return nil
 			}
@@ -171,28 +171,6 @@ func inputName(rel string) error {
 		return inputRefusal(fmt.Sprintf("entry %q is nested deeper than %d folders", rel, archiveMaxDepth))
 	}
 	return nil
-}
-
-// linkStaysIn reports whether a link at rel (slash path inside the folder)
-// pointing to target stays inside the folder, read as text.
-func linkStaysIn(rel, target string) bool {
-	if target == "" || path.IsAbs(target) || len(target) > archiveMaxLink || strings.ContainsRune(target, 0) {
-		return false
-	}
-	j := path.Clean(path.Join(path.Dir(rel), target))
-	return j != ".." && !strings.HasPrefix(j, "../")
-}
-
-// resolvesIn reports whether the link at p, resolved on the host (chains of
-// links included), ends inside dir. A dangling link counts as inside: it
-// gives the code nothing to read.
-func resolvesIn(dir, p string) bool {
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return true
-	}
-	rel, err := filepath.Rel(dir, r)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // warnings describes what the copy left out, for the call's result.
