@@ -39,9 +39,11 @@ func TestDeadManExec(t *testing.T) {
 	dc := requireDocker(t)
 	for _, timeout := range []string{"5s", "60s"} {
 		t.Run("timeout-"+timeout, func(t *testing.T) {
-			tag := busyTag()
-			p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", timeout, "run_python", busyLoop(tag))
-			killMidCall(t, dc, p, tag, issue13Bound)
+			conclusive(t, func(t *testing.T) killOutcome {
+				tag := busyTag()
+				p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", timeout, "run_python", busyLoop(tag))
+				return killMidCall(t, dc, p, tag, issue13Bound)
+			})
 		})
 	}
 }
@@ -51,62 +53,70 @@ func TestDeadManExec(t *testing.T) {
 // its warm pool's) and their processes are gone within 5 s.
 func TestDeadManWorker(t *testing.T) {
 	dc := requireDocker(t)
-	rs := redistest.Start(t, false)
-	qname := fmt.Sprintf("dmw%d", time.Now().UnixNano())
-	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0", "--reap-interval", noReap)
-	w := startProc(t, "airlock worker", "worker", "--redis", rs.URL(), "--queue", qname, "--concurrency", "1",
-		"--pool", "1", "--reap-interval", noReap)
-	w.waitLog("worker started", startTimeout)
-	tag := busyTag()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-			map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-	}()
-	killMidCall(t, dc, w, tag, issue13Bound)
+	conclusive(t, func(t *testing.T) killOutcome {
+		rs := redistest.Start(t, false)
+		qname := fmt.Sprintf("dmw%d", time.Now().UnixNano())
+		srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0", "--reap-interval", noReap)
+		w := startProc(t, "airlock worker", "worker", "--redis", rs.URL(), "--queue", qname, "--concurrency", "1",
+			"--pool", "1", "--reap-interval", noReap)
+		w.waitLog("worker started", startTimeout)
+		tag := busyTag()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
+				map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
+		}()
+		return killMidCall(t, dc, w, tag, issue13Bound)
+	})
 }
 
 // TestDeadManServe: embedded serve (its own worker), kill -9 of serve while
 // it runs a busy loop call.
 func TestDeadManServe(t *testing.T) {
 	dc := requireDocker(t)
-	srv := startServe(t, "--reap-interval", noReap)
-	tag := busyTag()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-			map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-	}()
-	killMidCall(t, dc, srv.proc, tag, issue13Bound)
+	conclusive(t, func(t *testing.T) killOutcome {
+		srv := startServe(t, "--reap-interval", noReap)
+		tag := busyTag()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
+				map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
+		}()
+		return killMidCall(t, dc, srv.proc, tag, issue13Bound)
+	})
 }
 
 // TestDeadManShell (issue 26): the shell image has the same dead man's
 // switch as the python one. `airlock exec --timeout 20s execute_shell
 // 'while :; do :; done'` (the issue's command), then kill -9 of the exec
 // alone: 3 s later no container, no sandbox process and no busy loop is
-// left, and each container died by itself (no reaper of another process
-// killed it). The same for a shell busy loop in a session, with kill -9 of
-// the serve that holds it.
+// left, and the busy loop's container ended by itself (its controller
+// exited; no reaper of another process killed it). The same for a shell
+// busy loop in a session, with kill -9 of the serve that holds it.
 func TestDeadManShell(t *testing.T) {
 	dc := requireDocker(t)
 	t.Run("exec", func(t *testing.T) {
-		tag := busyTag()
-		p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "20s", "execute_shell", shellBusyLoop(tag))
-		killMidCall(t, dc, p, tag, issue26Bound)
+		conclusive(t, func(t *testing.T) killOutcome {
+			tag := busyTag()
+			p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "20s", "execute_shell", shellBusyLoop(tag))
+			return killMidCall(t, dc, p, tag, issue26Bound)
+		})
 	})
 	t.Run("session", func(t *testing.T) {
-		srv := startServe(t, "--reap-interval", noReap)
-		sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
-		tag := busyTag()
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, _ = send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_busy", "execute_shell",
-				map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120}))
-		}()
-		killMidCall(t, dc, srv.proc, tag, issue26Bound)
+		conclusive(t, func(t *testing.T) killOutcome {
+			srv := startServe(t, "--reap-interval", noReap)
+			sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+			tag := busyTag()
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				_, _ = send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_busy", "execute_shell",
+					map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120}))
+			}()
+			return killMidCall(t, dc, srv.proc, tag, issue26Bound)
+		})
 	})
 }
 
