@@ -214,8 +214,9 @@ func TestWorkspaceTmpfs(t *testing.T) {
 	if len(host.Binds) != 0 || len(host.Mounts) != 0 || len(cfg.Volumes) != 0 {
 		t.Fatalf("a container mounts host paths: binds %v mounts %v volumes %v", host.Binds, host.Mounts, cfg.Volumes)
 	}
-	if !cfg.StdinOnce || !cfg.OpenStdin || !host.AutoRemove || host.Init == nil || *host.Init || len(cfg.Cmd) != 2 || cfg.Cmd[1] != RunnerPath {
-		t.Fatalf("the container does not run the controller as pid 1 with its dead man's switch: cmd %v stdin-once %v auto-remove %v init %v",
-			cfg.Cmd, cfg.StdinOnce, host.AutoRemove, host.Init)
+	if !cfg.StdinOnce || !cfg.OpenStdin || !host.AutoRemove || host.Init == nil || *host.Init ||
+		strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 {
+		t.Fatalf("the container does not run the controller as pid 1 with its dead man's switch: entrypoint %v cmd %v stdin-once %v auto-remove %v init %v",
+			cfg.Entrypoint, cfg.Cmd, cfg.StdinOnce, host.AutoRemove, host.Init)
 	}
 }

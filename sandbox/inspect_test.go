@@ -49,6 +49,7 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(h.Init != nil && !*h.Init, "no docker-init", h.Init)
 	check(h.AutoRemove, "auto-remove", h.AutoRemove)
 	check(cfg.StdinOnce && cfg.OpenStdin, "stdin once", cfg.StdinOnce)
+	check(strings.Join(cfg.Entrypoint, " ") == "python3 "+RunnerPath, "the controller is the entrypoint", cfg.Entrypoint)
 	check(h.IpcMode == "private", "ipc", h.IpcMode)
 	check(h.PidMode == "" && h.UTSMode == "" && h.UsernsMode == "" && h.CgroupnsMode != "host", "namespaces", []any{h.PidMode, h.UTSMode})
 	check(r.Memory == 96<<20 && r.MemorySwap == 96<<20, "memory = swap", []int64{r.Memory, r.MemorySwap})

@@ -25,7 +25,8 @@ const (
 )
 
 // containerSpec is everything needed to create one sandbox container. Its
-// main process is always the image's controller (RunnerPath). It runs as
+// main process is always the image's controller (RunnerPath, set as the
+// entrypoint, whatever the image's own). It runs as
 // pid 1 (no docker-init, which user code could use to reach the
 // controller's stdio), its stdin closes when Airlock's attach goes away
 // (StdinOnce: the dead man's switch) and a stopped container removes itself
@@ -51,8 +52,10 @@ type containerSpec struct {
 func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 	l := s.Limits
 	cfg := &container.Config{
-		Image:           s.Image,
-		Cmd:             []string{"python3", RunnerPath},
+		Image: s.Image,
+		// The controller is the entrypoint, so no ENTRYPOINT of the image
+		// (an environment's, say) can wrap it or take pid 1; no arguments.
+		Entrypoint:      []string{"python3", RunnerPath},
 		Env:             s.Env,
 		User:            SandboxUser,
 		WorkingDir:      "/work",

@@ -337,7 +337,7 @@ func TestExecWithFakeDocker(t *testing.T) {
 		t.Fatalf("in.txt arrived as %q", data)
 	}
 	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled ||
-		cfg.Image != "airlock/shell:latest" || strings.Join(cfg.Cmd, " ") != "python3 "+RunnerPath || !cfg.StdinOnce || !cfg.OpenStdin {
+		cfg.Image != "airlock/shell:latest" || strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 || !cfg.StdinOnce || !cfg.OpenStdin {
 		t.Fatalf("config %+v", cfg)
 	}
 	env := strings.Join(cfg.Env, " ")
