@@ -140,6 +140,14 @@ func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 	return list
 }
 
+// busyCall posts the tool call of a busy loop to url (a tool-calls route)
+// and ignores the answer: the process serving it is killed mid-call.
+func busyCall(url, tool string, args map[string]any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, _ = send(ctx, "POST", url, toolCall("call_busy", tool, args))
+}
+
 // killOutcome is what killMidCall saw.
 type killOutcome struct {
 	took time.Duration // from the kill until nothing of the sandbox was left

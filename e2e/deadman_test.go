@@ -61,12 +61,7 @@ func TestDeadManWorker(t *testing.T) {
 			"--pool", "1", "--reap-interval", noReap)
 		w.waitLog("worker started", startTimeout)
 		tag := busyTag()
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-				map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-		}()
+		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
 		return killMidCall(t, dc, w, tag, issue13Bound)
 	})
 }
@@ -78,12 +73,7 @@ func TestDeadManServe(t *testing.T) {
 	conclusive(t, func(t *testing.T) killOutcome {
 		srv := startServe(t, "--reap-interval", noReap)
 		tag := busyTag()
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-				map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-		}()
+		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
 		return killMidCall(t, dc, srv.proc, tag, issue13Bound)
 	})
 }
@@ -109,12 +99,7 @@ func TestDeadManShell(t *testing.T) {
 			srv := startServe(t, "--reap-interval", noReap)
 			sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
 			tag := busyTag()
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				_, _ = send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_busy", "execute_shell",
-					map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120}))
-			}()
+			go busyCall(srv.URL+"/v1/sessions/"+sid+"/tool-calls", "execute_shell", map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120})
 			return killMidCall(t, dc, srv.proc, tag, issue26Bound)
 		})
 	})
