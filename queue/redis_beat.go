@@ -190,7 +190,7 @@ func (w *redisWorker) drainOwn() {
 				if err != nil {
 					continue
 				}
-				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", false, w.cfg.ID, w.ownStream, m.ID, true)
+				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", checkNone, w.cfg.ID, w.ownStream, m.ID, true)
 			}
 		}
 	}

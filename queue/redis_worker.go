@@ -117,7 +117,8 @@ func (w *redisWorker) Run(ctx context.Context) error {
 	w.beat(bgCtx)
 	bg.Go(func() { w.heartbeatLoop(bgCtx) })
 	bg.Go(func() { w.ackLoop(bgCtx) })
-	ps := rdb.Subscribe(bgCtx, w.q.keys.cancel())
+	// The pulse subscription tells session callers this process lives.
+	ps := rdb.Subscribe(bgCtx, w.q.keys.cancel(), w.q.keys.pulse(w.cfg.ID))
 	bg.Go(func() { w.cancelLoop(bgCtx, ps) })
 
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
