@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
+	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/state/statetest"
 )
@@ -283,6 +286,32 @@ func TestRedisCommandsPerCall(t *testing.T) {
 	}
 }
 
+// pause stops the redis-server behind rdb with SIGSTOP; the returned
+// resume (also run at the end of the test) continues it.
+func pause(t *testing.T, rdb *redis.Client) (resume func()) {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proc int
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			fmt.Sscan(v, &proc)
+		}
+	}
+	if proc == 0 {
+		t.Fatal("no process_id in INFO")
+	}
+	if err := syscall.Kill(proc, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = syscall.Kill(proc, syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
+}
+
 // TestRedisPaused stops a real redis-server with SIGSTOP: a Put with a
 // 500ms deadline on a ContextTimeoutEnabled client returns ErrUnavailable
 // within the deadline (not a hang) and, once Redis is
@@ -297,44 +326,66 @@ func TestRedisPaused(t *testing.T) {
 	if _, err := s.Put(context.Background(), k, []byte("x"), state.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var proc int
-	for _, line := range strings.Split(pid, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			fmt.Sscan(v, &proc)
-		}
-	}
-	if proc == 0 {
-		t.Fatal("no process_id in INFO")
-	}
-	if err := syscall.Kill(proc, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(proc, syscall.SIGCONT)
-		}
-	}
-	defer resume()
+	resume := pause(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	start := time.Now()
-	_, err = s.Put(ctx, k, []byte("y"), state.PutOptions{})
+	_, err := s.Put(ctx, k, []byte("y"), state.PutOptions{})
 	cancel()
 	if !errors.Is(err, state.ErrUnavailable) || core.CodeOf(err) != core.ErrUnavailable {
 		t.Fatalf("put on a paused Redis = %v; want ErrUnavailable", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > testscale.D(2*time.Second) {
 		t.Fatalf("put on a paused Redis took %v", d)
 	}
 	resume()
-	c2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	c2, cancel2 := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel2()
 	if _, err := s.Get(c2, k); err != nil {
 		t.Fatalf("get after resume: %v", err)
+	}
+}
+
+// TestRedisStalledRefusesWithinOpTimeout: with Redis stalled (SIGSTOP),
+// the operations a request makes (an idempotency reservation is a create
+// then a read; readiness a ping) return ErrUnavailable within OpTimeout
+// even when the caller's context has no deadline, on a client configured
+// as serve's is (queue.NewRedisClient). They waited for the client's read
+// timeout and its retry: new calls were refused only after 10 s during a
+// 15 s stall, while the queue refused after 2 s (issue 26).
+func TestRedisStalledRefusesWithinOpTimeout(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, false)
+	rdb, err := queue.NewRedisClient(srv.URL(), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	s := state.NewRedis(rdb, "stall:")
+	k := state.Key{Kind: "idem", Owner: "alice", ID: "call_1"}
+	ctx := context.Background()
+	if _, err := s.Get(ctx, k); !errors.Is(err, state.ErrNotFound) { // warms a pooled connection
+		t.Fatal(err)
+	}
+	pause(t, rdb)
+	bound := state.OpTimeout + testscale.D(time.Second)
+	for name, op := range map[string]func() error{
+		"create": func() error {
+			_, err := s.Put(ctx, k, []byte("x"), state.PutOptions{TTL: time.Minute, IfVersion: -1})
+			return err
+		},
+		"get":  func() error { _, err := s.Get(ctx, k); return err },
+		"ping": func() error { return s.Ping(ctx) },
+		"list": func() error { _, err := s.List(ctx, "idem", "alice", "", 10); return err },
+	} {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		t.Logf("%s on a stalled Redis: %v after %v", name, err, took.Round(10*time.Millisecond))
+		if !errors.Is(err, state.ErrUnavailable) || core.CodeOf(err) != core.ErrUnavailable {
+			t.Errorf("%s on a stalled Redis = %v; want ErrUnavailable", name, err)
+		}
+		if took > bound {
+			t.Errorf("%s on a stalled Redis took %v, want within %v", name, took, bound)
+		}
 	}
 }
