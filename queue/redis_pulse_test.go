@@ -37,7 +37,7 @@ func pulseQueue(t *testing.T, name string) (*Redis, *proc) {
 // on the session is refused at once.
 func TestRedisSessionHolderKilledLearnsFast(t *testing.T) {
 	q, a := pulseQueue(t, "pulsekill")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("block-first:z")})
 	a.waitLine(waitTimeout, "started sj 1")
@@ -67,7 +67,7 @@ func TestRedisSessionHolderKilledLearnsFast(t *testing.T) {
 // caller gets the result once it resumes.
 func TestRedisStalledSessionHolderKeepsSession(t *testing.T) {
 	q, a := pulseQueue(t, "pulsestall")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("sleep:300:z")})
 	a.waitLine(waitTimeout, "started sj 1")
@@ -92,7 +92,7 @@ func TestRedisStalledSessionHolderKeepsSession(t *testing.T) {
 // the pulse grace, so its session job in flight is not declared lost.
 func TestRedisPulseResubscribes(t *testing.T) {
 	q, a := pulseQueue(t, "pulseresub")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	hold := pulseGrace + 3*pulseEvery
 	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("sleep:" + itoa(hold.Milliseconds()) + ":z")})
