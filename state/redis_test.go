@@ -148,7 +148,7 @@ func TestRedisDown(t *testing.T) {
 	defer rdb.Close()
 	s := state.NewRedis(rdb, "down:")
 	srv.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	start := time.Now()
 	_, err := s.Put(ctx, state.Key{Kind: "run", ID: "x"}, []byte("x"), state.PutOptions{})
@@ -161,7 +161,7 @@ func TestRedisDown(t *testing.T) {
 	if err := s.Ping(ctx); !errors.Is(err, state.ErrUnavailable) {
 		t.Fatalf("ping on a stopped Redis = %v", err)
 	}
-	if d := time.Since(start); d > 8*time.Second {
+	if d := time.Since(start); d > testscale.D(8*time.Second) {
 		t.Fatalf("took %v", d)
 	}
 }
@@ -175,7 +175,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 	srv := redistest.Start(t, false)
 	a := state.NewRedis(srv.Client(t), "rep:")
 	b := state.NewRedis(srv.Client(t), "rep:")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(20*time.Second))
 	defer cancel()
 	k := state.Key{Kind: "session", Owner: "alice", ID: "s1"}
 	if _, err := a.Put(ctx, k, []byte("from a"), state.PutOptions{IfVersion: -1}); err != nil {
@@ -193,7 +193,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 	}
 	done := make(chan []state.Entry, 1)
 	go func() {
-		es, _ := b.Range(ctx, k, 0, 0, 10*time.Second)
+		es, _ := b.Range(ctx, k, 0, 0, testscale.D(10*time.Second))
 		done <- es
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -205,7 +205,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 		if len(es) != 1 || es[0].Seq != 1 || string(es[0].Data) != "ev1" {
 			t.Fatalf("b's Range = %+v", es)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testscale.D(5 * time.Second)):
 		t.Fatal("b's Range was not woken by a's Append")
 	}
 	if err := b.Delete(ctx, k, 2); err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // Server is a redis-server process owned by one test.
@@ -76,7 +78,7 @@ func (s *Server) Run() {
 	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(s.cmd, s.done)
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1})
 	defer c.Close()
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(testscale.D(20 * time.Second)); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := c.Ping(ctx).Err()
 		cancel()
@@ -104,7 +106,7 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testscale.D(20 * time.Second)):
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
