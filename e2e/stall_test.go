@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // stallFor is the workers-only Redis stall of issue 13's fault run (over
@@ -99,4 +100,26 @@ func workerIDOf(t *testing.T, p *proc) string {
 		t.Fatalf("%s logged no worker id", p.name)
 	}
 	return m[1]
+}
+
+// TestRedisStallRefusesNewCalls: with Redis stalled (SIGSTOP), a new tool
+// call to serve --redis is refused with 503 within the state store's and
+// the queue's 2 s bounds. It took 10 s: the idempotency reservation waited
+// on the client's read timeout and its retry, twice (issue 26).
+func TestRedisStallRefusesNewCalls(t *testing.T) {
+	rs := redistest.Start(t, false)
+	qname := fmt.Sprintf("stallnew%d", time.Now().UnixNano())
+	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	do(t, "GET", srv.URL+"/readyz", nil) // connections open before the stall
+	rs.Pause(t)
+	start := time.Now()
+	r := do(t, "POST", srv.URL+"/v1/tool-calls", toolCall("call_stalled", "run_python", map[string]any{"code": "print(1)"}))
+	took := time.Since(start)
+	if r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a call during a Redis stall: %d %.300s, want 503", r.Status, r.Body)
+	}
+	t.Logf("a call during a Redis stall was refused after %s: %.200s", took.Round(10*time.Millisecond), r.Body)
+	if bound := 2*time.Second + testscale.D(2*time.Second); took > bound {
+		t.Errorf("a call during a Redis stall was refused after %s, want within %s", took, bound)
+	}
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -286,32 +284,6 @@ func TestRedisCommandsPerCall(t *testing.T) {
 	}
 }
 
-// pause stops the redis-server behind rdb with SIGSTOP; the returned
-// resume (also run at the end of the test) continues it.
-func pause(t *testing.T, rdb *redis.Client) (resume func()) {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var proc int
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			fmt.Sscan(v, &proc)
-		}
-	}
-	if proc == 0 {
-		t.Fatal("no process_id in INFO")
-	}
-	if err := syscall.Kill(proc, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	resume = func() { once.Do(func() { _ = syscall.Kill(proc, syscall.SIGCONT) }) }
-	t.Cleanup(resume)
-	return resume
-}
-
 // TestRedisPaused stops a real redis-server with SIGSTOP: a Put with a
 // 500ms deadline on a ContextTimeoutEnabled client returns ErrUnavailable
 // within the deadline (not a hang) and, once Redis is
@@ -326,7 +298,7 @@ func TestRedisPaused(t *testing.T) {
 	if _, err := s.Put(context.Background(), k, []byte("x"), state.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resume := pause(t, rdb)
+	resume := srv.Pause(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	start := time.Now()
 	_, err := s.Put(ctx, k, []byte("y"), state.PutOptions{})
@@ -366,7 +338,7 @@ func TestRedisStalledRefusesWithinOpTimeout(t *testing.T) {
 	if _, err := s.Get(ctx, k); !errors.Is(err, state.ErrNotFound) { // warms a pooled connection
 		t.Fatal(err)
 	}
-	pause(t, rdb)
+	srv.Pause(t)
 	bound := state.OpTimeout + testscale.D(time.Second)
 	for name, op := range map[string]func() error{
 		"create": func() error {

@@ -203,3 +203,21 @@ func usedMemory(t testing.TB, c *redis.Client) int64 {
 	t.Fatalf("redistest: no used_memory in INFO memory")
 	return 0
 }
+
+// Pause stops the server process with SIGSTOP, as a Redis stalled by its
+// host would: connections stay open and nothing is answered. The returned
+// resume (SIGCONT) is also run at the end of the test.
+func (s *Server) Pause(t testing.TB) (resume func()) {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("redistest: pause: the server is not running")
+	}
+	p := s.cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: pause: %v", err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = p.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
+}
