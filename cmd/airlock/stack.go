@@ -34,6 +34,9 @@ type stackFlags struct {
 	// interactive and session jobs only (0: none).
 	interactiveReserve int
 	grace              time.Duration // for in-flight jobs at shutdown (0: the queue's default)
+	// visibility is the Redis queue's VisibilityTimeout (and so its
+	// LivenessTTL); 0 keeps the queue's default.
+	visibility time.Duration
 	// approvalTools and requireApproval become the dispatcher's
 	// ApprovalTools and Policy.RequireApproval (serve's approval flags).
 	approvalTools, requireApproval []string
@@ -51,7 +54,14 @@ func (f *stackFlags) register(fs *flag.FlagSet, embedded bool, pool int) {
 	f.interactiveReserve = envInt(reserveEnv, 1)
 	if !embedded { // a one-call command has no batch to make room beside
 		registerReserve(fs, &f.interactiveReserve)
+		registerVisibility(fs, &f.visibility)
 	}
+}
+
+// registerVisibility defines --visibility-timeout on fs.
+func registerVisibility(fs *flag.FlagSet, v *time.Duration) {
+	fs.DurationVar(v, "visibility-timeout", envDuration("AIRLOCK_VISIBILITY_TIMEOUT", 0),
+		"with --redis: how long a running job may go without its worker's heartbeat before another worker takes it over, and the lifetime of a worker's liveness key (0: the default, 30s; env AIRLOCK_VISIBILITY_TIMEOUT)")
 }
 
 // reserveEnv is the environment fallback of --interactive-reserve.
@@ -132,7 +142,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		dcfg.Approvals = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":approvals}", 0)
 		s.agentApr = approvals.NewRedis(rdb, "airlock:{"+f.queueName+":agent}", 0)
 	}
-	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName}, queue.Deps{Logger: log, Registerer: s.metrics})
+	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName, VisibilityTimeout: f.visibility}, queue.Deps{Logger: log, Registerer: s.metrics})
 	if err != nil {
 		s.closeRedis()
 		return nil, fmt.Errorf("queue: %w", err)
