@@ -19,6 +19,7 @@ import (
 // the command runs, exits with the command's status, and leaves no loop
 // behind.
 func TestBusyScriptHogsAndCleansUp(t *testing.T) {
+	t.Parallel()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)

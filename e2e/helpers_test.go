@@ -21,13 +21,16 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
-// Hang guards. They bound waits; no test asserts how long anything took.
-const (
-	startTimeout = 2 * time.Minute // a process comes up and answers
-	stopTimeout  = 2 * time.Minute // a process exits after SIGTERM
-	callTimeout  = 5 * time.Minute // one HTTP request
+// Hang guards: they bound waits (the few bounds a test asserts on how long
+// something took are its own, also from testscale).
+var (
+	startTimeout = testscale.D(2 * time.Minute) // a process comes up and answers
+	stopTimeout  = testscale.D(2 * time.Minute) // a process exits after SIGTERM
+	callTimeout  = testscale.D(5 * time.Minute) // one HTTP request
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
@@ -76,7 +79,7 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		p.stop(30 * time.Second)
+		p.stop(testscale.D(30 * time.Second))
 		if t.Failed() {
 			t.Logf("--- %s (pid %d) stderr ---\n%s", name, p.pid(), tail(p.stderr.String(), 6000))
 		}
@@ -393,7 +396,7 @@ func (c callResult) mustOK(t *testing.T) string {
 // (running or not), by their labels.
 func containers(t *testing.T, dc *client.Client, pid int) []container.Summary {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	list, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", "airlock.managed=true"),

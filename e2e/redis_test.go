@@ -46,6 +46,7 @@ func pidOfWorker(t *testing.T, id string) int {
 // container killed; the dead worker's container is reaped; SIGTERM leaves
 // no container behind.
 func TestRedisDeployment(t *testing.T) {
+	t.Parallel()
 	dc := requireDocker(t)
 	rs := redistest.Start(t, true)
 	rdb := rs.Client(t)
@@ -199,7 +200,7 @@ func TestRedisDeployment(t *testing.T) {
 	if bound := 4*time.Second + testscale.D(6*time.Second); took > bound {
 		t.Errorf("session_lost reached the call in flight %s after the kill, want within %s", took, bound)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	lost, err := send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_lost", "run_python", map[string]any{"code": "print(x)"}))
 	cancel()
 	if err != nil {
@@ -248,10 +249,10 @@ func TestRedisDeployment(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled call: %v", err)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(testscale.D(time.Minute)):
 		t.Fatal("the cancelled HTTP call did not return")
 	}
-	poll(t, 2*time.Minute, "the cancelled call's container to be removed", func() bool {
+	poll(t, testscale.D(2*time.Minute), "the cancelled call's container to be removed", func() bool {
 		now := containerIDs(containers(t, dc, survivorPID))
 		for id := range during {
 			if !now[id] {
@@ -275,7 +276,7 @@ func TestRedisDeployment(t *testing.T) {
 	// The dead worker's session container is a leftover: a reaper removes
 	// it (the survivor's runs every minute; any airlock engine starting on
 	// this host also removes containers of dead processes).
-	poll(t, 3*time.Minute, "the killed worker's session container to be reaped", func() bool {
+	poll(t, testscale.D(3*time.Minute), "the killed worker's session container to be reaped", func() bool {
 		return len(containers(t, dc, holderPID)) == 0
 	})
 
@@ -309,7 +310,7 @@ func TestRedisDeployment(t *testing.T) {
 // scanKeys returns the keys matching pattern.
 func scanKeys(t *testing.T, rdb *redis.Client, pattern string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	var keys []string
 	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()

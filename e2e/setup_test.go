@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // The fresh-machine check of issue 16: scripts/deps.sh runs in a clean
@@ -107,7 +109,7 @@ func (d *depsRun) run(t *testing.T, img string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	args := []string{"run", "--rm", "--network", "none", "--user", d.user,
 		"-v", filepath.Clean(root) + ":/src:ro", "-e", "MODE=" + d.mode}
@@ -149,6 +151,7 @@ func (d *depsRun) run(t *testing.T, img string) {
 // one apt-get command naming exactly the missing packages, and nothing is
 // run.
 func TestSetupDepsNonRootPrintsCommand(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	for _, tc := range []struct {
 		mode, pkgs string
@@ -182,6 +185,7 @@ func TestSetupDepsNonRootPrintsCommand(t *testing.T) {
 // TestSetupDepsRootInstalls: as root the script runs apt-get update, then
 // installs exactly the missing packages, checks they arrived and exits 0.
 func TestSetupDepsRootInstalls(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	d := &depsRun{user: "0:0", mode: "test"}
 	d.run(t, img)
@@ -203,6 +207,7 @@ func TestSetupDepsRootInstalls(t *testing.T) {
 // TestSetupDepsPasswordlessSudo: a user with passwordless sudo gets the
 // packages installed through `sudo -n`.
 func TestSetupDepsPasswordlessSudo(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	d := &depsRun{user: "10001:10001", mode: "run", env: []string{"WITH_SUDO=1"}}
 	d.run(t, img)
@@ -224,6 +229,7 @@ func TestSetupDepsPasswordlessSudo(t *testing.T) {
 // TestSetupDepsDocker: no docker command, a stopped daemon and a refused
 // socket each fail with what to do.
 func TestSetupDepsDocker(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	for _, tc := range []struct {
 		name string
@@ -250,6 +256,7 @@ func TestSetupDepsDocker(t *testing.T) {
 // TestSetupDockerfilesMatchPackages: the registry Dockerfiles install the
 // same packages as the offline build's packages.txt.
 func TestSetupDockerfilesMatchPackages(t *testing.T) {
+	t.Parallel()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -289,6 +296,7 @@ func TestSetupDockerfilesMatchPackages(t *testing.T) {
 // TestSetupImagesHardened: the built images hold no setuid/setgid file and
 // only the python image carries Python settings.
 func TestSetupImagesHardened(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	for _, tc := range []struct {
 		img    string
@@ -297,7 +305,7 @@ func TestSetupImagesHardened(t *testing.T) {
 		{envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), false},
 		{envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), true},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 		out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", "--user", "0:0", tc.img,
 			"sh", "-c", "find / -xdev -perm /6000 -type f; echo ---; env").CombinedOutput()
 		cancel()

@@ -23,6 +23,7 @@ const stallFor = 15 * time.Second
 // the session's, and it goes when the session is closed. Both processes
 // reap every second, so an over-eager reaper would show too.
 func TestWorkersOnlyRedisStall(t *testing.T) {
+	t.Parallel()
 	dc := requireDocker(t)
 	rs := redistest.Start(t, false)
 	rdb := rs.Client(t)
@@ -53,7 +54,7 @@ func TestWorkersOnlyRedisStall(t *testing.T) {
 	during := make(chan answer, 1)
 	go func() {
 		time.Sleep(2 * time.Second) // well inside the stall
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 		defer cancel()
 		r, err := call(ctx, "x += 1\nprint(x)")
 		during <- answer{r, err}
@@ -89,7 +90,7 @@ func TestWorkersOnlyRedisStall(t *testing.T) {
 		t.Fatalf("the worker's containers after the stall: %s, want the session's %.12s alone", describe(after), before[0].ID)
 	}
 	do(t, "DELETE", srv.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNoContent)
-	poll(t, time.Minute, "the closed session's container to go", func() bool { return len(containers(t, dc, w.pid())) == 0 })
+	poll(t, testscale.D(time.Minute), "the closed session's container to go", func() bool { return len(containers(t, dc, w.pid())) == 0 })
 }
 
 // workerIDOf is the worker id a worker process logged at start.
@@ -107,6 +108,7 @@ func workerIDOf(t *testing.T, p *proc) string {
 // the queue's 2 s bounds. It took 10 s: the idempotency reservation waited
 // on the client's read timeout and its retry, twice (issue 26).
 func TestRedisStallRefusesNewCalls(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t, false)
 	qname := fmt.Sprintf("stallnew%d", time.Now().UnixNano())
 	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
