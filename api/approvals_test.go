@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/keys"
 )
 
 // countingExecutor answers every request ok and counts them.
@@ -36,7 +37,7 @@ func TestKeyPolicyApprovalHoldsToolCalls(t *testing.T) {
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ks, err := LoadKeys(file, "")
+	ks, err := keys.Load(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestKeysFileApprovalNames(t *testing.T) {
 		if err := os.WriteFile(file, []byte(c.line+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadKeys(file, ""); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := keys.Load(file, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error naming %s", c.line, err, c.want)
 		}
 	}

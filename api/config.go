@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/keys"
 )
 
 // Config holds every tunable of the HTTP API. Zero values are replaced by
@@ -15,8 +16,8 @@ type Config struct {
 	// InsecureLocal serves without API keys; every request acts as the
 	// owner "local". ValidateListen refuses it on a non-loopback Addr.
 	InsecureLocal bool
-	// Keys are the accepted API keys, already hashed (see LoadKeys).
-	Keys *KeySet
+	// Keys are the accepted API keys, already hashed (see keys.Load).
+	Keys *keys.Set
 
 	// MaxBodyBytes caps JSON request bodies (413 beyond).
 	MaxBodyBytes int64
@@ -101,7 +102,7 @@ type Config struct {
 	MaxLimits     core.Limits
 	// Budget is what each key may hold at once (a key's policy may set its
 	// own): open sessions and their memory and CPUs. Past it: 429 quota.
-	Budget Budget
+	Budget keys.Budget
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -137,7 +138,7 @@ func DefaultConfig() Config {
 			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
 		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
 			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30},
-		Budget: Budget{Sessions: 4, SessionMemory: 1 << 30, SessionCPUs: 4},
+		Budget: keys.Budget{Sessions: 4, SessionMemory: 1 << 30, SessionCPUs: 4},
 	}
 }
 
@@ -196,7 +197,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxLimits == (core.Limits{}) {
 		c.MaxLimits = d.MaxLimits
 	}
-	if c.Budget == (Budget{}) {
+	if c.Budget == (keys.Budget{}) {
 		c.Budget = d.Budget
 	}
 	if c.Now == nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -76,7 +77,7 @@ type harness struct {
 // and deps before New.
 func newHarness(t *testing.T, mut func(*Config, *Deps)) *harness {
 	t.Helper()
-	ks, err := NewKeySet("alice:"+keyAlice, "bob:"+keyBob)
+	ks, err := keys.New("alice:"+keyAlice, "bob:"+keyBob)
 	if err != nil {
 		t.Fatal(err)
 	}

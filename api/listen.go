@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/airlock-dev/airlock/keys"
 )
 
 // ValidateListen checks that addr and the auth mode fit together: insecure
 // local mode (no keys) only on a loopback address, and otherwise at least
 // one API key. The serve command calls it before New.
-func ValidateListen(addr string, insecureLocal bool, keys *KeySet) error {
+func ValidateListen(addr string, insecureLocal bool, ks *keys.Set) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", addr, err)
@@ -18,13 +20,13 @@ func ValidateListen(addr string, insecureLocal bool, keys *KeySet) error {
 		if !isLoopback(host) {
 			return fmt.Errorf("--insecure-local refused on %q: only a loopback address (127.0.0.1, ::1, localhost) may serve without API keys", addr)
 		}
-		if keys.Len() > 0 {
+		if ks.Len() > 0 {
 			return fmt.Errorf("--insecure-local and API keys are exclusive")
 		}
 		return nil
 	}
-	if keys.Len() == 0 {
-		return fmt.Errorf("no API keys: set %s, pass a keys file, or use --insecure-local on a loopback address", KeysEnv)
+	if ks.Len() == 0 {
+		return fmt.Errorf("no API keys: set %s, pass a keys file, or use --insecure-local on a loopback address", keys.Env)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -122,7 +123,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if _, err := New(Config{InsecureLocal: true}, Deps{}); err == nil {
 		t.Error("no dispatcher: want an error")
 	}
-	ks, _ := NewKeySet(keyAlice)
+	ks, _ := keys.New(keyAlice)
 	if _, err := New(Config{InsecureLocal: true, Keys: ks}, Deps{Dispatcher: &fakeDispatcher{}}); err == nil {
 		t.Error("insecure-local with keys: want an error")
 	}

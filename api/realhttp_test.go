@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/internal/jobs/jobstest"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/queue"
 )
 
@@ -42,7 +43,7 @@ type realAPI struct {
 // newRealAPI starts it; mut may change config and deps.
 func newRealAPI(t *testing.T, mut func(*Config, *Deps)) *realAPI {
 	t.Helper()
-	ks, err := NewKeySet("alice:"+keyAlice, "bob:"+keyBob)
+	ks, err := keys.New("alice:"+keyAlice, "bob:"+keyBob)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/keys"
 )
 
 func TestListSessionsShowsOnlyTheCallers(t *testing.T) {
@@ -156,12 +157,12 @@ func TestBackgroundNeedsPolicy(t *testing.T) {
 
 	// A key whose policy allows it gets a background session, and every
 	// route says so.
-	keys := filepath.Join(t.TempDir(), "keys")
+	keysFile := filepath.Join(t.TempDir(), "keys")
 	const keyCarol = "carol-client-key-0123456789a"
-	if err := os.WriteFile(keys, []byte("carol:"+keyCarol+" background=true\n"), 0o600); err != nil {
+	if err := os.WriteFile(keysFile, []byte("carol:"+keyCarol+" background=true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ks, err := api.LoadKeys(keys, "")
+	ks, err := keys.Load(keysFile, "")
 	if err != nil {
 		t.Fatal(err)
 	}

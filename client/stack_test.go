@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/jobs"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -136,7 +137,7 @@ func newStack() (*stack, error) {
 // server builds an api.Server for alice and bob on the stack; mut may
 // change its config.
 func (st *stack) server(mut func(*api.Config)) (*api.Server, error) {
-	ks, err := api.NewKeySet("alice:"+keyAlice, "bob:"+keyBob)
+	ks, err := keys.New("alice:"+keyAlice, "bob:"+keyBob)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -31,7 +32,7 @@ func TestExecRemote(t *testing.T) {
 	}
 	defer st.close()
 	const key = "remote-exec-key-0123456789"
-	ks, err := api.NewKeySet("cli:" + key)
+	ks, err := keys.New("cli:" + key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent"
-	"github.com/airlock-dev/airlock/api"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -16,7 +16,7 @@ import (
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_INTERACTIVE_RESERVE", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
-		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", api.KeysEnv, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY", "AIRLOCK_DATA_DIR",
+		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", keys.Env, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY", "AIRLOCK_DATA_DIR",
 		agent.EnvBaseURL, agent.EnvModel, agent.EnvAPIKey, "AIRLOCK_TEST_KEY"} {
 		t.Setenv(k, "")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -55,7 +56,7 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	d := api.DefaultConfig()
 	fs.StringVar(&f.addr, "addr", envOr("AIRLOCK_ADDR", d.Addr), "listen address HOST:PORT (env AIRLOCK_ADDR)")
 	fs.BoolVar(&f.insecureLocal, "insecure-local", false, "serve without API keys; refused on a non-loopback address")
-	fs.StringVar(&f.keysFile, "keys-file", os.Getenv("AIRLOCK_KEYS_FILE"), "file of API keys, one KEY or NAME:KEY per line (env AIRLOCK_KEYS_FILE; keys also from "+api.KeysEnv+")")
+	fs.StringVar(&f.keysFile, "keys-file", os.Getenv("AIRLOCK_KEYS_FILE"), "file of API keys, one KEY or NAME:KEY per line (env AIRLOCK_KEYS_FILE; keys also from "+keys.Env+")")
 	fs.Var(&f.cors, "cors-origin", "browser origin allowed to call the API (repeatable; env AIRLOCK_CORS_ORIGINS, comma separated)")
 	fs.Var(&f.inputs, "input", "NAME=DIR: a host folder runs and tool calls may mount read-only by NAME (repeatable)")
 	fs.Float64Var(&f.rate, "rate", d.RatePerSecond, "requests per second per API key (negative: unlimited)")
@@ -87,14 +88,14 @@ func (f *apiFlags) approvals() (tools, rules []string, err error) {
 // config loads the keys, checks address and mode together and returns the
 // API configuration.
 func (f *apiFlags) config() (api.Config, error) {
-	keys, err := api.LoadKeys(f.keysFile, os.Getenv(api.KeysEnv))
+	ks, err := keys.Load(f.keysFile, os.Getenv(keys.Env))
 	if err != nil {
 		return api.Config{}, err
 	}
-	if f.insecureLocal && keys.Len() > 0 {
-		return api.Config{}, fmt.Errorf("--insecure-local ignores API keys: unset %s and --keys-file, or drop --insecure-local", api.KeysEnv)
+	if f.insecureLocal && ks.Len() > 0 {
+		return api.Config{}, fmt.Errorf("--insecure-local ignores API keys: unset %s and --keys-file, or drop --insecure-local", keys.Env)
 	}
-	if err := api.ValidateListen(f.addr, f.insecureLocal, keys); err != nil {
+	if err := api.ValidateListen(f.addr, f.insecureLocal, ks); err != nil {
 		return api.Config{}, err
 	}
 	maxBody, err := units.RAMInBytes(f.maxBody)
@@ -118,7 +119,7 @@ func (f *apiFlags) config() (api.Config, error) {
 	cfg := api.DefaultConfig()
 	cfg.Addr, cfg.InsecureLocal, cfg.CORSOrigins, cfg.InputFolders = f.addr, f.insecureLocal, cors, inputs
 	if !f.insecureLocal {
-		cfg.Keys = keys
+		cfg.Keys = ks
 	}
 	cfg.RatePerSecond, cfg.RateBurst, cfg.MaxConcurrentPerKey = f.rate, f.burst, f.maxConcurrent
 	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload

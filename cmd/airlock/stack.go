@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/jobs"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -232,7 +232,7 @@ type agentTools struct {
 	*dispatcher.Dispatcher
 	// keys, when set, adds each owner's keys-file approval settings to the
 	// calls of its runs.
-	keys *api.KeySet
+	keys *keys.Set
 }
 
 // Run runs call with its owner's approval_tools and require_approval.

@@ -1,4 +1,4 @@
-package api
+package keys
 
 import (
 	"bufio"
@@ -11,15 +11,15 @@ import (
 	"strings"
 )
 
-// KeysEnv is the environment variable holding comma-separated API keys.
-const KeysEnv = "AIRLOCK_API_KEYS"
+// Env is the environment variable holding comma-separated API keys.
+const Env = "AIRLOCK_API_KEYS"
 
 // minKeyLen is the shortest accepted API key.
 const minKeyLen = 16
 
-// KeySet holds API keys as SHA-256 hashes, each with the owner name that
+// Set holds API keys as SHA-256 hashes, each with the owner name that
 // resources made with it belong to. The plain keys are never kept.
-type KeySet struct {
+type Set struct {
 	entries []keyEntry
 }
 
@@ -30,10 +30,10 @@ type keyEntry struct {
 	policy *Policy
 }
 
-// NewKeySet hashes keys. Each entry is either "KEY" (the owner becomes
+// New hashes keys. Each entry is either "KEY" (the owner becomes
 // "key-" and the first 12 hex digits of its hash) or "NAME:KEY".
-func NewKeySet(keys ...string) (*KeySet, error) {
-	ks := &KeySet{}
+func New(keys ...string) (*Set, error) {
+	ks := &Set{}
 	for i, k := range keys {
 		if err := ks.add(k); err != nil {
 			return nil, fmt.Errorf("api key %d: %w", i+1, err)
@@ -42,14 +42,14 @@ func NewKeySet(keys ...string) (*KeySet, error) {
 	return ks, nil
 }
 
-// LoadKeys reads keys from file (one per line, "KEY" or "NAME:KEY",
+// Load reads keys from file (one per line, "KEY" or "NAME:KEY",
 // optionally followed by policy fields "name=value" separated by spaces,
 // see Policy; blank lines and lines starting with # ignored) when file is
 // not empty, and from env, the value of AIRLOCK_API_KEYS (comma separated,
 // no policies). Both may be used. Only a policy may raise a key's limits
 // above the server defaults (up to the server maximum).
-func LoadKeys(file, env string) (*KeySet, error) {
-	ks := &KeySet{}
+func Load(file, env string) (*Set, error) {
+	ks := &Set{}
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
@@ -65,14 +65,14 @@ func LoadKeys(file, env string) (*KeySet, error) {
 			continue
 		}
 		if err := ks.add(k); err != nil {
-			return nil, fmt.Errorf("%s entry %d: %w", KeysEnv, i+1, err)
+			return nil, fmt.Errorf("%s entry %d: %w", Env, i+1, err)
 		}
 	}
 	return ks, nil
 }
 
 // readLines adds one key per non-comment line of r.
-func (ks *KeySet) readLines(r io.Reader) error {
+func (ks *Set) readLines(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -98,7 +98,7 @@ func (ks *KeySet) readLines(r io.Reader) error {
 }
 
 // add hashes one "KEY" or "NAME:KEY" entry.
-func (ks *KeySet) add(entry string) error {
+func (ks *Set) add(entry string) error {
 	owner, key := "", entry
 	if name, k, ok := strings.Cut(entry, ":"); ok && validOwnerName(name) {
 		owner, key = name, k
@@ -134,7 +134,7 @@ func validOwnerName(s string) bool {
 
 // Policy returns the policy of owner's key from the keys file, nil when it
 // has none. (Owners with several keys: the first key's with a policy.)
-func (ks *KeySet) Policy(owner string) *Policy {
+func (ks *Set) Policy(owner string) *Policy {
 	if ks == nil {
 		return nil
 	}
@@ -147,7 +147,7 @@ func (ks *KeySet) Policy(owner string) *Policy {
 }
 
 // Len is the number of keys; zero for a nil set.
-func (ks *KeySet) Len() int {
+func (ks *Set) Len() int {
 	if ks == nil {
 		return 0
 	}
@@ -156,7 +156,7 @@ func (ks *KeySet) Len() int {
 
 // Owner returns the owner of key. Every stored hash is compared in constant
 // time, so the time taken does not depend on which key (if any) matched.
-func (ks *KeySet) Owner(key string) (string, bool) {
+func (ks *Set) Owner(key string) (string, bool) {
 	if ks == nil || key == "" {
 		return "", false
 	}

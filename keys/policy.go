@@ -1,0 +1,104 @@
+package keys
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// Policy is what a key may use, from its line in the keys file. Zero
+// fields mean the server's values (the api server's default limits and budgets).
+type Policy struct {
+	// Limits are the most a request of this key may ask for; they may be
+	// above the server defaults, never above the server maximum.
+	Limits core.Limits
+	// Budget overrides the server's per-key budgets.
+	Budget Budget
+	// Background allows sessions opened with {"background": true}.
+	Background bool
+	// ApprovalTools are tools whose every call by this key waits for
+	// approval, on top of the server's --approval-tools.
+	ApprovalTools []string
+	// RequireApproval are policy rules that hold this key's calls for
+	// approval instead of refusing them, on top of --require-approval.
+	RequireApproval []string
+}
+
+// Budget is what one key may hold at once. Zero fields mean no budget.
+type Budget struct {
+	Sessions      int     // open sessions
+	SessionMemory int64   // memory of all open sessions together, bytes
+	SessionCPUs   float64 // CPUs of all open sessions together
+	ArtifactBytes int64   // bytes of stored artifacts
+	ArtifactCount int     // stored artifacts
+}
+
+// parsePolicy reads "name=value" fields of a keys-file line: the limits
+// memory_bytes, cpus, pids, timeout_seconds, output_bytes, tmpfs_bytes,
+// nofile, file_size_bytes (sizes accept units: 1g, 512m), the budgets
+// max_sessions, session_memory_bytes, session_cpus, artifact_bytes,
+// artifact_count, background=true|false, and the approval settings
+// approval_tools=TOOL,TOOL and require_approval=RULE,RULE (names checked
+// against the built-in tools and the policy rules).
+func parsePolicy(fields []string) (*Policy, error) {
+	p := &Policy{}
+	for _, f := range fields {
+		name, val, ok := strings.Cut(f, "=")
+		if !ok || val == "" {
+			return nil, fmt.Errorf("policy field %q: want name=value", f)
+		}
+		var err error
+		switch name {
+		case "memory_bytes":
+			p.Limits.Memory, err = units.RAMInBytes(val)
+		case "cpus":
+			p.Limits.CPUs, err = strconv.ParseFloat(val, 64)
+		case "pids":
+			p.Limits.Pids, err = strconv.ParseInt(val, 10, 64)
+		case "timeout_seconds":
+			var s float64
+			s, err = strconv.ParseFloat(val, 64)
+			p.Limits.Timeout = time.Duration(s * float64(time.Second))
+		case "output_bytes":
+			var n int64
+			n, err = units.RAMInBytes(val)
+			p.Limits.OutputBytes = int(n)
+		case "tmpfs_bytes":
+			p.Limits.TmpfsBytes, err = units.RAMInBytes(val)
+		case "nofile":
+			p.Limits.NoFile, err = strconv.ParseInt(val, 10, 64)
+		case "file_size_bytes":
+			p.Limits.FileSize, err = units.RAMInBytes(val)
+		case "max_sessions":
+			p.Budget.Sessions, err = strconv.Atoi(val)
+		case "session_memory_bytes":
+			p.Budget.SessionMemory, err = units.RAMInBytes(val)
+		case "session_cpus":
+			p.Budget.SessionCPUs, err = strconv.ParseFloat(val, 64)
+		case "artifact_bytes":
+			p.Budget.ArtifactBytes, err = units.RAMInBytes(val)
+		case "artifact_count":
+			p.Budget.ArtifactCount, err = strconv.Atoi(val)
+		case "background":
+			p.Background, err = strconv.ParseBool(val)
+		case "approval_tools":
+			p.ApprovalTools = dispatcher.SplitNames(val)
+			err = dispatcher.CheckApprovalNames(p.ApprovalTools, nil)
+		case "require_approval":
+			p.RequireApproval = dispatcher.SplitNames(val)
+			err = dispatcher.CheckApprovalNames(nil, p.RequireApproval)
+		default:
+			return nil, fmt.Errorf("unknown policy field %q", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("policy field %s: %w", name, err)
+		}
+	}
+	return p, nil
+}
