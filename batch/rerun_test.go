@@ -48,20 +48,11 @@ func TestRetryWhileTheRunnerFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-st.held:
-	case <-time.After(testscale.D(10 * time.Second)):
-		t.Fatal("the runner never reached its last step")
-	}
+	waitSignal(t, st.held, "the runner never reached its last step")
 	if got, _ := m.Get(ctx, "alice", b.ID); got.Status != StatusCompleted {
 		t.Fatalf("batch %s before the retry, want completed", got.Status)
 	}
-	it, _ := m.items(ctx, "alice", b.ID)
-	failed := it[0].item
-	failed.Status = ItemFailed
-	if err := m.putItem(ctx, "alice", b.ID, &failed, it[0].version); err != nil {
-		t.Fatal(err)
-	}
+	failFirstItem(t, m, "alice", b.ID)
 	if _, err := m.Retry(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -122,25 +113,12 @@ func TestRetryOnAnotherReplicaStaysIndexed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-st.held:
-	case <-time.After(testscale.D(10 * time.Second)):
-		t.Fatal("the first runner never reached its last step")
-	}
-	it, _ := m1.items(ctx, "alice", b.ID)
-	failed := it[0].item
-	failed.Status = ItemFailed
-	if err := m1.putItem(ctx, "alice", b.ID, &failed, it[0].version); err != nil {
-		t.Fatal(err)
-	}
+	waitSignal(t, st.held, "the first runner never reached its last step")
+	failFirstItem(t, m1, "alice", b.ID)
 	if _, err := m2.Retry(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-d2.started:
-	case <-time.After(testscale.D(10 * time.Second)):
-		t.Fatal("the retry never ran on the second replica")
-	}
+	waitSignal(t, d2.started, "the retry never ran on the second replica")
 	close(st.open) // the first runner's removal goes ahead now
 	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for {
@@ -160,4 +138,30 @@ func TestRetryOnAnotherReplicaStaysIndexed(t *testing.T) {
 	}
 	close(d2.open)
 	waitStatus(t, m2, "alice", b.ID, StatusCompleted)
+}
+
+// failFirstItem records the first item of batch id as failed, as a run
+// whose call failed would, so that Retry reruns it.
+func failFirstItem(t *testing.T, m *Manager, owner, id string) {
+	t.Helper()
+	ctx := context.Background()
+	it, err := m.items(ctx, owner, id)
+	if err != nil || len(it) == 0 {
+		t.Fatalf("items of %s: %d, %v", id, len(it), err)
+	}
+	failed := it[0].item
+	failed.Status = ItemFailed
+	if err := m.putItem(ctx, owner, id, &failed, it[0].version); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSignal waits for ch, failing the test with what after a while.
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(testscale.D(10 * time.Second)):
+		t.Fatal(what)
+	}
 }

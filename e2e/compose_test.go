@@ -245,18 +245,8 @@ func TestComposeStack(t *testing.T) {
 		return m
 	}
 	before := jobs()
-	type answer struct {
-		r   response
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		r, err := send(ctx, "POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
-			map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
-		done <- answer{r, err}
-	}()
+	done := sendAsync("POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
+		map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
 	var job, first string
 	poll(t, testscale.D(time.Minute), "the call's job to start on a worker", func() bool {
 		for k, w := range jobs() {

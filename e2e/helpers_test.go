@@ -326,6 +326,25 @@ func do(t *testing.T, method, url string, body any, hdr ...string) response {
 	return res
 }
 
+// answer is a finished HTTP exchange, or its transport error.
+type answer struct {
+	r   response
+	err error
+}
+
+// sendAsync sends a request in a goroutine, bounded by callTimeout; its
+// answer arrives on the returned channel.
+func sendAsync(method, url string, body any, hdr ...string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		r, err := send(ctx, method, url, body, hdr...)
+		ch <- answer{r, err}
+	}()
+	return ch
+}
+
 // send is do without a test: the error is returned.
 func send(ctx context.Context, method, url string, body any, hdr ...string) (response, error) {
 	req, err := request(ctx, method, url, body, hdr...)

@@ -166,18 +166,8 @@ func TestRedisDeployment(t *testing.T) {
 	// session_lost within seconds (the worker's pulse subscription went
 	// with its process), not after the 30 s liveness TTL and two checks
 	// (43 s in issue 26); the next call is refused too, not a hang.
-	type answer struct {
-		r   response
-		err error
-	}
-	inflight := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		r, err := send(ctx, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_inflight", "run_python",
-			map[string]any{"code": "import time\ntime.sleep(600)", "timeout_seconds": 300}))
-		inflight <- answer{r, err}
-	}()
+	inflight := sendAsync("POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("call_inflight", "run_python",
+		map[string]any{"code": "import time\ntime.sleep(600)", "timeout_seconds": 300}))
 	time.Sleep(2 * time.Second) // the call is running (or queued for the holder: lost all the same)
 	holder.signal(syscall.SIGKILL)
 	holder.wait(stopTimeout)

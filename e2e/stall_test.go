@@ -47,10 +47,6 @@ func TestWorkersOnlyRedisStall(t *testing.T) {
 
 	proxy.stall(true)
 	stalledAt := time.Now()
-	type answer struct {
-		r   response
-		err error
-	}
 	during := make(chan answer, 1)
 	go func() {
 		time.Sleep(2 * time.Second) // well inside the stall

@@ -15,19 +15,23 @@ import (
 // what they measure does not wait for it.
 const longLiveness = 30 * time.Second
 
-// pulseQueue returns a caller-side queue and a worker process "A" holding
-// session s1, both with the production liveness TTL and visibility
-// timeout.
-func pulseQueue(t *testing.T, name string) (*Redis, *proc) {
+// pulseSession starts a caller-side queue and a worker process "A"
+// holding session s1, both with the production liveness TTL and
+// visibility timeout, and session job sj with payload; it returns them
+// once A started sj, with the job's outcome to come.
+func pulseSession(t *testing.T, name, payload string) (*Redis, *proc, <-chan result) {
 	t.Helper()
 	srv := redistest.Start(t, false)
 	q := faultQueue(t, srv, name, Config{LivenessTTL: longLiveness, VisibilityTimeout: longLiveness})
 	a := startWorkerProc(t, srv, name, "A", "AQ_LIVE_MS=30000", "AQ_VIS_MS=30000")
-	ctx := testCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
+	t.Cleanup(cancel)
 	if out, err := q.Do(ctx, Job{Payload: []byte("open:s1")}); err != nil || string(out) != "A:1:s1" {
 		t.Fatalf("open = %q, %v", out, err)
 	}
-	return q, a
+	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte(payload)})
+	a.waitLine(waitTimeout, "started sj 1")
+	return q, a, res
 }
 
 // TestRedisSessionHolderKilledLearnsFast: the caller of a session job whose
@@ -36,11 +40,7 @@ func pulseQueue(t *testing.T, name string) (*Redis, *proc) {
 // the 30 s liveness TTL and two checks (43 s in issue 26); the next call
 // on the session is refused at once.
 func TestRedisSessionHolderKilledLearnsFast(t *testing.T) {
-	q, a := pulseQueue(t, "pulsekill")
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
-	defer cancel()
-	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("block-first:z")})
-	a.waitLine(waitTimeout, "started sj 1")
+	q, a, res := pulseSession(t, "pulsekill", "block-first:z")
 	a.kill(syscall.SIGKILL)
 	killed := time.Now()
 	r := recv(t, res, "the session job's outcome")
@@ -52,7 +52,7 @@ func TestRedisSessionHolderKilledLearnsFast(t *testing.T) {
 	if bound := testscale.D(pulseGrace + 2*pulseEvery + 2*time.Second); took > bound {
 		t.Fatalf("the caller learned the loss after %v, want within %v", took, bound)
 	}
-	start := time.Now()
+	ctx, start := testCtx(t), time.Now()
 	if _, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("echo:w")}); !errors.Is(err, ErrSessionLost) {
 		t.Fatalf("next caller: %v; want ErrSessionLost", err)
 	}
@@ -66,11 +66,7 @@ func TestRedisSessionHolderKilledLearnsFast(t *testing.T) {
 // session: its connection stays open, so its pulse does, and the job's
 // caller gets the result once it resumes.
 func TestRedisStalledSessionHolderKeepsSession(t *testing.T) {
-	q, a := pulseQueue(t, "pulsestall")
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
-	defer cancel()
-	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("sleep:300:z")})
-	a.waitLine(waitTimeout, "started sj 1")
+	q, a, res := pulseSession(t, "pulsestall", "sleep:300:z")
 	a.kill(syscall.SIGSTOP)
 	select {
 	case r := <-res:
@@ -82,7 +78,7 @@ func TestRedisStalledSessionHolderKeepsSession(t *testing.T) {
 	if r := recv(t, res, "the session job's result"); r.err != nil || string(r.out) != "A:1:z" {
 		t.Fatalf("session job across a frozen worker = %q, %v; want its result", r.out, r.err)
 	}
-	if out, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("echo:after")}); err != nil || string(out) != "A:1:after" {
+	if out, err := q.Do(testCtx(t), Job{Session: "s1", Payload: []byte("echo:after")}); err != nil || string(out) != "A:1:after" {
 		t.Fatalf("next session job = %q, %v", out, err)
 	}
 }
@@ -91,12 +87,9 @@ func TestRedisStalledSessionHolderKeepsSession(t *testing.T) {
 // (CLIENT KILL TYPE pubsub), a live worker subscribes again well within
 // the pulse grace, so its session job in flight is not declared lost.
 func TestRedisPulseResubscribes(t *testing.T) {
-	q, a := pulseQueue(t, "pulseresub")
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
-	defer cancel()
 	hold := pulseGrace + 3*pulseEvery
-	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: []byte("sleep:" + itoa(hold.Milliseconds()) + ":z")})
-	a.waitLine(waitTimeout, "started sj 1")
+	q, _, res := pulseSession(t, "pulseresub", "sleep:"+itoa(hold.Milliseconds())+":z")
+	ctx := testCtx(t)
 	for range 3 { // the first kill may meet a connection still subscribing
 		if err := q.rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
 			t.Fatal(err)
