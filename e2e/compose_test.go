@@ -84,6 +84,26 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// composeOverride writes the compose file the test applies over
+// docker-compose.yml: the workers' visibility timeout is short, so the call
+// whose worker is killed is taken over in seconds rather than 30-45 s, and
+// they run the sandbox images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
+// AIRLOCK_SHELL_IMAGE), like every other test, not whatever :latest is now.
+func composeOverride(t *testing.T) string {
+	t.Helper()
+	env := "    environment:\n      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
+	for _, k := range []string{"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE"} {
+		if v := os.Getenv(k); v != "" {
+			env += fmt.Sprintf("      %s: %q\n", k, v)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "compose.test.yml")
+	if err := os.WriteFile(p, []byte("version: \"3.8\"\nservices:\n  worker1:\n"+env+"  worker2:\n"+env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // buildComposeImages builds airlock/server (from the static binary
 // TestMain built), airlock/redis and airlock/haproxy with images/build.sh,
 // the way `make compose-images` does.
@@ -123,13 +143,7 @@ func TestComposeStack(t *testing.T) {
 	s := &stack{t: t, root: root, project: fmt.Sprintf("airlocktest%d", time.Now().UnixNano()%1_000_000_000),
 		env: append(os.Environ(), "AIRLOCK_API_KEYS="+composeKey, "AIRLOCK_PORT="+lbPort,
 			"AIRLOCK_API1_PORT="+api1Port, "AIRLOCK_API2_PORT="+api2Port)}
-	// The workers' visibility timeout is short, so the call whose worker is
-	// killed below is taken over in seconds rather than 30-45 s.
-	s.override = filepath.Join(t.TempDir(), "compose.test.yml")
-	worker := "    environment:\n      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
-	if err := os.WriteFile(s.override, []byte("version: \"3.8\"\nservices:\n  worker1:\n"+worker+"  worker2:\n"+worker), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.override = composeOverride(t)
 	var sandboxHosts []string // the workers' hostnames, which label their sandboxes
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
