@@ -85,20 +85,26 @@ func docker(t *testing.T, args ...string) string {
 }
 
 // composeOverride writes the compose file the test applies over
-// docker-compose.yml: the workers' visibility timeout is short, so the call
-// whose worker is killed is taken over in seconds rather than 30-45 s, and
-// they run the sandbox images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
+// docker-compose.yml. Its own queue name, so that another Airlock on this
+// Docker daemon using the default one (another compose stack, say) does
+// not take this stack's workers for dead ones of its own queue and reap
+// their sandboxes mid-call (seen: "the sandbox container exited during the
+// call"); the workers' visibility timeout short, so the call whose worker
+// is killed is taken over in seconds rather than 30-45 s; and the sandbox
+// images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
 // AIRLOCK_SHELL_IMAGE), like every other test, not whatever :latest is now.
-func composeOverride(t *testing.T) string {
+func composeOverride(t *testing.T, project string) string {
 	t.Helper()
-	env := "    environment:\n      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
+	api := "    environment:\n      AIRLOCK_QUEUE: " + project + "\n"
+	worker := api + "      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
 	for _, k := range []string{"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE"} {
 		if v := os.Getenv(k); v != "" {
-			env += fmt.Sprintf("      %s: %q\n", k, v)
+			worker += fmt.Sprintf("      %s: %q\n", k, v)
 		}
 	}
+	yml := "version: \"3.8\"\nservices:\n  api1:\n" + api + "  api2:\n" + api + "  worker1:\n" + worker + "  worker2:\n" + worker
 	p := filepath.Join(t.TempDir(), "compose.test.yml")
-	if err := os.WriteFile(p, []byte("version: \"3.8\"\nservices:\n  worker1:\n"+env+"  worker2:\n"+env), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -143,7 +149,7 @@ func TestComposeStack(t *testing.T) {
 	s := &stack{t: t, root: root, project: fmt.Sprintf("airlocktest%d", time.Now().UnixNano()%1_000_000_000),
 		env: append(os.Environ(), "AIRLOCK_API_KEYS="+composeKey, "AIRLOCK_PORT="+lbPort,
 			"AIRLOCK_API1_PORT="+api1Port, "AIRLOCK_API2_PORT="+api2Port)}
-	s.override = composeOverride(t)
+	s.override = composeOverride(t, s.project)
 	var sandboxHosts []string // the workers' hostnames, which label their sandboxes
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
