@@ -16,7 +16,6 @@ type eventLog struct {
 	store  state.Store
 	key    state.Key
 	now    func() time.Time
-	redact *redactor
 	logger *slog.Logger
 	ttl    time.Duration
 }
@@ -26,14 +25,13 @@ func eventsKey(owner, id string) state.Key {
 	return state.Key{Kind: "runevents", Owner: owner, ID: id}
 }
 
-// emit appends an event whose data is v encoded as JSON, secrets hidden.
+// emit appends an event whose data is v encoded as JSON.
 // A store failure is logged: the run goes on, the event is lost.
 func (l *eventLog) emit(typ EventType, step int, v any) Event {
 	data, err := json.Marshal(v)
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
 	}
-	data = l.redact.Bytes(data)
 	ev := Event{Type: typ, Time: l.now(), Step: step, Data: data}
 	b, err := json.Marshal(ev)
 	if err != nil {

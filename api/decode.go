@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
@@ -68,7 +67,7 @@ func (l *limitsBody) toSandbox() (core.Limits, error) {
 		Memory:      l.MemoryBytes,
 		CPUs:        l.CPUs,
 		Pids:        l.Pids,
-		Timeout:     time.Duration(l.TimeoutSeconds * float64(time.Second)),
+		Timeout:     core.Seconds(l.TimeoutSeconds), // saturating: 9.3e9 stays over the ceiling
 		OutputBytes: l.OutputBytes,
 		TmpfsBytes:  l.TmpfsBytes,
 		NoFile:      l.NoFile,

@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/keys"
@@ -11,61 +10,19 @@ import (
 
 // ceiling returns the most a request of owner may ask for: its policy's
 // limits where set (capped at Config.MaxLimits), else the server defaults.
+// With InsecureLocal there are no keys: the loopback user is the operator,
+// whose ceiling is the server maximum, as for the local commands.
 func (s *Server) ceiling(owner string) core.Limits {
-	c := s.cfg.DefaultLimits
-	p := s.policy(owner)
-	if p == nil {
-		return c
+	if s.cfg.InsecureLocal {
+		return s.cfg.MaxLimits
 	}
-	m := s.cfg.MaxLimits
-	up := func(def, grant, max int64) int64 {
-		if grant <= 0 {
-			return def
-		}
-		if max > 0 && grant > max {
-			return max
-		}
-		return grant
-	}
-	g := p.Limits
-	c.Memory = up(c.Memory, g.Memory, m.Memory)
-	c.Pids = up(c.Pids, g.Pids, m.Pids)
-	c.Timeout = time.Duration(up(int64(c.Timeout), int64(g.Timeout), int64(m.Timeout)))
-	c.OutputBytes = int(up(int64(c.OutputBytes), int64(g.OutputBytes), int64(m.OutputBytes)))
-	c.TmpfsBytes = up(c.TmpfsBytes, g.TmpfsBytes, m.TmpfsBytes)
-	c.NoFile = up(c.NoFile, g.NoFile, m.NoFile)
-	c.FileSize = up(c.FileSize, g.FileSize, m.FileSize)
-	if g.CPUs > 0 {
-		c.CPUs = g.CPUs
-		if m.CPUs > 0 && c.CPUs > m.CPUs {
-			c.CPUs = m.CPUs
-		}
-	}
-	return c
+	return s.policy(owner).Ceiling(s.cfg.DefaultLimits, s.cfg.MaxLimits)
 }
 
 // checkCeiling refuses (400) any limit of a request over owner's ceiling,
 // naming the field, the ceiling and where a higher one can come from.
 func (s *Server) checkCeiling(owner string, l core.Limits) error {
-	c := s.ceiling(owner)
-	var errs []string
-	over := func(name string, v, max int64) {
-		if max > 0 && v > max {
-			errs = append(errs, fmt.Sprintf("%s %d is over %d", name, v, max))
-		}
-	}
-	over("memory_bytes", l.Memory, c.Memory)
-	over("pids", l.Pids, c.Pids)
-	over("output_bytes", int64(l.OutputBytes), int64(c.OutputBytes))
-	over("tmpfs_bytes", l.TmpfsBytes, c.TmpfsBytes)
-	over("nofile", l.NoFile, c.NoFile)
-	over("file_size_bytes", l.FileSize, c.FileSize)
-	if c.Timeout > 0 && l.Timeout > c.Timeout {
-		errs = append(errs, fmt.Sprintf("timeout_seconds %g is over %g", l.Timeout.Seconds(), c.Timeout.Seconds()))
-	}
-	if c.CPUs > 0 && l.CPUs > c.CPUs {
-		errs = append(errs, fmt.Sprintf("cpus %g is over %g", l.CPUs, c.CPUs))
-	}
+	errs := l.Over(s.ceiling(owner))
 	if len(errs) == 0 {
 		return nil
 	}

@@ -77,5 +77,6 @@ func (s *Server) routes() *gin.Engine {
 	g.POST("/batches/:id/retry", quick, s.retryBatch)
 
 	s.mountMCP(r)
+	s.mountJupyter(r)
 	return r
 }
