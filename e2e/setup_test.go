@@ -25,10 +25,11 @@ import (
 // fakeTools is a shell prelude that writes the fakes into /tmp/fake:
 // go, docker (answering `docker info` as $DOCKER_STATE says), apt-get
 // (logs its arguments to /tmp/apt.log and, for install, puts an
-// executable named after each package into /tmp/fake) and, when
-// $WITH_SUDO is set, a sudo that logs and runs its command.
+// executable named after each package into /tmp/fake, and for a python3-X
+// package a module X on PYTHONPATH) and, when $WITH_SUDO is set, a sudo
+// that logs and runs its command.
 const fakeTools = `set -e
-mkdir -p /tmp/fake
+mkdir -p /tmp/fake/py
 cat >/tmp/fake/go <<'X'
 #!/bin/sh
 echo "go version go1.26 linux/amd64"
@@ -48,6 +49,7 @@ echo "apt-get $*" >>/tmp/apt.log
 if [ "$1" = install ]; then
   for a in "$@"; do
     case "$a" in install|-*) ;; *) printf '#!/bin/sh\n' >"/tmp/fake/$a"; chmod +x "/tmp/fake/$a" ;; esac
+    case "$a" in python3-*) m=$(echo "${a#python3-}" | tr - _); : >"/tmp/fake/py/$m.py" ;; esac
   done
 fi
 X
@@ -61,13 +63,17 @@ X
 fi
 chmod +x /tmp/fake/*
 [ -z "$NO_DOCKER" ] || rm /tmp/fake/docker
-export PATH=/tmp/fake:/usr/sbin:/usr/bin:/sbin:/bin AIRLOCK_CHROMIUM=/tmp/fake/chromium
+export PATH=/tmp/fake:/usr/sbin:/usr/bin:/sbin:/bin AIRLOCK_CHROMIUM=/tmp/fake/chromium PYTHONPATH=/tmp/fake/py
 set +e
 bash /src/scripts/deps.sh "$MODE"
 echo "rc=$?"
 echo "--- apt.log"
 cat /tmp/apt.log 2>/dev/null || true
 `
+
+// testPkgs are the packages `scripts/deps.sh test` adds to what `run`
+// needs: Redis, Chromium and the Jupyter clients of the gateway tests.
+const testPkgs = "redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket"
 
 // depsRun is one run of scripts/deps.sh in a fresh container.
 type depsRun struct {
@@ -156,7 +162,7 @@ func TestSetupDepsNonRootPrintsCommand(t *testing.T) {
 	for _, tc := range []struct {
 		mode, pkgs string
 	}{
-		{"test", "debootstrap redis-server chromium"},
+		{"test", "debootstrap " + testPkgs},
 		{"run", "debootstrap"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -194,7 +200,7 @@ func TestSetupDepsRootInstalls(t *testing.T) {
 	}
 	want := []string{
 		"apt-get update -qq",
-		"apt-get install -y -qq --no-install-recommends debootstrap redis-server chromium",
+		"apt-get install -y -qq --no-install-recommends debootstrap " + testPkgs,
 	}
 	if !slices.Equal(d.aptLog, want) {
 		t.Fatalf("apt-get calls %q, want %q", d.aptLog, want)
