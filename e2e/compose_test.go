@@ -85,25 +85,39 @@ func docker(t *testing.T, args ...string) string {
 }
 
 // composeOverride writes the compose file the test applies over
-// docker-compose.yml. Its own queue name, so that another Airlock on this
-// Docker daemon using the default one (another compose stack, say) does
-// not take this stack's workers for dead ones of its own queue and reap
-// their sandboxes mid-call (seen: "the sandbox container exited during the
-// call"); the workers' visibility timeout short, so the call whose worker
-// is killed is taken over in seconds rather than 30-45 s; and the sandbox
-// images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
-// AIRLOCK_SHELL_IMAGE), like every other test, not whatever :latest is now.
+// docker-compose.yml, and the keys file it mounts into the API replicas.
+//   - Its own queue name, so that another Airlock on this Docker daemon
+//     using the default one (another compose stack, say) does not take
+//     this stack's workers for dead ones of its own queue and reap their
+//     sandboxes mid-call (seen: "the sandbox container exited during the
+//     call").
+//   - The API key from a keys file whose policy grants timeout_seconds up
+//     to 120: the call that survives its worker's kill runs longer than the
+//     server default ceiling (10 s) allows.
+//   - The workers' visibility timeout short, so that call is taken over in
+//     seconds rather than 30-45 s.
+//   - The sandbox images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
+//     AIRLOCK_SHELL_IMAGE), like every other test, not whatever :latest is.
 func composeOverride(t *testing.T, project string) string {
 	t.Helper()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if err := os.Mkdir(keys, 0o755); err != nil { // read by the replicas' user
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keys, "keys"), []byte("compose:"+composeKey+" timeout_seconds=120\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	api := "    environment:\n      AIRLOCK_QUEUE: " + project + "\n"
 	worker := api + "      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
+	api += "      AIRLOCK_KEYS_FILE: /etc/airlock-test/keys\n    volumes:\n      - " + keys + ":/etc/airlock-test:ro\n"
 	for _, k := range []string{"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE"} {
 		if v := os.Getenv(k); v != "" {
 			worker += fmt.Sprintf("      %s: %q\n", k, v)
 		}
 	}
 	yml := "version: \"3.8\"\nservices:\n  api1:\n" + api + "  api2:\n" + api + "  worker1:\n" + worker + "  worker2:\n" + worker
-	p := filepath.Join(t.TempDir(), "compose.test.yml")
+	p := filepath.Join(dir, "compose.test.yml")
 	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +161,7 @@ func TestComposeStack(t *testing.T) {
 	port := func() string { a := freeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
 	lbPort, api1Port, api2Port := port(), port(), port()
 	s := &stack{t: t, root: root, project: fmt.Sprintf("airlocktest%d", time.Now().UnixNano()%1_000_000_000),
-		env: append(os.Environ(), "AIRLOCK_API_KEYS="+composeKey, "AIRLOCK_PORT="+lbPort,
+		env: append(os.Environ(), "AIRLOCK_API_KEYS=", "AIRLOCK_PORT="+lbPort,
 			"AIRLOCK_API1_PORT="+api1Port, "AIRLOCK_API2_PORT="+api2Port)}
 	s.override = composeOverride(t, s.project)
 	var sandboxHosts []string // the workers' hostnames, which label their sandboxes
