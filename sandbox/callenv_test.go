@@ -22,19 +22,10 @@ func TestEnvAndStdinPerCall(t *testing.T) {
 	}
 	with := map[core.Language]string{core.Python: "bar baz x=1 'in put\\n'\n", core.Shell: "bar baz x=1 'in put'\n"}
 	without := map[core.Language]string{core.Python: "None None ''\n", core.Shell: "None None ''\n"}
-	// A shell image without the controller (direct mode, no stdin) is on its
-	// way out: then the shell runs in the python image's controller.
-	shellImage := ""
-	if ok, err := e.hasRunner(context.Background(), e.cfg.Images[core.Shell]); err != nil || !ok {
-		shellImage = e.cfg.Images[core.Python]
-	}
 	exec := func(session bool, req core.Request) core.Result {
 		t.Helper()
 		if !session {
 			req.Owner = "one"
-			if req.Language == core.Shell {
-				req.Image = shellImage
-			}
 			return run(t, e, req)
 		}
 		req.Owner, req.SessionID = "o", s.ID

@@ -188,7 +188,7 @@ class Runner:
             # Before any kernel takes the call: no process of the owner runs while the
             # controller writes the workspace.
             try:
-                unpacked = self.workspace.unpack(req, req.get("mode", "oneshot"))
+                unpacked = self.workspace.unpack(req)
             except CallRefused as exc:
                 return self.link.emit({"t": "done", "id": req.get("id"), "fail": str(exc), "code": exc.code})
         call = self._begin(req, unpacked)

@@ -1,6 +1,7 @@
 """/workspace when it is the controller's own tmpfs (AIRLOCK_WORKSPACE=tmpfs): a call's
 archive is unpacked into it before any kernel takes the call, and it is emptied after
-every one-shot call. Otherwise it is Airlock's read-only input folder, never touched.
+every one-shot call (a session's stays: Airlock sends a session's input folder with its
+first exec). Otherwise it is Airlock's read-only input folder, never touched.
 See PROTOCOL.md "Archives".
 """
 
@@ -60,14 +61,12 @@ class Workspace:
             self.reset()
             self.seal()
 
-    def unpack(self, req, mode):
+    def unpack(self, req):
         """Unpack the request's archive into the emptied workspace; returns what was
         unpacked ({"format", "entries", "bytes", "unpack_ms"}). Raises CallRefused, leaving the
         workspace empty."""
         t0 = now()
         data, req["archive"] = req.get("archive"), None
-        if mode != "oneshot":
-            raise CallRefused("an archive can only come with a one-shot call")
         if not self.owned:
             raise CallRefused("this container's /workspace is an input folder, not its own: it cannot "
                           "take an archive", "internal")
