@@ -40,7 +40,7 @@ func sectionState(ctx context.Context, o options, q *quieter, rep *report) error
 		return err
 	}
 	defer mq.Close()
-	w, err := mq.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewHandler(eng))
+	w, err := mq.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewRunner(eng))
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		s.engine, _ = eng.(*sandbox.Engine)
 		w, err := q.NewWorker(queue.WorkerConfig{
 			ID: workerID, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
-		}, jobs.NewHandler(eng))
+		}, jobs.NewRunner(eng))
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("worker: %w", err)
