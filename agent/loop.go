@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Causes a run's context can end with.
@@ -30,7 +32,7 @@ type loop struct {
 
 // outcome is how a run ended.
 type outcome struct {
-	status RunStatus
+	status wire.RunStatus
 	final  string
 	err    error
 }
@@ -49,12 +51,12 @@ func (l *loop) execute(ctx context.Context, r *run) outcome {
 func ctxOutcome(ctx context.Context) outcome {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errWallBudget) {
-		return outcome{status: RunBudget, err: errWallBudget}
+		return outcome{status: wire.RunBudget, err: errWallBudget}
 	}
 	if cause == nil {
 		cause = errCancelled
 	}
-	return outcome{status: RunCancelled, err: cause}
+	return outcome{status: wire.RunCancelled, err: cause}
 }
 
 // steps is the loop proper.
@@ -74,7 +76,7 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 	} else {
 		var err error
 		if msgs, err = initialMessages(system, r.req); err != nil {
-			return outcome{status: RunFailed, err: err}
+			return outcome{status: wire.RunFailed, err: err}
 		}
 	}
 	ids := newIDAssigner()
@@ -121,7 +123,7 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 				cp.Step, cp.Msgs, cp.Turn = step, append([]message(nil), msgs...), nil
 				r.steps = step
 			})
-			r.log.emit(EventStepStarted, step, map[string]any{"max_steps": maxSteps, "final": last})
+			r.log.emit(wire.EventStepStarted, step, map[string]any{"max_steps": maxSteps, "final": last})
 			req := chatRequest{Model: modelName, Stream: l.cfg.Stream, Temp: l.cfg.Temperature, Step: step}
 			stepSchema := schema
 			if last {
@@ -140,7 +142,7 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 			start := time.Now()
 			var err error
 			rep, err = l.model.chat(ctx, req, func(attempt int, wait time.Duration, err error) {
-				r.log.emit(EventError, step, map[string]any{
+				r.log.emit(wire.EventError, step, map[string]any{
 					"message": "model call failed: " + err.Error(), "retrying": true, "attempt": attempt, "wait_ms": wait.Milliseconds(),
 				})
 			})
@@ -150,7 +152,7 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 				if ctx.Err() != nil {
 					return ctxOutcome(ctx)
 				}
-				return outcome{status: RunFailed, err: err}
+				return outcome{status: wire.RunFailed, err: err}
 			}
 			calls = rep.ToolCalls
 			if last {
@@ -167,30 +169,30 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 						Results: map[int]string{}, Tokens: map[int]string{}}
 				})
 			}
-			r.log.emit(EventAssistantMessage, step, assistantData(rep, calls, su))
+			r.log.emit(wire.EventAssistantMessage, step, assistantData(rep, calls, su))
 			t = &turn{}
 		}
 		msgs = append(msgs, message{Role: "assistant", Content: rep.Content, ToolCalls: calls})
 		if len(calls) == 0 {
-			status := RunDone
+			status := wire.RunDone
 			if last {
-				status = RunMaxSteps
+				status = wire.RunMaxSteps
 			}
 			r.update(func(r *run) {
 				r.cp = &checkpoint{Step: step, Msgs: append([]message(nil), msgs...)}
 			})
-			r.log.emit(EventFinalAnswer, step, map[string]any{"content": rep.Content})
+			r.log.emit(wire.EventFinalAnswer, step, map[string]any{"content": rep.Content})
 			return outcome{status: status, final: rep.Content}
 		}
 		if b := l.cfg.TokenBudget; b > 0 && r.view().Usage.TotalTokens >= b {
-			return outcome{status: RunBudget, err: fmt.Errorf("token budget of %d spent", b)}
+			return outcome{status: wire.RunBudget, err: fmt.Errorf("token budget of %d spent", b)}
 		}
 		results, stop := l.runCalls(ctx, r, step, calls, seen, t)
 		if ctx.Err() != nil {
 			return ctxOutcome(ctx)
 		}
 		if stop != nil {
-			return outcome{status: RunLoop, err: stop}
+			return outcome{status: wire.RunLoop, err: stop}
 		}
 		for i, c := range calls {
 			msgs = append(msgs, message{Role: "tool", ToolCallID: c.ID, Content: results[i]})
@@ -200,8 +202,8 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 
 // stepUsage is one model call's accounting; tokens are estimated when the
 // server reported none.
-func stepUsage(rep reply, msgs []message, schema int, took time.Duration) Usage {
-	u := Usage{ToolSchemaTokens: int64(schema), ModelMS: took.Milliseconds()}
+func stepUsage(rep reply, msgs []message, schema int, took time.Duration) wire.Usage {
+	u := wire.Usage{ToolSchemaTokens: int64(schema), ModelMS: took.Milliseconds()}
 	if rep.Usage != nil {
 		u.PromptTokens, u.CompletionTokens, u.TotalTokens = rep.Usage.PromptTokens, rep.Usage.CompletionTokens, rep.Usage.TotalTokens
 		if u.TotalTokens == 0 {
@@ -224,7 +226,7 @@ func stepUsage(rep reply, msgs []message, schema int, took time.Duration) Usage 
 }
 
 // assistantData is the payload of an assistant_message event.
-func assistantData(rep reply, calls []toolCall, u Usage) map[string]any {
+func assistantData(rep reply, calls []toolCall, u wire.Usage) map[string]any {
 	cs := make([]map[string]any, 0, len(calls))
 	for _, c := range calls {
 		cs = append(cs, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func TestResolveProvider(t *testing.T) {
@@ -54,7 +55,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 			agenttest.Say("the key is "+testKey),
 		)
 		v, evs := h.run("leak it")
-		if v.Status != RunDone {
+		if v.Status != wire.RunDone {
 			t.Fatalf("view = %+v", v)
 		}
 		if got := h.srv.Requests()[0].Authorization; got != "Bearer "+testKey {
@@ -84,7 +85,7 @@ func TestEnvironmentKeyNotUsedBehindTheCallersBack(t *testing.T) {
 	t.Setenv(EnvAPIKey, "sk-env-LEAK-999999")
 	h := newHarness(t, Config{}, false, nil, agenttest.Say("ok"))
 	h.m.loop.model = newModel(Provider{BaseURL: h.srv.URL, Model: "m", HTTPClient: h.m.provider.HTTPClient}, h.m.logger, h.m.loop.redact.String)
-	if v, _ := h.run("x"); v.Status != RunDone {
+	if v, _ := h.run("x"); v.Status != wire.RunDone {
 		t.Fatalf("view = %+v", v)
 	}
 	if got := h.srv.Requests()[0].Authorization; got != "" {

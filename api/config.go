@@ -71,10 +71,10 @@ type Config struct {
 	// name a client uses ({"input": "NAME"}). Clients never send host paths.
 	InputFolders map[string]string
 
-	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store:
-	// a new artifact that does not fit under ArtifactMaxBytes (all keys
-	// together) is not kept, with a warning; another key's artifacts are
-	// never evicted for it.
+	// ArtifactTTL and ArtifactMaxBytes bound the artifacts kept in the
+	// state store: a new artifact that does not fit under ArtifactMaxBytes
+	// (all keys together, every replica) is not kept, with a warning;
+	// another key's artifacts are never evicted for it.
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
 	// ArtifactOwnerMaxBytes and ArtifactOwnerMaxCount are each key's

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
 
@@ -42,21 +43,9 @@ func decodeJSON(c *gin.Context, v any, allowEmpty bool) error {
 	return nil
 }
 
-// limitsBody is the wire form of sandbox limits. Every field lowers the
-// server default; zero means the default.
-type limitsBody struct {
-	MemoryBytes    int64   `json:"memory_bytes,omitempty"`
-	CPUs           float64 `json:"cpus,omitempty"`
-	Pids           int64   `json:"pids,omitempty"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	OutputBytes    int     `json:"output_bytes,omitempty"`
-	TmpfsBytes     int64   `json:"tmpfs_bytes,omitempty"`
-	NoFile         int64   `json:"nofile,omitempty"`
-	FileSizeBytes  int64   `json:"file_size_bytes,omitempty"`
-}
-
-// toSandbox checks the values are not negative and converts them.
-func (l *limitsBody) toSandbox() (core.Limits, error) {
+// limitsOf checks a request's limits are not negative and converts them;
+// nil means none.
+func limitsOf(l *wire.Limits) (core.Limits, error) {
 	if l == nil {
 		return core.Limits{}, nil
 	}

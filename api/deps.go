@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Dispatcher is the one entry every tool call goes through. Run never
@@ -62,12 +63,12 @@ type Sessions interface {
 // Runs is the agent run manager, reduced to what the API calls.
 type Runs interface {
 	// Start begins a run and returns its first snapshot.
-	Start(req agent.RunRequest) (agent.RunView, error)
+	Start(req agent.RunRequest) (wire.Run, error)
 	// Get returns a snapshot of owner's run id.
-	Get(owner, id string) (agent.RunView, error)
+	Get(owner, id string) (wire.Run, error)
 	// Events replays the events with Seq > after, then live ones; the
 	// channel closes when the run has ended or ctx is done.
-	Events(ctx context.Context, owner, id string, after int) (<-chan agent.Event, error)
+	Events(ctx context.Context, owner, id string, after int) (<-chan wire.RunEvent, error)
 	// Cancel stops the run.
 	Cancel(owner, id string) error
 	// Approve resolves the pending call behind token.
@@ -100,8 +101,8 @@ type Deps struct {
 	// registry (then also served at /metrics when Gatherer is nil).
 	Registerer prometheus.Registerer
 	// State is the shared durable store of session records, artifacts,
-	// idempotency keys and saved notebooks; replicas sharing it answer for each other's
-	// sessions. nil means a private state.NewMemory.
+	// idempotency keys and saved notebooks; replicas sharing it answer for
+	// each other's sessions. nil means a private state.NewMemory.
 	State state.Store
 	// Batches is the state store of /v1/batches; nil answers 503 there.
 	Batches state.Store

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // httpStatus is the one place where a platform error code becomes an HTTP
@@ -56,27 +57,28 @@ const (
 	maxBytesErrorMsg = "request body is over the size limit"
 )
 
-// Error is an HTTP error answer: status, stable code, message and optional
-// details. It is also a Go error so handlers can return it.
+// Error is an HTTP error answer: the body's error object (code, message,
+// details), the status and Retry-After. It is also a Go error so handlers
+// can return it.
 type Error struct {
-	Status     int            `json:"-"`
-	Code       core.Code      `json:"code"`
-	Message    string         `json:"message"`
-	Details    map[string]any `json:"details,omitempty"`
-	RetryAfter int            `json:"-"` // seconds, for 429 and 503
+	errorObject
+	Status     int
+	RetryAfter int // seconds, for 429 and 503
 }
+
+// errorObject is the error object of an answer, embedded in Error under
+// a name that leaves Error its Error method.
+type errorObject = wire.Error
 
 // Error implements error.
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
-// errorBody is the JSON envelope of every error answer.
-type errorBody struct {
-	Error *Error `json:"error"`
-}
+// body is the JSON body of the answer.
+func (e *Error) body() wire.ErrorBody { return wire.ErrorBody{Error: &e.errorObject} }
 
 // newError builds an Error for code, with the code's status and Retry-After.
 func newError(code core.Code, msg string) *Error {
-	return &Error{Status: httpStatus(code), Code: code, Message: msg, RetryAfter: retryAfter(code)}
+	return &Error{errorObject: wire.Error{Code: code, Message: msg}, Status: httpStatus(code), RetryAfter: retryAfter(code)}
 }
 
 // withDetails returns e with details set.
@@ -91,7 +93,7 @@ func abortError(c *gin.Context, e *Error) {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	c.Set(ctxErrorCode, e.Code)
-	c.AbortWithStatusJSON(e.Status, errorBody{Error: e})
+	c.AbortWithStatusJSON(e.Status, e.body())
 }
 
 // fail maps err to an Error (see toError) and writes it.
@@ -102,9 +104,20 @@ func fail(c *gin.Context, err error) {
 // toError maps a Go error to an HTTP error: an *Error as is, body limits to
 // 413, the route deadline to 504, and everything else by the core.Code it
 // carries. The message of a refusal (bad request, not found, too large,
-// conflict) is the error's own; platform failures get a fixed text, so
+// conflict, quota) is the error's own, with the details an error in its
+// chain gives (ErrorDetails); platform failures get a fixed text, so
 // nothing internal leaks.
 func toError(ctx context.Context, err error) *Error {
+	e := codeError(ctx, err)
+	var d interface{ ErrorDetails() map[string]any }
+	if e.Details == nil && errors.As(err, &d) {
+		e.Details = d.ErrorDetails()
+	}
+	return e
+}
+
+// codeError is toError without the details.
+func codeError(ctx context.Context, err error) *Error {
 	var e *Error
 	var mbe *http.MaxBytesError
 	switch {

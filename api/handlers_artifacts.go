@@ -1,7 +1,6 @@
 package api
 
 import (
-	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
 )
 
@@ -19,9 +18,10 @@ func (s *Server) getSessionArtifact(c *gin.Context) {
 
 // sendArtifact writes the owner's artifact made in session, or a 404.
 func (s *Server) sendArtifact(c *gin.Context, session string) {
-	a, ok := s.artifacts.get(owner(c), session, c.Param("artifact"))
-	if !ok {
-		abortError(c, newError(core.ErrNotFound, "artifact not found or expired"))
+	a, err := s.artifacts.Get(c.Request.Context(), owner(c), session, c.Param("artifact"))
+	if err != nil {
+		s.logPlatform("get artifact", owner(c), err)
+		fail(c, err)
 		return
 	}
 	mimeType := a.MIME

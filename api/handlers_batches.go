@@ -2,18 +2,16 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,6 +19,8 @@ import (
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/batchmap"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // newBatches builds the batch manager over deps.Batches, dispatching
@@ -34,13 +34,9 @@ func (s *Server) newBatches() (*batch.Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	cfg.Artifacts = func(owner string, arts []core.Artifact) []batch.Artifact {
-		views, _ := s.storeArtifacts(owner, "", arts)
-		out := make([]batch.Artifact, len(views))
-		for i, v := range views {
-			out[i] = batch.Artifact{ID: v.ID, Name: v.Name, MIME: v.MIME, Size: v.Size, SHA256: v.SHA256, URL: v.URL}
-		}
-		return out
+	cfg.Artifacts = func(owner string, arts []core.Artifact) []wire.Artifact {
+		views, _ := s.keepArtifacts(context.Background(), owner, "", arts)
+		return views
 	}
 	var runs batch.Runs
 	if s.deps.Runs != nil && s.deps.Runs.Configured() {
@@ -56,26 +52,6 @@ func (s *Server) needBatches(c *gin.Context) bool {
 		return false
 	}
 	return true
-}
-
-// batchView is a batch as answered: the record without its lease.
-func batchView(b batch.Batch) batch.Batch {
-	b.Lease = nil
-	return b
-}
-
-// mapSpec is the JSON body of a map batch: one tool call template run
-// once per folder matched by Each under input folder Input, or once per
-// uploaded archive; the item's files are unpacked into /workspace inside
-// its sandbox (a folder that cannot be packed is mounted read-only, see
-// batch.Config.MountInputs).
-type mapSpec struct {
-	ToolCall         json.RawMessage `json:"tool_call"`
-	Each             string          `json:"each"`
-	Input            string          `json:"input"`
-	Concurrency      int             `json:"concurrency"`
-	CompletionWindow string          `json:"completion_window"`
-	Metadata         any             `json:"metadata,omitempty"`
 }
 
 // createBatch answers POST /v1/batches: a JSONL body (or multipart
@@ -110,7 +86,7 @@ func (s *Server) createBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, batchView(b))
+	c.JSON(http.StatusCreated, b.Batch)
 }
 
 // batchQuery applies ?concurrency= and ?completion_window=.
@@ -123,21 +99,13 @@ func batchQuery(c *gin.Context, spec *batch.Spec) error {
 		spec.Concurrency = n
 	}
 	if v := c.Query("completion_window"); v != "" {
-		d, err := parseWindow(v)
+		d, err := batchmap.ParseWindow(v)
 		if err != nil {
 			return err
 		}
 		spec.CompletionWindow = d
 	}
 	return nil
-}
-
-func parseWindow(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, newError(core.ErrInvalid, fmt.Sprintf(`"completion_window" %q is not a positive duration such as "24h"`, v))
-	}
-	return d, nil
 }
 
 // batchFromBody parses a JSONL body or a JSON map spec (an object with
@@ -197,14 +165,11 @@ func (s *Server) batchCall(c *gin.Context, raw json.RawMessage, line int) (*disp
 		where = fmt.Sprintf("line %d", line)
 	}
 	bad := func(msg string) error { return newError(core.ErrInvalid, where+": "+msg) }
-	var req toolCallRequest
+	var req wire.ToolCallRequest
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return nil, bad("not a valid tool call: " + err.Error())
-	}
-	if err := req.validate(); err != nil {
-		return nil, bad(toError(nil, err).Message)
 	}
 	if req.SessionID != "" {
 		return nil, bad(`"session_id" is not allowed in batch items; each item runs in a fresh sandbox`)
@@ -215,20 +180,12 @@ func (s *Server) batchCall(c *gin.Context, raw json.RawMessage, line int) (*disp
 			req.Function.Arguments = json.RawMessage(s)
 		}
 	}
-	who := owner(c)
-	limits, err := req.Limits.toSandbox()
-	if err == nil {
-		err = s.checkCeiling(who, limits)
-	}
+	call, err := s.newCall(owner(c), &req, "batch")
 	if err != nil {
 		return nil, bad(toError(nil, err).Message)
 	}
-	mount, err := s.inputFolder(req.Input)
-	if err != nil {
-		return nil, bad(toError(nil, err).Message)
-	}
-	return &dispatcher.Call{ID: req.ID, Name: req.Function.Name, Arguments: req.Function.Arguments, Owner: who,
-		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: s.ceiling(who), Caller: "batch"}, nil
+	call.ApprovalTools, call.RequireApproval = nil, nil
+	return &call, nil
 }
 
 // batchRun checks a run item; without a model configured it is refused.
@@ -261,7 +218,7 @@ func (s *Server) batchRun(c *gin.Context, r batch.RawItem) (*agent.RunRequest, e
 
 // batchFromMap expands a map spec over its input folder (or archives).
 func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
-	var m mapSpec
+	var m wire.BatchMapSpec
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -274,77 +231,7 @@ func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (b
 	if err != nil {
 		return batch.Spec{}, err
 	}
-	if tmpl.Mount != "" {
-		return batch.Spec{}, newError(core.ErrInvalid, `the tool_call template must not name "input"; the map spec's "input" and "each" choose the mounts`)
-	}
-	spec := batch.Spec{Concurrency: m.Concurrency, Metadata: m.Metadata}
-	if m.CompletionWindow != "" {
-		if spec.CompletionWindow, err = parseWindow(m.CompletionWindow); err != nil {
-			return batch.Spec{}, err
-		}
-	}
-	var mounts []struct{ id, path, name string }
-	switch {
-	case archives != nil:
-		if m.Each != "" || m.Input != "" {
-			return batch.Spec{}, newError(core.ErrInvalid, `"each" and "input" do not go with uploaded archives`)
-		}
-		if len(archives) > s.maxBatchItems() {
-			return batch.Spec{}, newError(core.ErrTooLarge, fmt.Sprintf("%d archives, over the limit of %d items", len(archives), s.maxBatchItems()))
-		}
-		spec.Archives = archives
-		for i := range archives {
-			call := *tmpl
-			spec.Items = append(spec.Items, batch.Item{CustomID: fmt.Sprintf("archive-%d", i), Call: &call, Archive: i + 1})
-		}
-		return spec, nil
-	default:
-		if m.Input == "" || m.Each == "" {
-			return batch.Spec{}, newError(core.ErrInvalid, `a map spec needs "each" (a glob) and "input" (an input folder name)`)
-		}
-		root, err := s.inputFolder(m.Input)
-		if err != nil {
-			return batch.Spec{}, err
-		}
-		if filepath.IsAbs(m.Each) || strings.Contains(filepath.ToSlash(m.Each), "..") {
-			return batch.Spec{}, newError(core.ErrInvalid, `"each" must be a relative glob without ".."`)
-		}
-		matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(m.Each)))
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, fmt.Sprintf(`"each" is not a valid glob: %v`, err))
-		}
-		sort.Strings(matches)
-		realRoot, _ := filepath.EvalSymlinks(root)
-		for _, p := range matches {
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				continue
-			}
-			rel, err := filepath.Rel(realRoot, real)
-			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				continue // a symlink out of the input folder is never mounted
-			}
-			st, err := os.Stat(real)
-			if err != nil || !st.IsDir() {
-				continue
-			}
-			id, _ := filepath.Rel(root, p)
-			id = filepath.ToSlash(id)
-			mounts = append(mounts, struct{ id, path, name string }{id, real, m.Input + "/" + id})
-		}
-		if len(mounts) == 0 {
-			return batch.Spec{}, newError(core.ErrInvalid, fmt.Sprintf("%q matched no folders in input folder %s", m.Each, m.Input))
-		}
-	}
-	if len(mounts) > s.maxBatchItems() {
-		return batch.Spec{}, newError(core.ErrTooLarge, fmt.Sprintf("the map spec makes %d items, over the limit of %d", len(mounts), s.maxBatchItems()))
-	}
-	for _, mt := range mounts {
-		call := *tmpl
-		call.Mount, call.MountName = mt.path, mt.name
-		spec.Items = append(spec.Items, batch.Item{CustomID: mt.id, Call: &call})
-	}
-	return spec, nil
+	return batchmap.Expand(m, *tmpl, s.inputFolder, archives, s.maxBatchItems())
 }
 
 // batchFromMultipart reads an uploaded JSONL "file", or a "spec" with
@@ -408,11 +295,11 @@ func (s *Server) listBatches(c *gin.Context) {
 	if more {
 		bs = bs[:limit]
 	}
-	out := make([]batch.Batch, len(bs))
+	out := wire.BatchList{Object: "list", Data: make([]wire.Batch, len(bs)), HasMore: more}
 	for i, b := range bs {
-		out[i] = batchView(b)
+		out.Data[i] = b.Batch
 	}
-	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": more})
+	c.JSON(http.StatusOK, out)
 }
 
 // getBatch answers GET /v1/batches/{id}.
@@ -425,7 +312,7 @@ func (s *Server) getBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, batchView(b))
+	c.JSON(http.StatusOK, b.Batch)
 }
 
 // cancelBatch answers POST /v1/batches/{id}/cancel.
@@ -438,7 +325,7 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, batchView(b))
+	c.JSON(http.StatusOK, b.Batch)
 }
 
 // retryBatch answers POST /v1/batches/{id}/retry: failed items only.
@@ -451,7 +338,7 @@ func (s *Server) retryBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, batchView(b))
+	c.JSON(http.StatusOK, b.Batch)
 }
 
 // batchResults answers GET /v1/batches/{id}/results (JSONL, one line per
@@ -479,7 +366,7 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 		}
 	}
 	enc := json.NewEncoder(c.Writer)
-	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *batch.Line) error {
+	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *wire.BatchLine) error {
 		if errorsOnly && !l.Failed() {
 			return nil
 		}
@@ -531,13 +418,13 @@ func (s *Server) batchReport(c *gin.Context) {
 	c.Data(http.StatusOK, "text/html; charset=utf-8", buf.Bytes())
 }
 
-func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []batch.Line, bool) {
+func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []wire.BatchLine, bool) {
 	if !s.needBatches(c) {
 		return batch.Batch{}, nil, false
 	}
 	b, err := s.batches.Get(c.Request.Context(), owner(c), c.Param("id"))
 	if err == nil {
-		var lines []batch.Line
+		var lines []wire.BatchLine
 		lines, err = s.batches.Results(c.Request.Context(), owner(c), c.Param("id"))
 		if err == nil {
 			return b, lines, true
@@ -545,4 +432,29 @@ func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []batch.Line, bool)
 	}
 	fail(c, err)
 	return batch.Batch{}, nil, false
+}
+
+// readArchives reads and checks uploaded tar/zip archives, one item each
+// (see batchmap.CheckArchive); nothing is unpacked on the host.
+func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
+	var out [][]byte
+	for i, fh := range files {
+		if fh.Size > core.MaxArchiveBytes {
+			return nil, batchmap.ArchiveTooLarge(i, fh.Filename)
+		}
+		f, err := fh.Open()
+		if err != nil {
+			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
+		}
+		data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
+		_ = f.Close()
+		if err != nil {
+			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
+		}
+		if err := batchmap.CheckArchive(i, fh.Filename, data); err != nil {
+			return nil, err
+		}
+		out = append(out, data)
+	}
+	return out, nil
 }

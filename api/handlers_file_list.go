@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
 
@@ -16,14 +18,6 @@ const (
 	listMaxFiles = 2000
 	listMaxDepth = 8
 )
-
-// listedFile is one file of GET /v1/sessions/{id}/files.
-type listedFile struct {
-	Path  string  `json:"path"` // relative to the work folder
-	Type  string  `json:"type"` // file, dir, symlink or other
-	Size  int64   `json:"size"`
-	MTime float64 `json:"mtime"` // unix seconds
-}
 
 // listFiles answers GET /v1/sessions/{id}/files[?path=DIR]: every file
 // under the folder (default the work folder), walked breadth first up to
@@ -51,7 +45,7 @@ func (s *Server) listFiles(c *gin.Context) {
 		path  string
 		depth int
 	}
-	files := []listedFile{}
+	files := []wire.FileInfo{}
 	truncated := false
 	queue := []dir{{root, 0}}
 	full := false // listMaxFiles reached; a folder too deep only marks truncated
@@ -63,7 +57,7 @@ func (s *Server) listFiles(c *gin.Context) {
 			err = s.whyNoFolder(c.Request.Context(), rec, root, err)
 		}
 		if err != nil {
-			s.forgetLost(rec, err)
+			s.forgetLost(c.Request.Context(), rec, err)
 			s.logPlatform("list files", rec.Owner, err)
 			fail(c, err)
 			return
@@ -77,7 +71,7 @@ func (s *Server) listFiles(c *gin.Context) {
 				break
 			}
 			p := path.Join(d.path, e.Name)
-			files = append(files, listedFile{Path: p, Type: e.Type, Size: e.Size, MTime: e.MTime})
+			files = append(files, wire.FileInfo{Path: p, Type: e.Type, Size: e.Size, MTime: e.MTime})
 			if e.Type == "dir" {
 				if d.depth+1 < listMaxDepth {
 					queue = append(queue, dir{p, d.depth + 1})
@@ -87,14 +81,14 @@ func (s *Server) listFiles(c *gin.Context) {
 			}
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"path": root, "files": files, "truncated": truncated})
+	c.JSON(http.StatusOK, wire.FileList{Path: root, Files: files, Truncated: truncated})
 }
 
 // whyNoFolder explains a refused listing of folder root: it walks root's
 // segments from the work folder and answers not_found naming root when a
 // segment is missing, bad_request when one is a file, and err otherwise
 // (the sandbox refuses a missing folder and a malformed one alike).
-func (s *Server) whyNoFolder(ctx context.Context, rec sessionRecord, root string, err error) error {
+func (s *Server) whyNoFolder(ctx context.Context, rec sessionrecords.Record, root string, err error) error {
 	parent := ""
 	for _, seg := range strings.Split(root, "/") {
 		entries, lerr := s.deps.Sessions.ListFiles(ctx, rec.Owner, rec.ID, parent)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
 
@@ -61,12 +63,12 @@ func (s *Server) putFile(c *gin.Context) {
 		if !errors.As(err, &mbe) && isReadError(err) {
 			err = newError(core.ErrInvalid, "could not read the upload")
 		}
-		s.forgetLost(rec, err)
+		s.forgetLost(c.Request.Context(), rec, err)
 		s.logPlatform("put file", rec.Owner, err)
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"path": p, "size": n})
+	c.JSON(http.StatusOK, wire.FileWritten{Path: p, Size: n})
 }
 
 // isReadError reports an error from reading the request body rather than
@@ -103,7 +105,7 @@ func (s *Server) getFile(c *gin.Context) {
 	if err == nil {
 		return
 	}
-	s.forgetLost(rec, err)
+	s.forgetLost(c.Request.Context(), rec, err)
 	s.logPlatform("get file", rec.Owner, err)
 	if !started {
 		fail(c, err)
@@ -115,9 +117,9 @@ func (s *Server) getFile(c *gin.Context) {
 }
 
 // forgetLost drops the session record when the backend no longer knows it.
-func (s *Server) forgetLost(rec sessionRecord, err error) {
+func (s *Server) forgetLost(ctx context.Context, rec sessionrecords.Record, err error) {
 	if errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(rec.Owner, rec.ID)
+		s.sessions.Remove(ctx, rec.Owner, rec.ID)
 	}
 }
 

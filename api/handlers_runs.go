@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -10,26 +9,8 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// startRunRequest is the body of POST /v1/runs.
-type startRunRequest struct {
-	Goal      string          `json:"goal,omitempty"`
-	Messages  json.RawMessage `json:"messages,omitempty"`
-	Model     string          `json:"model,omitempty"`
-	MaxSteps  int             `json:"max_steps,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	Input     string          `json:"input,omitempty"` // an allowed input folder name
-	// PreviousRunID continues that finished run's conversation (follow-up
-	// question); the session defaults to the previous run's.
-	PreviousRunID string `json:"previous_run_id,omitempty"`
-}
-
-// approvalRequest is the body of POST /v1/runs/{id}/approvals/{token}.
-type approvalRequest struct {
-	Approve *bool  `json:"approve"`
-	Reason  string `json:"reason,omitempty"`
-}
 
 // needRuns answers 503 no_model when runs cannot start or be served.
 func (s *Server) needRuns(c *gin.Context, forStart bool) bool {
@@ -59,7 +40,7 @@ func (s *Server) startRun(c *gin.Context) {
 	if !s.needRuns(c, true) {
 		return
 	}
-	var req startRunRequest
+	var req wire.CreateRunRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
 		return
@@ -81,7 +62,7 @@ func (s *Server) startRun(c *gin.Context) {
 	}
 	who := owner(c)
 	if req.SessionID != "" {
-		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+		if _, ok := s.sessions.Get(c.Request.Context(), who, req.SessionID, true); !ok {
 			fail(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}
@@ -139,7 +120,7 @@ func (s *Server) approveRun(c *gin.Context) {
 	if !s.needRuns(c, false) {
 		return
 	}
-	var req approvalRequest
+	var req wire.ApprovalDecision
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
 		return

@@ -11,35 +11,26 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // sessionInfoTimeout bounds asking the sandbox about a session for GET;
 // past it the answer carries the API's record without the live fields.
 const sessionInfoTimeout = 2 * time.Second
 
-// sessionView is a session in GET answers: the API's record and, where the
-// sandbox answered, its live state and resource use.
-type sessionView struct {
-	sessionRecord
-	CreatedAt      time.Time `json:"created_at"`
-	LastUsedAt     time.Time `json:"last_used_at"`
-	AgeSeconds     float64   `json:"age_seconds"`
-	State          string    `json:"state"` // idle, busy or unknown (the sandbox did not answer)
-	ExecutionCount *int      `json:"execution_count,omitempty"`
-	CPUMS          *float64  `json:"cpu_ms,omitempty"`
-	MemBytes       *int64    `json:"mem_bytes,omitempty"`
-}
-
 // gone reports an error meaning the sandbox no longer has the session.
 func gone(err error) bool {
 	return errors.Is(err, core.ErrNotFound) || errors.Is(err, core.ErrSessionLost)
 }
 
-// liveView asks the sandbox about rec. ok is false when the sandbox says
-// the session is gone; the record is then dropped.
-func (s *Server) liveView(ctx context.Context, rec sessionRecord) (sessionView, bool) {
-	v := sessionView{sessionRecord: rec, CreatedAt: rec.Created, LastUsedAt: rec.LastUsed,
-		AgeSeconds: s.cfg.Now().Sub(rec.Created).Seconds(), State: "unknown"}
+// liveView is rec as GET answers it: the record and, where the sandbox
+// answered, its live state and resource use. ok is false when the sandbox
+// says the session is gone; the record is then dropped.
+func (s *Server) liveView(ctx context.Context, rec sessionrecords.Record) (wire.Session, bool) {
+	v := sessionBody(rec)
+	v.CreatedAt, v.LastUsedAt, v.State = rec.Created, rec.LastUsed, wire.SessionUnknown
+	v.AgeSeconds = s.cfg.Now().Sub(rec.Created).Seconds()
 	if s.deps.Sessions == nil {
 		return v, true
 	}
@@ -48,7 +39,7 @@ func (s *Server) liveView(ctx context.Context, rec sessionRecord) (sessionView, 
 	info, err := s.deps.Sessions.SessionInfo(ctx, rec.Owner, rec.ID)
 	switch {
 	case gone(err):
-		s.sessions.remove(rec.Owner, rec.ID)
+		s.sessions.Remove(ctx, rec.Owner, rec.ID)
 		return v, false
 	case err != nil:
 		s.logPlatform("session info", rec.Owner, err)
@@ -78,22 +69,22 @@ func (s *Server) getSession(c *gin.Context) {
 // listSessions answers GET /v1/sessions: the caller's sessions, oldest
 // first, {"sessions": [...]}.
 func (s *Server) listSessions(c *gin.Context) {
-	recs := s.sessions.list(owner(c))
-	views := make([]sessionView, len(recs))
+	recs := s.sessions.List(c.Request.Context(), owner(c))
+	views := make([]wire.Session, len(recs))
 	keep := make([]bool, len(recs))
 	var wg sync.WaitGroup
 	for i, r := range recs {
 		wg.Go(func() { views[i], keep[i] = s.liveView(c.Request.Context(), r) })
 	}
 	wg.Wait()
-	out := make([]sessionView, 0, len(recs))
+	out := make([]wire.Session, 0, len(recs))
 	for i, v := range views {
 		if keep[i] {
 			out = append(out, v)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	c.JSON(http.StatusOK, gin.H{"sessions": out})
+	c.JSON(http.StatusOK, wire.SessionList{Sessions: out})
 }
 
 // interruptSession answers POST /v1/sessions/{id}/interrupt with 200
@@ -112,7 +103,7 @@ func (s *Server) interruptSession(c *gin.Context) {
 		s.sessionFailed(c, "interrupt session", rec, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"interrupted": hit})
+	c.JSON(http.StatusOK, wire.Interrupted{Interrupted: hit})
 }
 
 // restartSession answers POST /v1/sessions/{id}/restart with 200 and the
@@ -139,9 +130,9 @@ func (s *Server) restartSession(c *gin.Context) {
 
 // sessionFailed answers a failed session operation; a session the sandbox
 // no longer has is dropped and answers 404.
-func (s *Server) sessionFailed(c *gin.Context, op string, rec sessionRecord, err error) {
+func (s *Server) sessionFailed(c *gin.Context, op string, rec sessionrecords.Record, err error) {
 	if gone(err) {
-		s.sessions.remove(rec.Owner, rec.ID)
+		s.sessions.Remove(c.Request.Context(), rec.Owner, rec.ID)
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}

@@ -5,16 +5,10 @@ import (
 	"net/http"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
-
-// openSessionRequest is the optional body of POST /v1/sessions.
-type openSessionRequest struct {
-	Limits *limitsBody `json:"limits,omitempty"`
-	// Background lets processes the session's calls start keep running
-	// after each call returns; only a key whose policy allows it may ask.
-	Background bool `json:"background,omitempty"`
-}
 
 // needSessions answers 503 when no session backend is wired.
 func (s *Server) needSessions(c *gin.Context) bool {
@@ -27,8 +21,8 @@ func (s *Server) needSessions(c *gin.Context) bool {
 }
 
 // ownedSession loads the caller's session record or answers 404.
-func (s *Server) ownedSession(c *gin.Context, touch bool) (sessionRecord, bool) {
-	rec, ok := s.sessions.get(owner(c), c.Param("id"), touch)
+func (s *Server) ownedSession(c *gin.Context, touch bool) (sessionrecords.Record, bool) {
+	rec, ok := s.sessions.Get(c.Request.Context(), owner(c), c.Param("id"), touch)
 	if !ok {
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 	}
@@ -40,13 +34,13 @@ func (s *Server) openSession(c *gin.Context) {
 	if !s.needSessions(c) {
 		return
 	}
-	var req openSessionRequest
+	var req wire.CreateSessionRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		fail(c, err)
 		return
 	}
 	who := owner(c)
-	limits, err := req.Limits.toSandbox()
+	limits, err := limitsOf(req.Limits)
 	if err == nil {
 		err = s.checkCeiling(who, limits)
 	}
@@ -57,7 +51,7 @@ func (s *Server) openSession(c *gin.Context) {
 		}
 	}
 	if err == nil {
-		err = s.checkSessionBudget(who, limits)
+		err = s.checkSessionBudget(c.Request.Context(), who, limits)
 	}
 	if err != nil {
 		fail(c, err)
@@ -69,14 +63,14 @@ func (s *Server) openSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	rec, err := s.sessions.add(who, id, limits, req.Background)
+	rec, err := s.sessions.Add(c.Request.Context(), who, id, limits, req.Background)
 	if err != nil { // the sandbox has it but no replica could find it: undo
 		_ = s.deps.Sessions.Close(c.Request.Context(), who, id)
 		s.logPlatform("record session", who, err)
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, rec)
+	c.JSON(http.StatusCreated, sessionBody(rec))
 }
 
 // closeSession answers DELETE /v1/sessions/{id} with 204.
@@ -90,7 +84,7 @@ func (s *Server) closeSession(c *gin.Context) {
 	}
 	err := s.deps.Sessions.Close(c.Request.Context(), rec.Owner, rec.ID)
 	if err == nil || errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(rec.Owner, rec.ID)
+		s.sessions.Remove(c.Request.Context(), rec.Owner, rec.ID)
 	}
 	if err != nil {
 		s.logPlatform("close session", rec.Owner, err)
@@ -105,4 +99,9 @@ func (s *Server) logPlatform(op, owner string, err error) {
 	if e := toError(nil, err); e.Status >= 500 {
 		s.log.Warn("api: "+op+" failed", "owner", owner, "err", err)
 	}
+}
+
+// sessionBody is a session's record as answered.
+func sessionBody(r sessionrecords.Record) wire.Session {
+	return wire.Session{ID: r.ID, Created: r.Created, LastUsed: r.LastUsed, ExpiresAt: r.ExpiresAt, Background: r.Background}
 }

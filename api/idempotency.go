@@ -6,182 +6,184 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/idempotency"
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// idemKind is the state.Store kind of idempotency records.
-const idemKind = "idem"
 
 // maxIdempotencyKey bounds an Idempotency-Key header in bytes.
 const maxIdempotencyKey = 200
 
-// idemTTL is how long a tool call's idempotency key is remembered.
-const idemTTL = 24 * time.Hour
-
-// idemPoll is how often a retry waiting for the first request's result
-// looks for it.
+// idemPoll is how often a request waiting for another's answer asks again.
 const idemPoll = 50 * time.Millisecond
 
-// idemLease is how long a reservation outlives the request holding it
-// without being renewed (it renews every idemLease/3 while the call runs):
-// when the replica running the call dies, a waiting retry takes the key
-// over within idemLease and runs the call again with the same
-// dispatcher.Call.IdempotencyKey, which attaches it to the same job.
-const idemLease = 30 * time.Second
-
-// idemRecord is one idempotency key's state: reserved by the request
-// running the call (Done false), then its answer.
-type idemRecord struct {
-	// Fingerprint is the SHA-256 of the request; a retry must match it.
-	Fingerprint string `json:"fp"`
-	Done        bool   `json:"done"`
-	Status      int    `json:"status,omitempty"`
-	Body        []byte `json:"body,omitempty"`
-}
-
-// fingerprint hashes a tool call request.
-func fingerprint(req toolCallRequest) string {
+// idemRequest is the idempotency request of a tool call: the
+// Idempotency-Key header (explicit), else the call's id with a hash of its
+// body (implicit: it protects a duplicate sent while the first runs, see
+// api/README.md), else none (Key ""). An over-long key is answered 400.
+func (s *Server) idemRequest(c *gin.Context, req wire.ToolCallRequest) (idempotency.Request, bool) {
 	b, _ := json.Marshal(req)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	r := idempotency.Request{Owner: owner(c), Key: c.GetHeader("Idempotency-Key"), Fingerprint: hex.EncodeToString(sum[:])}
+	if len(r.Key) > maxIdempotencyKey {
+		abortError(c, newError(core.ErrInvalid, fmt.Sprintf("Idempotency-Key is %d bytes, over the limit of %d", len(r.Key), maxIdempotencyKey)))
+		return r, false
+	}
+	if r.Key == "" && req.ID != "" {
+		// The client's call id (a generated one is never retried); clients
+		// reuse ids across different calls, so the body is part of the key.
+		r.Key, r.Implicit = "call:"+req.ID+":"+r.Fingerprint[:16], true
+	}
+	return r, true
 }
 
-// idemKey is the store key of owner's idempotency key.
-func idemKey(owner, key string) state.Key { return state.Key{Kind: idemKind, Owner: owner, ID: key} }
-
-// idemReserve tries to reserve key for owner's call with fingerprint fp.
-// run true: this request holds the reservation (version, for renewing it)
-// and must run the call. Otherwise rec is the key's record: Done with the
-// first request's answer, or still running. Errors are the answers: 409
-// for the key used with another request, 503 when the store cannot be
-// reached (the call is not run).
-func (s *Server) idemReserve(ctx context.Context, owner, key, fp string) (run bool, version int64, rec *idemRecord, e *Error) {
-	b, _ := json.Marshal(idemRecord{Fingerprint: fp})
-	for range 3 {
-		v, err := s.deps.State.Put(ctx, idemKey(owner, key), b, state.PutOptions{TTL: idemLease, IfVersion: -1})
-		if err == nil {
-			return true, v, nil, nil
-		}
-		if !errors.Is(err, state.ErrConflict) {
-			s.logPlatform("idempotency reserve", owner, err)
-			return false, 0, nil, newError(core.ErrUnavailable, "the state store is unavailable; the call was not run, retry later")
-		}
-		rec, found, e := s.idemPeek(ctx, owner, key, fp)
-		if e != nil || found {
-			return false, 0, rec, e
-		}
-		// released (not run) or its lease expired between the two: again
-	}
-	return false, 0, nil, newError(core.ErrBusy, "the call with Idempotency-Key "+key+" is changing hands; retry")
-}
-
-// idemPeek reads key's record; found false means there is none (released,
-// or its holder's lease expired).
-func (s *Server) idemPeek(ctx context.Context, owner, key, fp string) (*idemRecord, bool, *Error) {
-	it, err := s.deps.State.Get(ctx, idemKey(owner, key))
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, newError(core.ErrUnavailable, "the state store is unavailable; retry later")
-	}
-	var rec idemRecord
-	if json.Unmarshal(it.Value, &rec) != nil {
-		return nil, false, newError(core.ErrInternal, "corrupt idempotency record")
-	}
-	if rec.Fingerprint != fp {
-		return nil, false, newError(core.ErrConflict, "Idempotency-Key "+key+" was used for a different request").
-			withDetails(map[string]any{"idempotency_key": key})
-	}
-	return &rec, true, nil
-}
-
-// idemBegin reserves key for owner's call with fingerprint fp. It returns
-// true (and the reservation's version) when this request must run the
-// call; otherwise it has written the answer: the first request's stored
-// answer (waiting for it while that request runs, taking the key over if
-// that request's lease expires), 409 for the same key with another
-// request, 503 when the store is unavailable (and the call is not run).
-func (s *Server) idemBegin(c *gin.Context, owner, key, fp string) (bool, int64) {
-	ctx := c.Request.Context()
+// idemNext is idempotency.Keys.Next that never hands out an answer whose
+// artifacts are gone: such an answer is forgotten and the call runs again.
+func (s *Server) idemNext(ctx context.Context, r idempotency.Request, seen []string) (idempotency.Step, *Error) {
 	for {
-		run, ver, rec, e := s.idemReserve(ctx, owner, key, fp)
+		step, err := s.idem.Next(ctx, r, seen)
+		if err != nil {
+			return step, idemError(err, r)
+		}
+		if step.Answer == nil {
+			return step, nil
+		}
+		alive, err := s.artifactsAlive(ctx, r.Owner, step.Answer)
+		switch {
+		case err != nil:
+			return step, idemError(err, r)
+		case alive:
+			return step, nil
+		}
+		if err := s.idem.Forget(ctx, r, step.Answer); err != nil {
+			return step, idemError(err, r)
+		}
+	}
+}
+
+// idemError is the answer of a failed idempotency step: 409 for the key
+// used with another request, 503 when the state store cannot be reached
+// (the call did not run).
+func idemError(err error, r idempotency.Request) *Error {
+	if errors.Is(err, core.ErrUnavailable) {
+		return newError(core.ErrUnavailable, "the state store is unavailable; the call was not run, retry later")
+	}
+	e := toError(nil, err)
+	if e.Code == core.ErrBusy {
+		e.Message = "the call with idempotency key " + r.Key + " is changing hands; retry"
+	}
+	return e
+}
+
+// artifactsAlive reports whether every artifact a stored answer links to
+// is still kept.
+func (s *Server) artifactsAlive(ctx context.Context, owner string, a *idempotency.Answer) (bool, error) {
+	if a.Status != http.StatusOK {
+		return true, nil
+	}
+	var out wire.ToolCallResponse
+	if json.Unmarshal(a.Body, &out) != nil {
+		return true, nil // replayed as stored; nothing links anywhere
+	}
+	for _, art := range out.Result.Artifacts {
+		if art.URL == "" {
+			continue
+		}
+		ok, err := s.artifacts.Exists(ctx, owner, out.Result.SessionID, art.ID)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// runIdempotent answers a non-streamed tool call with an idempotency key:
+// it runs the call holding the key, replays the stored answer
+// (Idempotent-Replayed: true), or waits for the request running it and
+// replays its answer, taking the call over when that request's replica
+// dies.
+func (s *Server) runIdempotent(c *gin.Context, call dispatcher.Call, r idempotency.Request) {
+	ctx := c.Request.Context()
+	var seen []string
+	for {
+		step, e := s.idemNext(ctx, r, seen)
 		switch {
 		case e != nil:
 			abortError(c, e)
-			return false, 0
-		case run:
-			return true, ver
-		case rec.Done:
+			return
+		case step.Claim != nil:
+			call.IdempotencyKey = idempotency.JobKey(step.Claim)
+			stop := s.idem.Hold(step.Claim)
+			out, e := s.finishCall(ctx, call, s.deps.Dispatcher.Run(ctx, call))
+			stop()
+			s.idemFinish(ctx, step.Claim, encodeAnswer(out, e))
+			answer(c, out, e)
+			return
+		case step.Answer != nil:
 			c.Header("Idempotent-Replayed", "true")
-			c.Data(rec.Status, "application/json; charset=utf-8", rec.Body)
-			return false, 0
+			c.Data(step.Answer.Status, "application/json; charset=utf-8", step.Answer.Body)
+			return
 		}
+		seen = appendNew(seen, step.Waiting)
 		select {
 		case <-ctx.Done():
-			abortError(c, newError(core.ErrUnavailable, "the call with Idempotency-Key "+key+" is still running; retry later"))
-			return false, 0
+			abortError(c, newError(core.ErrUnavailable, "the call with idempotency key "+r.Key+" is still running; retry later"))
+			return
 		case <-time.After(idemPoll):
 		}
 	}
 }
 
-// idemHold renews owner's reservation of key (at version) every
-// idemLease/3 until the returned stop is called, so it does not expire
-// while the call runs; it gives up when another request took the key over.
-func (s *Server) idemHold(owner, key, fp string, version int64) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b, _ := json.Marshal(idemRecord{Fingerprint: fp})
-		t := time.NewTicker(idemLease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-			v, err := s.deps.State.Put(pctx, idemKey(owner, key), b, state.PutOptions{TTL: idemLease, IfVersion: version})
-			pcancel()
-			switch {
-			case err == nil:
-				version = v
-			case errors.Is(err, state.ErrConflict):
-				return // taken over after our lease lapsed
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+// appendNew appends token to seen unless it is its last element.
+func appendNew(seen []string, token string) []string {
+	if len(seen) > 0 && seen[len(seen)-1] == token {
+		return seen
+	}
+	return append(seen, token)
 }
 
-// idemFinish stores the answer of owner's call under key, or, for an
-// answer saying the call did not run (busy, unavailable, rate limited),
-// releases the key so a retry runs it.
-func (s *Server) idemFinish(owner, key, fp string, status int, body []byte, notRun bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	k := idemKey(owner, key)
-	if notRun {
-		_ = s.deps.State.Delete(ctx, k, 0)
+// storedAnswer is an answer as an idempotency key keeps it.
+type storedAnswer struct {
+	status int
+	body   []byte
+}
+
+// encodeAnswer is the stored form of a tool call's answer.
+func encodeAnswer(out wire.ToolCallResponse, e *Error) storedAnswer {
+	if e != nil {
+		body, _ := json.Marshal(e.body())
+		return storedAnswer{e.Status, body}
+	}
+	body, _ := json.Marshal(out)
+	return storedAnswer{http.StatusOK, body}
+}
+
+// idemFinish stores the answer under c's key, or, for an answer saying the
+// call did not run (busy, unavailable, rate limited), releases the key so
+// a retry runs it. An answer linking to artifacts is kept no longer than
+// they are.
+func (s *Server) idemFinish(ctx context.Context, c *idempotency.Claim, a storedAnswer) {
+	if a.status == http.StatusServiceUnavailable || a.status == http.StatusTooManyRequests {
+		s.idem.Release(ctx, c)
 		return
 	}
-	b, _ := json.Marshal(idemRecord{Fingerprint: fp, Done: true, Status: status, Body: body})
-	if _, err := s.deps.State.Put(ctx, k, b, state.PutOptions{TTL: idemTTL}); err != nil {
-		s.logPlatform("idempotency store", owner, err)
+	var keep time.Duration
+	var out wire.ToolCallResponse
+	if a.status == http.StatusOK && json.Unmarshal(a.body, &out) == nil {
+		for _, art := range out.Result.Artifacts {
+			if art.URL != "" {
+				keep = min(idempotency.Keep, s.artifacts.TTL())
+			}
+		}
 	}
-}
-
-// notRunStatus reports whether an answer with this status means the call
-// was refused before it ran.
-func notRunStatus(status int) bool {
-	return status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests
+	if err := s.idem.Finish(ctx, c, a.status, a.body, keep); err != nil {
+		s.logPlatform("idempotency store", c.Owner, err)
+	}
 }

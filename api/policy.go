@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -117,9 +118,9 @@ func (s *Server) effective(l core.Limits) core.Limits {
 
 // checkSessionBudget refuses (429 quota) a new session of owner with
 // limits l when it would pass one of owner's session budgets, naming it.
-func (s *Server) checkSessionBudget(owner string, l core.Limits) error {
+func (s *Server) checkSessionBudget(ctx context.Context, owner string, l core.Limits) error {
 	b := s.budget(owner)
-	n, mem, cpus := s.sessions.usage(owner, s.effective)
+	n, mem, cpus := s.sessions.Usage(ctx, owner, s.effective)
 	l = s.effective(l)
 	quota := func(name string, limit any, msg string) error {
 		return newError(core.ErrQuota, msg).withDetails(map[string]any{"budget": name, "limit": limit})

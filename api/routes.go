@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/notebooks"
 	"github.com/gin-gonic/gin"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) routes() *gin.Engine {
 	g.GET("/sessions/:id/files", slow, s.listFiles)
 	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
-	g.PUT("/sessions/:id/notebook", quick, limitBody(notebookMaxBytes), s.putNotebook)
+	g.PUT("/sessions/:id/notebook", quick, limitBody(notebooks.MaxBytes), s.putNotebook)
 
 	g.POST("/runs", quick, body, s.startRun)
 	g.GET("/runs/:id", quick, s.getRun)

@@ -16,6 +16,10 @@ import (
 
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/artifacts"
+	"github.com/airlock-dev/airlock/internal/idempotency"
+	"github.com/airlock-dev/airlock/internal/notebooks"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -33,9 +37,10 @@ type Server struct {
 	calls     *gate        // per-key concurrent requests
 	streams   *gate        // per-key open SSE streams
 	uploads   *slots
-	artifacts *artifactStore
-	sessions  *sessionStore
-	state     state.Store
+	artifacts *artifacts.Store
+	sessions  *sessionrecords.Store
+	idem      *idempotency.Keys
+	notebooks *notebooks.Store
 	openapi   []byte
 	batches   *batch.Manager // nil without Deps.Batches
 
@@ -95,18 +100,19 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		calls:     newGate(cfg.MaxConcurrentPerKey),
 		streams:   newGate(cfg.MaxStreamsPerKey),
 		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
-		artifacts: newArtifactStore(artifactLimits{ttl: cfg.ArtifactTTL, maxBytes: cfg.ArtifactMaxBytes,
-			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount,
-			ownerQuota: func(owner string) (int64, int) {
+		artifacts: artifacts.New(artifacts.Config{TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes,
+			OwnerBytes: cfg.ArtifactOwnerMaxBytes, OwnerCount: cfg.ArtifactOwnerMaxCount,
+			OwnerQuota: func(owner string) (int64, int) {
 				if p := cfg.Keys.Policy(owner); p != nil {
 					return p.Budget.ArtifactBytes, p.Budget.ArtifactCount
 				}
 				return 0, 0
-			}}, deps.State, cfg.Now),
-		sessions: newSessionStore(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
-		state:    deps.State,
-		openapi:  doc,
-		draining: make(chan struct{}),
+			}, Now: cfg.Now}, deps.State),
+		sessions:  sessionrecords.New(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		idem:      idempotency.New(deps.State),
+		notebooks: notebooks.New(deps.State, cfg.Now),
+		openapi:   doc,
+		draining:  make(chan struct{}),
 	}
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err

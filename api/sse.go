@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // runEvents answers GET /v1/runs/{id}/events as Server-Sent Events. Each
@@ -49,7 +49,7 @@ func (s *Server) runEvents(c *gin.Context) {
 			if !ok {
 				return
 			}
-			if !write(formatEvent(s.eventArtifacts(who, ev))) {
+			if !write(formatEvent(s.eventArtifacts(ctx, who, ev))) {
 				return
 			}
 		case <-tick.C:
@@ -82,7 +82,7 @@ func resumePoint(c *gin.Context) (int, error) {
 
 // formatEvent renders one SSE message. JSON has no raw newlines, so the
 // data fits one line.
-func formatEvent(ev agent.Event) string {
+func formatEvent(ev wire.RunEvent) string {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		data = []byte(`{"seq":` + strconv.Itoa(ev.Seq) + `,"type":"error","data":{"message":"unencodable event"}}`)

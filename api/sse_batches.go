@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // batchEvents answers GET /v1/batches/{id}/events as Server-Sent Events,
@@ -79,12 +79,12 @@ func (s *Server) batchEvents(c *gin.Context) {
 		for _, e := range es {
 			after = e.Seq
 			var snap struct {
-				Object string       `json:"object"`
-				Status batch.Status `json:"status"`
+				Object string           `json:"object"`
+				Status wire.BatchStatus `json:"status"`
 			}
 			_ = json.Unmarshal(e.Data, &snap)
 			kind := "progress"
-			if snap.Object == batch.ItemEventObject {
+			if snap.Object == wire.BatchItemEventObject {
 				kind = "item"
 			}
 			if !write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, kind, e.Data)) {

@@ -1,166 +1,143 @@
 package api
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/artifacts"
+	"github.com/airlock-dev/airlock/wire"
 )
 
-// toolCallRequest is the body of POST /v1/tool-calls: an OpenAI tool call
-// plus the caller's context.
-type toolCallRequest struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Index    *int   `json:"index,omitempty"` // accepted from streamed deltas, ignored
-	Function struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	SessionID string      `json:"session_id,omitempty"`
-	Input     string      `json:"input,omitempty"` // an allowed input folder name
-	Limits    *limitsBody `json:"limits,omitempty"`
-}
-
-// toolMessage is the role "tool" message to hand back to the model.
-type toolMessage struct {
-	Role       string `json:"role"`
-	ToolCallID string `json:"tool_call_id"`
-	Content    string `json:"content"`
-}
-
-// artifactView is an artifact in a JSON answer: metadata and a URL.
-type artifactView struct {
-	ID     string `json:"id,omitempty"`
-	Name   string `json:"name"`
-	MIME   string `json:"mime"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-	URL    string `json:"url,omitempty"` // absent when the bytes were not kept
-	// Error says why the bytes were not kept (quota: the key's artifact
-	// quota is full; too_large, busy, unavailable).
-	Error *Error `json:"error,omitempty"`
-}
-
-// toolResult is the structured outcome of a call.
-type toolResult struct {
-	ToolCallID    string            `json:"tool_call_id"`
-	Name          string            `json:"name"`
-	Status        string            `json:"status"`
-	Reason        string            `json:"reason,omitempty"`
-	Fields        map[string]string `json:"fields,omitempty"`
-	ApprovalToken string            `json:"approval_token,omitempty"`
-	DurationMS    int64             `json:"duration_ms"`
-	ExitCode      *int              `json:"exit_code,omitempty"`
-	Stdout        string            `json:"stdout"`
-	Stderr        string            `json:"stderr"`
-	Truncated     bool              `json:"truncated"`
-	Message       string            `json:"message,omitempty"`
-	Warnings      []string          `json:"warnings,omitempty"`
-	Artifacts     []artifactView    `json:"artifacts"`
-	SessionID     string            `json:"session_id,omitempty"`
-	SessionEnded  bool              `json:"session_ended,omitempty"`
-	// Error is the exception that ended the code, as data.
-	Error *core.ExecError `json:"error,omitempty"`
-	// ExecutionCount numbers the session's calls (1 for a one-shot call).
-	ExecutionCount int `json:"execution_count,omitempty"`
-	// Display holds rich outputs (MIME bundles) in the order produced.
-	Display []core.Display `json:"display,omitempty"`
-	// Dropped counts output bytes cut from the middle of each stream.
-	Dropped *core.Dropped `json:"dropped,omitempty"`
-	// KernelRestarted: the session's Python state was lost during the call.
-	KernelRestarted bool `json:"kernel_restarted,omitempty"`
-}
-
-// toolCallResponse is the 200 answer of a tool call.
-type toolCallResponse struct {
-	Message toolMessage `json:"message"`
-	Result  toolResult  `json:"result"`
-}
-
-// validate checks the call is well formed; what it asks for is the
+// checkToolCall checks req is well formed; what it asks for is the
 // dispatcher's business.
-func (r *toolCallRequest) validate() error {
-	if r.Type != "" && r.Type != "function" {
+func checkToolCall(req *wire.ToolCallRequest) error {
+	if req.Type != "" && req.Type != "function" {
 		return newError(core.ErrInvalid, `"type" must be "function"`)
 	}
-	if strings.TrimSpace(r.Function.Name) == "" {
+	if strings.TrimSpace(req.Function.Name) == "" {
 		return newError(core.ErrInvalid, `"function.name" is required`)
 	}
 	return nil
 }
 
-// buildResponse turns a dispatcher result into the answer, storing artifact
-// bytes and replacing them with download URLs (session ones when session
-// is not empty).
-func (s *Server) buildResponse(owner, session string, res dispatcher.Result) toolCallResponse {
-	out := toolCallResponse{
-		Message: toolMessage{Role: "tool", ToolCallID: res.CallID, Content: res.Content},
-		Result: toolResult{
+// newCall checks owner's req (its form, its limits against owner's
+// ceiling, its input folder) and builds the dispatcher call made by
+// caller ("api", "batch"), without a session.
+func (s *Server) newCall(owner string, req *wire.ToolCallRequest, caller string) (dispatcher.Call, error) {
+	if err := checkToolCall(req); err != nil {
+		return dispatcher.Call{}, err
+	}
+	limits, err := limitsOf(req.Limits)
+	if err == nil {
+		err = s.checkCeiling(owner, limits)
+	}
+	if err != nil {
+		return dispatcher.Call{}, err
+	}
+	mount, err := s.inputFolder(req.Input)
+	if err != nil {
+		return dispatcher.Call{}, err
+	}
+	var approvalTools, requireApproval []string
+	if p := s.policy(owner); p != nil {
+		approvalTools, requireApproval = p.ApprovalTools, p.RequireApproval
+	}
+	return dispatcher.Call{
+		ApprovalTools:   approvalTools,
+		RequireApproval: requireApproval,
+		ID:              req.ID,
+		Name:            req.Function.Name,
+		Arguments:       req.Function.Arguments,
+		Owner:           owner,
+		Mount:           mount,
+		MountName:       req.Input,
+		Limits:          limits,
+		Ceiling:         s.ceiling(owner),
+		Caller:          caller,
+	}, nil
+}
+
+// buildResponse turns a dispatcher result into the answer, keeping
+// artifact bytes in the store and replacing them with download URLs
+// (session ones when session is not empty).
+func (s *Server) buildResponse(ctx context.Context, owner, session string, res dispatcher.Result) wire.ToolCallResponse {
+	out := wire.ToolCallResponse{
+		Message: wire.ToolMessage{Role: "tool", ToolCallID: res.CallID, Content: res.Content},
+		Result: wire.ToolResult{
 			ToolCallID:    res.CallID,
 			Name:          res.Name,
-			Status:        string(res.Status),
+			Status:        core.Status(res.Status),
 			Reason:        res.Reason,
 			Fields:        res.Fields,
 			ApprovalToken: res.ApprovalToken,
 			DurationMS:    res.DurationMS,
 			SessionID:     session,
-			Artifacts:     []artifactView{},
+			Artifacts:     []wire.Artifact{},
 		},
 	}
 	sb := res.Sandbox
 	if sb == nil {
 		return out
 	}
-	exit := sb.ExitCode
+	exit, dropped := sb.ExitCode, sb.Dropped
 	r := &out.Result
-	r.ExitCode = &exit
+	r.ExitCode, r.Dropped = &exit, &dropped
 	r.Stdout, r.Stderr, r.Truncated = sb.Stdout, sb.Stderr, sb.Truncated
 	r.Message, r.SessionEnded = sb.Message, sb.SessionEnded
 	r.Error, r.ExecutionCount, r.Display, r.KernelRestarted = sb.Error, sb.ExecutionCount, sb.Display, sb.KernelRestarted
-	dropped := sb.Dropped
-	r.Dropped = &dropped
 	r.Warnings = append([]string(nil), sb.Warnings...)
 	var warns []string
-	r.Artifacts, warns = s.storeArtifacts(owner, session, sb.Artifacts)
+	r.Artifacts, warns = s.keepArtifacts(ctx, owner, session, sb.Artifacts)
 	r.Warnings = append(r.Warnings, warns...)
 	return out
 }
 
-// storeArtifacts re-validates a result's artifacts (checkArtifacts), keeps
-// their bytes in the store and returns their views, with download URLs
-// (session ones when session is not empty), and warnings for what was
-// dropped or not kept.
-func (s *Server) storeArtifacts(owner, session string, arts []core.Artifact) ([]artifactView, []string) {
-	views := []artifactView{}
-	if len(arts) == 0 {
-		return views, nil
-	}
-	checked, warns := checkArtifacts(arts, s.cfg.ArtifactMaxPerCall, s.cfg.ArtifactMaxCallBytes)
-	for _, a := range checked {
-		v := artifactView{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
-		id, e := s.artifacts.put(owner, session, a)
-		if id != "" {
-			v.ID = id
-			if session == "" {
-				v.URL = "/v1/artifacts/" + id
-			} else {
-				v.URL = "/v1/sessions/" + session + "/artifacts/" + id
-			}
-		} else {
-			v.Error = e
-			warns = append(warns, e.Message)
+// keepArtifacts re-checks a result's artifacts, keeps their bytes in the
+// store and returns them as the answer shows them: with download URLs
+// (session ones when session is not empty), or with the error saying why
+// they were not kept; and warnings for what was dropped or not kept.
+func (s *Server) keepArtifacts(ctx context.Context, owner, session string, arts []core.Artifact) ([]wire.Artifact, []string) {
+	kept, warns := s.artifacts.Keep(context.WithoutCancel(ctx), owner, session, arts, s.cfg.ArtifactMaxPerCall, s.cfg.ArtifactMaxCallBytes)
+	views := make([]wire.Artifact, 0, len(kept))
+	for _, k := range kept {
+		v := wire.Artifact{ID: k.ID, Name: k.Name, MIME: k.MIME, Size: k.Size, SHA256: k.SHA256}
+		switch {
+		case k.ID != "":
+			v.URL = artifactURL(session, k.ID)
+		case k.Err != nil:
+			v.Error = notKept(k.Err)
 		}
 		views = append(views, v)
 	}
 	return views, warns
 }
 
+// notKept is the error object of an artifact that was not kept: the
+// store's own code, message and details.
+func notKept(err error) *wire.Error {
+	var nk *artifacts.NotKept
+	if errors.As(err, &nk) {
+		return &wire.Error{Code: nk.Code, Message: nk.Message, Details: nk.Details}
+	}
+	return &toError(nil, err).errorObject
+}
+
+// artifactURL is the download path of artifact id of session ("" for a
+// one-shot call).
+func artifactURL(session, id string) string {
+	if session == "" {
+		return "/v1/artifacts/" + id
+	}
+	return "/v1/sessions/" + session + "/artifacts/" + id
+}
+
 // statusError maps a platform outcome of the dispatcher to an HTTP error;
 // user-code outcomes and refusals return nil (HTTP 200). The error carries
 // the tool message in its details, for callers that hand it to a model.
-func statusError(res dispatcher.Result, msg toolMessage) *Error {
+func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
 	var e *Error
 	switch res.Status {
 	case dispatcher.StatusBusy:

@@ -1,4 +1,4 @@
-package api
+package batchmap
 
 import (
 	"archive/tar"
@@ -7,7 +7,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,40 +22,26 @@ const (
 	archiveMaxRatio   = 200       // uncompressed / compressed
 )
 
-// readArchives reads and checks uploaded tar/zip archives, one item each.
-// Nothing is unpacked on the host: the bytes are kept in the state store
-// under the batch and unpacked inside each item's sandbox. An archive over
-// core.MaxArchiveBytes is 413; absolute paths, "..", links and devices,
-// too many entries, too many bytes or a bomb's compression ratio are 400
-// naming the archive and the entry, before any item runs.
-func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
-	var out [][]byte
-	for i, fh := range files {
-		if fh.Size > core.MaxArchiveBytes {
-			return nil, archiveTooLarge(i, fh.Filename)
-		}
-		f, err := fh.Open()
-		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
-		_ = f.Close()
-		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		if len(data) > core.MaxArchiveBytes {
-			return nil, archiveTooLarge(i, fh.Filename)
-		}
-		if err := checkArchive(data); err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): %v", i, fh.Filename, err))
-		}
-		out = append(out, data)
+// CheckArchive checks uploaded archive number i (file name) before it is
+// kept: nothing is unpacked on the host, the bytes are kept in the state
+// store under the batch and unpacked inside each item's sandbox. An
+// archive over core.MaxArchiveBytes is too_large; absolute paths, "..",
+// links and devices, too many entries, too many bytes or a bomb's
+// compression ratio are bad_request naming the archive and the entry.
+func CheckArchive(i int, name string, data []byte) error {
+	if len(data) > core.MaxArchiveBytes {
+		return ArchiveTooLarge(i, name)
 	}
-	return out, nil
+	if err := checkArchive(data); err != nil {
+		return core.Errorf("", core.ErrInvalid, fmt.Sprintf("archive %d (%s): %v", i, name, err))
+	}
+	return nil
 }
 
-func archiveTooLarge(i int, name string) error {
-	return newError(core.ErrTooLarge, fmt.Sprintf("archive %d (%s) is over the limit of %d bytes (16 MiB) per archive", i, name, core.MaxArchiveBytes))
+// ArchiveTooLarge is the refusal of archive number i (file name) for its
+// size, before it is read.
+func ArchiveTooLarge(i int, name string) error {
+	return core.Errorf("", core.ErrTooLarge, fmt.Sprintf("archive %d (%s) is over the limit of %d bytes (16 MiB) per archive", i, name, core.MaxArchiveBytes))
 }
 
 // safeName checks an archive entry name and returns it cleaned.

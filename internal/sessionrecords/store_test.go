@@ -1,4 +1,4 @@
-package api
+package sessionrecords
 
 import (
 	"context"
@@ -30,26 +30,27 @@ func TestSessionTouchSlack(t *testing.T) {
 	mem := state.NewMemory(clock)
 	defer mem.Close()
 	st := &putCounter{Store: mem}
-	ss := newSessionStore(st, 10*time.Minute, 0, clock)
-	if _, err := ss.add("alice", "s1", core.Limits{}, false); err != nil {
+	ss := New(st, 10*time.Minute, 0, clock)
+	ctx := context.Background()
+	if _, err := ss.Add(ctx, "alice", "s1", core.Limits{}, false); err != nil {
 		t.Fatal(err)
 	}
 	base := st.puts.Load()
 	now = now.Add(10 * time.Second) // within 30 s (10 min / 20)
-	if _, ok := ss.get("alice", "s1", true); !ok {
+	if _, ok := ss.Get(ctx, "alice", "s1", true); !ok {
 		t.Fatal("session not found")
 	}
 	if got := st.puts.Load() - base; got != 0 {
 		t.Fatalf("a touch 10 s after use wrote %d times, want 0", got)
 	}
 	now = now.Add(31 * time.Second)
-	rec, ok := ss.get("alice", "s1", true)
+	rec, ok := ss.Get(ctx, "alice", "s1", true)
 	if !ok || st.puts.Load()-base != 1 || !rec.LastUsed.Equal(now) {
 		t.Fatalf("a touch 41 s after use: ok=%v writes=%d last_used=%v, want one write at %v", ok, st.puts.Load()-base, rec.LastUsed, now)
 	}
 	now = now.Add(time.Second)
-	ss.touch("alice", "s1")
-	rec, _ = ss.get("alice", "s1", false)
+	ss.Touch(ctx, "alice", "s1")
+	rec, _ = ss.Get(ctx, "alice", "s1", false)
 	if !rec.LastUsed.Equal(now) || !rec.ExpiresAt.Equal(now.Add(10*time.Minute)) {
 		t.Fatalf("after the end-of-call touch last_used=%v expires=%v, want %v and 10 min later", rec.LastUsed, rec.ExpiresAt, now)
 	}
