@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -158,4 +159,26 @@ func messageOf(err error) string {
 		e = ce.Err
 	}
 	return msg
+}
+
+// statusError maps a platform outcome of the dispatcher to an HTTP error;
+// user-code outcomes and refusals return nil (HTTP 200). The error carries
+// the tool message in its details, for callers that hand it to a model.
+func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
+	var e *Error
+	switch res.Status {
+	case dispatcher.StatusBusy:
+		e = newError(core.ErrBusy, "the sandbox is busy; retry later")
+	case dispatcher.StatusSessionNotFound:
+		e = newError(core.ErrNotFound, "session not found")
+	case dispatcher.StatusSessionLost:
+		e = newError(core.ErrSessionLost, "the worker holding the session is gone; open a new session")
+	case dispatcher.StatusUnavailable:
+		e = newError(core.ErrUnavailable, "the execution backend is unavailable")
+	case dispatcher.StatusInternal:
+		e = newError(core.ErrInternal, "internal error")
+	default:
+		return nil
+	}
+	return e.withDetails(map[string]any{"status": string(res.Status), "tool_message": msg})
 }

@@ -35,7 +35,7 @@ func (s *Server) newBatches() (*batch.Manager, error) {
 		cfg.Logger = s.log
 	}
 	cfg.Artifacts = func(owner string, arts []core.Artifact) []wire.Artifact {
-		views, _ := s.keepArtifacts(context.Background(), owner, "", arts)
+		views, _ := s.calls.KeepArtifacts(context.Background(), owner, "", arts)
 		return views
 	}
 	var runs batch.Runs
@@ -180,7 +180,7 @@ func (s *Server) batchCall(c *gin.Context, raw json.RawMessage, line int) (*disp
 			req.Function.Arguments = json.RawMessage(s)
 		}
 	}
-	call, err := s.newCall(owner(c), &req, "batch")
+	call, err := s.calls.Call(owner(c), &req, "batch")
 	if err != nil {
 		return nil, bad(toError(nil, err).Message)
 	}
@@ -208,7 +208,7 @@ func (s *Server) batchRun(c *gin.Context, r batch.RawItem) (*agent.RunRequest, e
 	if strings.TrimSpace(body.Goal) == "" && len(body.Messages) == 0 {
 		return nil, newError(core.ErrInvalid, fmt.Sprintf(`line %d: a run needs "goal" or "messages"`, r.Line))
 	}
-	mount, err := s.inputFolder(body.Input)
+	mount, err := s.calls.Input(body.Input)
 	if err != nil {
 		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: %s", r.Line, toError(nil, err).Message))
 	}
@@ -231,7 +231,7 @@ func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (b
 	if err != nil {
 		return batch.Spec{}, err
 	}
-	return batchmap.Expand(m, *tmpl, s.inputFolder, archives, s.maxBatchItems())
+	return batchmap.Expand(m, *tmpl, s.calls.Input, archives, s.maxBatchItems())
 }
 
 // batchFromMultipart reads an uploaded JSONL "file", or a "spec" with

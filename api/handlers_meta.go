@@ -71,7 +71,7 @@ func (s *Server) metricsHandler() gin.HandlerFunc {
 func (s *Server) info(c *gin.Context) {
 	configured := s.deps.Runs != nil && s.deps.Runs.Configured()
 	out := wire.Info{AuthRequired: !s.cfg.InsecureLocal, ModelConfigured: configured, Sessions: s.deps.Sessions != nil,
-		MaxUploadBytes: s.cfg.MaxUploadBytes, Inputs: s.inputNames()}
+		MaxUploadBytes: s.cfg.MaxUploadBytes, Inputs: s.calls.InputNames()}
 	if !configured {
 		out.ModelHelp = noModelHelp
 	}

@@ -67,7 +67,7 @@ func (s *Server) startRun(c *gin.Context) {
 			return
 		}
 	}
-	mount, err := s.inputFolder(req.Input)
+	mount, err := s.calls.Input(req.Input)
 	if err != nil {
 		fail(c, err)
 		return

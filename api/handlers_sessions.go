@@ -40,18 +40,15 @@ func (s *Server) openSession(c *gin.Context) {
 		return
 	}
 	who := owner(c)
-	limits, err := limitsOf(req.Limits)
-	if err == nil {
-		err = s.checkCeiling(who, limits)
-	}
+	limits, err := s.calls.Limits(who, req.Limits)
 	if err == nil && req.Background {
-		if p := s.policy(who); p == nil || !p.Background {
+		if p := s.calls.Policy(who); p == nil || !p.Background {
 			err = newError(core.ErrInvalid, `"background": true is not allowed for this API key: its policy in the keys file must say background=true`).
 				withDetails(map[string]any{"policy": "background"})
 		}
 	}
 	if err == nil {
-		err = s.checkSessionBudget(c.Request.Context(), who, limits)
+		err = s.sessions.CheckBudget(c.Request.Context(), who, limits, s.calls.Budget(who), s.cfg.DefaultLimits)
 	}
 	if err != nil {
 		fail(c, err)

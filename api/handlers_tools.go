@@ -123,7 +123,7 @@ func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest) (dispatc
 	if req.ID == "" {
 		req.ID = newID("call_")
 	}
-	call, err := s.newCall(who, req, "api")
+	call, err := s.calls.Call(who, req, "api")
 	if err != nil {
 		fail(c, err)
 		return dispatcher.Call{}, false
@@ -143,24 +143,10 @@ func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest) (dispatc
 }
 
 // finishCall records what the call did to its session and builds the
-// answer: the 200 body, or the error a platform outcome maps to. A caller
-// who went away does not end the session: only the sandbox saying it is
-// gone does.
+// answer (toolcalls.Service.Finish): the 200 body, or the error a
+// platform outcome maps to.
 func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispatcher.Result) (wire.ToolCallResponse, *Error) {
-	if res.CallID == "" {
-		res.CallID = call.ID
-	}
-	if res.Name == "" {
-		res.Name = call.Name
-	}
-	bg := context.WithoutCancel(ctx)
-	if call.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
-		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
-		s.sessions.Remove(bg, call.Owner, call.SessionID)
-	} else if call.SessionID != "" {
-		s.sessions.Touch(bg, call.Owner, call.SessionID) // the sandbox counts idle time from the call's end
-	}
-	out := s.buildResponse(ctx, call.Owner, call.SessionID, res)
+	out := s.calls.Finish(ctx, call, res)
 	if e := statusError(res, out.Message); e != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			e = toError(ctx, ctx.Err()).withDetails(e.Details)

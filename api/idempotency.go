@@ -44,28 +44,14 @@ func (s *Server) idemRequest(c *gin.Context, req wire.ToolCallRequest) (idempote
 	return r, true
 }
 
-// idemNext is idempotency.Keys.Next that never hands out an answer whose
-// artifacts are gone: such an answer is forgotten and the call runs again.
+// idemNext is the next step of request r (toolcalls.Service.Next), its
+// error as the answer.
 func (s *Server) idemNext(ctx context.Context, r idempotency.Request, seen []string) (idempotency.Step, *Error) {
-	for {
-		step, err := s.idem.Next(ctx, r, seen)
-		if err != nil {
-			return step, idemError(err, r)
-		}
-		if step.Answer == nil {
-			return step, nil
-		}
-		alive, err := s.artifactsAlive(ctx, r.Owner, step.Answer)
-		switch {
-		case err != nil:
-			return step, idemError(err, r)
-		case alive:
-			return step, nil
-		}
-		if err := s.idem.Forget(ctx, r, step.Answer); err != nil {
-			return step, idemError(err, r)
-		}
+	step, err := s.calls.Next(ctx, r, seen)
+	if err != nil {
+		return step, idemError(err, r)
 	}
+	return step, nil
 }
 
 // idemError is the answer of a failed idempotency step: 409 for the key
@@ -80,28 +66,6 @@ func idemError(err error, r idempotency.Request) *Error {
 		e.Message = "the call with idempotency key " + r.Key + " is changing hands; retry"
 	}
 	return e
-}
-
-// artifactsAlive reports whether every artifact a stored answer links to
-// is still kept.
-func (s *Server) artifactsAlive(ctx context.Context, owner string, a *idempotency.Answer) (bool, error) {
-	if a.Status != http.StatusOK {
-		return true, nil
-	}
-	var out wire.ToolCallResponse
-	if json.Unmarshal(a.Body, &out) != nil {
-		return true, nil // replayed as stored; nothing links anywhere
-	}
-	for _, art := range out.Result.Artifacts {
-		if art.URL == "" {
-			continue
-		}
-		ok, err := s.artifacts.Exists(ctx, owner, out.Result.SessionID, art.ID)
-		if err != nil || !ok {
-			return false, err
-		}
-	}
-	return true, nil
 }
 
 // runIdempotent answers a non-streamed tool call with an idempotency key:
@@ -165,25 +129,11 @@ func encodeAnswer(out wire.ToolCallResponse, e *Error) storedAnswer {
 	return storedAnswer{http.StatusOK, body}
 }
 
-// idemFinish stores the answer under c's key, or, for an answer saying the
-// call did not run (busy, unavailable, rate limited), releases the key so
-// a retry runs it. An answer linking to artifacts is kept no longer than
-// they are.
+// idemFinish stores the answer a under c's key, or releases the key when
+// the answer says the call did not run (busy, unavailable, rate limited).
 func (s *Server) idemFinish(ctx context.Context, c *idempotency.Claim, a storedAnswer) {
-	if a.status == http.StatusServiceUnavailable || a.status == http.StatusTooManyRequests {
-		s.idem.Release(ctx, c)
-		return
-	}
-	var keep time.Duration
-	var out wire.ToolCallResponse
-	if a.status == http.StatusOK && json.Unmarshal(a.body, &out) == nil {
-		for _, art := range out.Result.Artifacts {
-			if art.URL != "" {
-				keep = min(idempotency.Keep, s.artifacts.TTL())
-			}
-		}
-	}
-	if err := s.idem.Finish(ctx, c, a.status, a.body, keep); err != nil {
+	ran := a.status != http.StatusServiceUnavailable && a.status != http.StatusTooManyRequests
+	if err := s.calls.Store(ctx, c, a.status, a.body, ran); err != nil {
 		s.logPlatform("idempotency store", c.Owner, err)
 	}
 }

@@ -39,11 +39,11 @@ func (s *Server) routes() *gin.Engine {
 	// Authenticated. Streams hold their own slot, not a call slot. A
 	// request without a valid key spends its address's tokens first.
 	v1 := r.Group("/v1", s.authenticate(), s.rateLimit())
-	v1.GET("/runs/:id/events", s.limitConcurrency(s.streams), s.runEvents)
+	v1.GET("/runs/:id/events", s.limitConcurrency(s.streamGate), s.runEvents)
 	// An interrupt must get through while calls hold every call slot.
 	v1.POST("/sessions/:id/interrupt", quick, s.interruptSession)
 
-	g := v1.Group("", s.limitConcurrency(s.calls))
+	g := v1.Group("", s.limitConcurrency(s.callGate))
 	g.GET("/tools", quick, s.listTools)
 	g.POST("/tool-calls", slow, body, s.toolCall)
 	g.GET("/artifacts/:artifact", quick, s.getArtifact)
@@ -66,7 +66,7 @@ func (s *Server) routes() *gin.Engine {
 	g.POST("/runs/:id/cancel", quick, s.cancelRun)
 	g.POST("/runs/:id/approvals/:token", quick, body, s.approveRun)
 
-	v1.GET("/batches/:id/events", s.limitConcurrency(s.streams), s.batchEvents)
+	v1.GET("/batches/:id/events", s.limitConcurrency(s.streamGate), s.batchEvents)
 	g.POST("/batches", slow, upload, s.createBatch)
 	g.GET("/batches", quick, s.listBatches)
 	g.GET("/batches/:id", quick, s.getBatch)

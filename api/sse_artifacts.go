@@ -25,7 +25,7 @@ func (s *Server) eventArtifacts(ctx context.Context, owner string, ev wire.RunEv
 	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
 		return ev
 	}
-	views, warns := s.keepArtifacts(ctx, owner, "", arts)
+	views, warns := s.calls.KeepArtifacts(ctx, owner, "", arts)
 	raw, err := json.Marshal(views)
 	if err != nil {
 		return ev

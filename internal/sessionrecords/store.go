@@ -1,12 +1,14 @@
 package sessionrecords
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -166,18 +168,56 @@ func (s *Store) Touch(ctx context.Context, owner, id string) {
 	}
 }
 
-// Usage returns how many sessions owner holds and their memory and CPUs,
-// each session's limits filled in by eff.
-func (s *Store) Usage(ctx context.Context, owner string, eff func(core.Limits) core.Limits) (n int, mem int64, cpus float64) {
+// CheckBudget refuses (a *BudgetError) a new session of owner with
+// limits l when it would pass one of owner's session budgets b, naming
+// it; zero limits count as the sandbox defaults d give them.
+func (s *Store) CheckBudget(ctx context.Context, owner string, l core.Limits, b keys.Budget, d core.Limits) error {
+	eff := func(l core.Limits) core.Limits {
+		l.Memory, l.CPUs = cmp.Or(l.Memory, d.Memory), cmp.Or(l.CPUs, d.CPUs)
+		return l
+	}
+	var n int
+	var mem int64
+	var cpus float64
 	now := s.now()
 	for _, r := range s.records(ctx, owner) {
-		if now.Sub(r.LastUsed) > s.idle {
-			continue
+		if now.Sub(r.LastUsed) <= s.idle {
+			rl := eff(r.Limits)
+			n, mem, cpus = n+1, mem+rl.Memory, cpus+rl.CPUs
 		}
-		l := eff(r.Limits)
-		n, mem, cpus = n+1, mem+l.Memory, cpus+l.CPUs
 	}
-	return n, mem, cpus
+	l = eff(l)
+	switch {
+	case b.Sessions > 0 && n+1 > b.Sessions:
+		return &BudgetError{Budget: "sessions", Limit: b.Sessions,
+			msg: fmt.Sprintf("budget sessions: this key has %d open sessions, its maximum; close one first", n)}
+	case b.SessionMemory > 0 && mem+l.Memory > b.SessionMemory:
+		return &BudgetError{Budget: "session_memory_bytes", Limit: b.SessionMemory,
+			msg: fmt.Sprintf("budget session_memory_bytes: this key's sessions would hold %d bytes of memory, over its %d", mem+l.Memory, b.SessionMemory)}
+	case b.SessionCPUs > 0 && cpus+l.CPUs > b.SessionCPUs+1e-9:
+		return &BudgetError{Budget: "session_cpus", Limit: b.SessionCPUs,
+			msg: fmt.Sprintf("budget session_cpus: this key's sessions would hold %g CPUs, over its %g", cpus+l.CPUs, b.SessionCPUs)}
+	}
+	return nil
+}
+
+// BudgetError is a session refused by one of its owner's budgets. It
+// carries core.ErrQuota.
+type BudgetError struct {
+	Budget string // sessions, session_memory_bytes or session_cpus
+	Limit  any
+	msg    string
+}
+
+// Error implements error.
+func (e *BudgetError) Error() string { return e.msg }
+
+// Unwrap makes errors.Is(err, core.ErrQuota) true.
+func (e *BudgetError) Unwrap() error { return core.ErrQuota }
+
+// ErrorDetails are the details of the API's error answer.
+func (e *BudgetError) ErrorDetails() map[string]any {
+	return map[string]any{"budget": e.Budget, "limit": e.Limit}
 }
 
 // Remove forgets owner's session id.
