@@ -11,15 +11,13 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/internal/batchmap"
+	"github.com/airlock-dev/airlock/internal/batchinput"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -99,7 +97,7 @@ func batchQuery(c *gin.Context, spec *batch.Spec) error {
 		spec.Concurrency = n
 	}
 	if v := c.Query("completion_window"); v != "" {
-		d, err := batchmap.ParseWindow(v)
+		d, err := batchinput.ParseWindow(v)
 		if err != nil {
 			return err
 		}
@@ -108,130 +106,21 @@ func batchQuery(c *gin.Context, spec *batch.Spec) error {
 	return nil
 }
 
-// batchFromBody parses a JSONL body or a JSON map spec (an object with
-// "each" or, with archives, "tool_call" alone).
+// batchFromBody parses a JSONL body or a JSON map spec (see
+// batchinput.Parser.Parse).
 func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return batch.Spec{}, newError(core.ErrInvalid, "request body is empty; send JSONL items or a map spec")
-	}
-	// A body that is one JSON object, on one line or pretty-printed over
-	// many, may be a map spec; JSONL of several items is not one value.
-	if trimmed[0] == '{' || archives != nil {
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(trimmed, &probe) == nil {
-			if _, ok := probe["each"]; ok || archives != nil {
-				return s.batchFromMap(c, trimmed, archives)
-			}
-		}
-	}
-	raws, err := batch.ParseJSONL(bytes.NewReader(data), s.maxBatchItems())
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	spec := batch.Spec{Items: make([]batch.Item, 0, len(raws))}
-	for _, r := range raws {
-		it := batch.Item{CustomID: r.CustomID}
-		if r.Run != nil {
-			run, err := s.batchRun(c, r)
-			if err != nil {
-				return batch.Spec{}, err
-			}
-			it.Run = run
-		} else {
-			call, err := s.batchCall(c, r.ToolCall, r.Line)
-			if err != nil {
-				return batch.Spec{}, err
-			}
-			it.Call = call
-		}
-		spec.Items = append(spec.Items, it)
-	}
-	return spec, nil
+	p := batchinput.Parser{Owner: owner(c), Input: s.calls.Input, MaxItems: s.maxBatchItems(),
+		Runs: s.deps.Runs != nil && s.deps.Runs.Configured()}
+	p.Call = func(req *wire.ToolCallRequest) (dispatcher.Call, error) { return s.calls.Call(p.Owner, req, "batch") }
+	return p.Parse(data, archives)
 }
 
+// maxBatchItems bounds the items of one batch.
 func (s *Server) maxBatchItems() int {
 	if s.deps.BatchConfig.MaxItems > 0 {
 		return s.deps.BatchConfig.MaxItems
 	}
 	return 50000
-}
-
-// batchCall checks one item's tool call like POST /v1/tool-calls does and
-// builds its dispatcher call.
-func (s *Server) batchCall(c *gin.Context, raw json.RawMessage, line int) (*dispatcher.Call, error) {
-	where := "the tool_call template"
-	if line > 0 {
-		where = fmt.Sprintf("line %d", line)
-	}
-	bad := func(msg string) error { return newError(core.ErrInvalid, where+": "+msg) }
-	var req wire.ToolCallRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, bad("not a valid tool call: " + err.Error())
-	}
-	if req.SessionID != "" {
-		return nil, bad(`"session_id" is not allowed in batch items; each item runs in a fresh sandbox`)
-	}
-	if len(req.Function.Arguments) > 0 && req.Function.Arguments[0] == '"' {
-		var s string // OpenAI sends arguments as a JSON string
-		if json.Unmarshal(req.Function.Arguments, &s) == nil {
-			req.Function.Arguments = json.RawMessage(s)
-		}
-	}
-	call, err := s.calls.Call(owner(c), &req, "batch")
-	if err != nil {
-		return nil, bad(toError(nil, err).Message)
-	}
-	call.ApprovalTools, call.RequireApproval = nil, nil
-	return &call, nil
-}
-
-// batchRun checks a run item; without a model configured it is refused.
-func (s *Server) batchRun(c *gin.Context, r batch.RawItem) (*agent.RunRequest, error) {
-	if s.deps.Runs == nil || !s.deps.Runs.Configured() {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: run items need a model, and none is configured on this server", r.Line))
-	}
-	var body struct {
-		Goal     string          `json:"goal"`
-		Messages json.RawMessage `json:"messages"`
-		Model    string          `json:"model"`
-		MaxSteps int             `json:"max_steps"`
-		Input    string          `json:"input"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.Run))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: not a valid run: %v", r.Line, err))
-	}
-	if strings.TrimSpace(body.Goal) == "" && len(body.Messages) == 0 {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf(`line %d: a run needs "goal" or "messages"`, r.Line))
-	}
-	mount, err := s.calls.Input(body.Input)
-	if err != nil {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: %s", r.Line, toError(nil, err).Message))
-	}
-	return &agent.RunRequest{Goal: body.Goal, Messages: body.Messages, Model: body.Model, MaxSteps: body.MaxSteps,
-		Mount: mount, Owner: owner(c)}, nil
-}
-
-// batchFromMap expands a map spec over its input folder (or archives).
-func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
-	var m wire.BatchMapSpec
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return batch.Spec{}, newError(core.ErrInvalid, "malformed map spec: "+err.Error())
-	}
-	if len(m.ToolCall) == 0 {
-		return batch.Spec{}, newError(core.ErrInvalid, `a map spec needs "tool_call"`)
-	}
-	tmpl, err := s.batchCall(c, m.ToolCall, 0)
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	return batchmap.Expand(m, *tmpl, s.calls.Input, archives, s.maxBatchItems())
 }
 
 // batchFromMultipart reads an uploaded JSONL "file", or a "spec" with
@@ -435,12 +324,12 @@ func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []wire.BatchLine, b
 }
 
 // readArchives reads and checks uploaded tar/zip archives, one item each
-// (see batchmap.CheckArchive); nothing is unpacked on the host.
+// (see batchinput.CheckArchive); nothing is unpacked on the host.
 func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
 	var out [][]byte
 	for i, fh := range files {
 		if fh.Size > core.MaxArchiveBytes {
-			return nil, batchmap.ArchiveTooLarge(i, fh.Filename)
+			return nil, batchinput.ArchiveTooLarge(i, fh.Filename)
 		}
 		f, err := fh.Open()
 		if err != nil {
@@ -451,7 +340,7 @@ func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
 		if err != nil {
 			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
 		}
-		if err := batchmap.CheckArchive(i, fh.Filename, data); err != nil {
+		if err := batchinput.CheckArchive(i, fh.Filename, data); err != nil {
 			return nil, err
 		}
 		out = append(out, data)

@@ -8,21 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/idempotency"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/wire"
 )
 
 // maxIdempotencyKey bounds an Idempotency-Key header in bytes.
 const maxIdempotencyKey = 200
-
-// idemPoll is how often a request waiting for another's answer asks again.
-const idemPoll = 50 * time.Millisecond
 
 // idemRequest is the idempotency request of a tool call: the
 // Idempotency-Key header (explicit), else the call's id with a hash of its
@@ -44,96 +41,57 @@ func (s *Server) idemRequest(c *gin.Context, req wire.ToolCallRequest) (idempote
 	return r, true
 }
 
-// idemNext is the next step of request r (toolcalls.Service.Next), its
-// error as the answer.
-func (s *Server) idemNext(ctx context.Context, r idempotency.Request, seen []string) (idempotency.Step, *Error) {
-	step, err := s.calls.Next(ctx, r, seen)
-	if err != nil {
-		return step, idemError(err, r)
-	}
-	return step, nil
-}
-
 // idemError is the answer of a failed idempotency step: 409 for the key
 // used with another request, 503 when the state store cannot be reached
-// (the call did not run).
-func idemError(err error, r idempotency.Request) *Error {
-	if errors.Is(err, core.ErrUnavailable) {
+// (the call did not run) or the request waiting for another's answer
+// ended first.
+func idemError(ctx context.Context, err error, r idempotency.Request) *Error {
+	switch {
+	case errors.Is(err, core.ErrUnavailable):
 		return newError(core.ErrUnavailable, "the state store is unavailable; the call was not run, retry later")
+	case ctx.Err() != nil:
+		return newError(core.ErrUnavailable, "the call with idempotency key "+r.Key+" is still running; retry later")
 	}
-	e := toError(nil, err)
+	e := toError(ctx, err)
 	if e.Code == core.ErrBusy {
 		e.Message = "the call with idempotency key " + r.Key + " is changing hands; retry"
 	}
 	return e
 }
 
-// runIdempotent answers a non-streamed tool call with an idempotency key:
-// it runs the call holding the key, replays the stored answer
-// (Idempotent-Replayed: true), or waits for the request running it and
-// replays its answer, taking the call over when that request's replica
-// dies.
+// runIdempotent answers a non-streamed tool call with an idempotency key
+// (toolcalls.Service.Once): it runs the call holding the key, or replays
+// the stored answer of the request that ran it (Idempotent-Replayed:
+// true), waiting for it while it runs.
 func (s *Server) runIdempotent(c *gin.Context, call dispatcher.Call, r idempotency.Request) {
 	ctx := c.Request.Context()
-	var seen []string
-	for {
-		step, e := s.idemNext(ctx, r, seen)
-		switch {
-		case e != nil:
-			abortError(c, e)
-			return
-		case step.Claim != nil:
-			call.IdempotencyKey = idempotency.JobKey(step.Claim)
-			stop := s.idem.Hold(step.Claim)
-			out, e := s.finishCall(ctx, call, s.deps.Dispatcher.Run(ctx, call))
-			stop()
-			s.idemFinish(ctx, step.Claim, encodeAnswer(out, e))
-			answer(c, out, e)
-			return
-		case step.Answer != nil:
-			c.Header("Idempotent-Replayed", "true")
-			c.Data(step.Answer.Status, "application/json; charset=utf-8", step.Answer.Body)
-			return
-		}
-		seen = appendNew(seen, step.Waiting)
-		select {
-		case <-ctx.Done():
-			abortError(c, newError(core.ErrUnavailable, "the call with idempotency key "+r.Key+" is still running; retry later"))
-			return
-		case <-time.After(idemPoll):
-		}
+	var out wire.ToolCallResponse
+	var e *Error
+	a, replayed, err := s.calls.Once(ctx, r, func(claim *idempotency.Claim) toolcalls.Stored {
+		call.IdempotencyKey = idempotency.JobKey(claim)
+		out, e = s.finishCall(ctx, call, s.deps.Dispatcher.Run(ctx, call))
+		return encodeAnswer(out, e)
+	}, func() bool { return true })
+	switch {
+	case err != nil:
+		abortError(c, idemError(ctx, err, r))
+	case replayed:
+		c.Header("Idempotent-Replayed", "true")
+		c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+	default:
+		answer(c, out, e)
 	}
 }
 
-// appendNew appends token to seen unless it is its last element.
-func appendNew(seen []string, token string) []string {
-	if len(seen) > 0 && seen[len(seen)-1] == token {
-		return seen
-	}
-	return append(seen, token)
-}
-
-// storedAnswer is an answer as an idempotency key keeps it.
-type storedAnswer struct {
-	status int
-	body   []byte
-}
-
-// encodeAnswer is the stored form of a tool call's answer.
-func encodeAnswer(out wire.ToolCallResponse, e *Error) storedAnswer {
+// encodeAnswer is the stored form of a tool call's answer; an answer
+// saying the call did not run (busy, unavailable, rate limited) is not
+// kept.
+func encodeAnswer(out wire.ToolCallResponse, e *Error) toolcalls.Stored {
 	if e != nil {
 		body, _ := json.Marshal(e.body())
-		return storedAnswer{e.Status, body}
+		return toolcalls.Stored{Status: e.Status, Body: body,
+			Ran: e.Status != http.StatusServiceUnavailable && e.Status != http.StatusTooManyRequests}
 	}
 	body, _ := json.Marshal(out)
-	return storedAnswer{http.StatusOK, body}
-}
-
-// idemFinish stores the answer a under c's key, or releases the key when
-// the answer says the call did not run (busy, unavailable, rate limited).
-func (s *Server) idemFinish(ctx context.Context, c *idempotency.Claim, a storedAnswer) {
-	ran := a.status != http.StatusServiceUnavailable && a.status != http.StatusTooManyRequests
-	if err := s.calls.Store(ctx, c, a.status, a.body, ran); err != nil {
-		s.logPlatform("idempotency store", c.Owner, err)
-	}
+	return toolcalls.Stored{Status: http.StatusOK, Body: body, Ran: true}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/idempotency"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 )
 
 // streamIdempotent answers a streamed tool call that carries an
@@ -29,65 +30,41 @@ import (
 //     the call over (the same job).
 //
 // The key used with another request is 409 and an unreachable store 503,
-// as JSON errors, before any stream.
+// as JSON errors, before any stream; as an "error" event after.
 func (s *Server) streamIdempotent(c *gin.Context, call dispatcher.Call, r idempotency.Request) {
 	ctx := c.Request.Context()
-	step, e := s.idemNext(ctx, r, nil)
-	switch {
-	case e != nil:
-		abortError(c, e)
-	case step.Claim != nil:
-		s.runStreamedClaim(openCallStream(c, call.ID, false), call, step.Claim)
-	case step.Answer != nil:
-		openCallStream(c, call.ID, true).final(step.Answer.Status, step.Answer.Body)
-	default:
-		s.attachStream(ctx, openCallStream(c, call.ID, true), call, r, []string{step.Waiting})
-	}
-}
-
-// runStreamedClaim runs call on cs holding claim (renewed while it runs)
-// and stores its answer.
-func (s *Server) runStreamedClaim(cs *callStream, call dispatcher.Call, claim *idempotency.Claim) {
-	call.IdempotencyKey = idempotency.JobKey(claim)
-	stop := s.idem.Hold(claim)
-	ctx := cs.c.Request.Context()
-	if !claim.Implicit {
-		ctx = context.WithoutCancel(ctx) // the client asked to collect it later
-	}
-	a := s.runStreamed(ctx, cs, call)
-	stop()
-	s.idemFinish(ctx, claim, a)
-}
-
-// attachStream waits on cs for the answer of the request running r's
-// call (seen names its tokens), with heartbeats, and writes its final
-// event; when that request's reservation lapses it takes the call over.
-func (s *Server) attachStream(ctx context.Context, cs *callStream, call dispatcher.Call, r idempotency.Request, seen []string) {
-	poll := time.NewTicker(idemPoll)
-	defer poll.Stop()
-	beat := time.NewTicker(s.cfg.Heartbeat)
-	defer beat.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return // this client went away; the call runs on where it runs
-		case <-beat.C:
+	var cs *callStream
+	lastBeat := time.Now()
+	a, replayed, err := s.calls.Once(ctx, r, func(claim *idempotency.Claim) toolcalls.Stored {
+		call.IdempotencyKey = idempotency.JobKey(claim)
+		if cs == nil {
+			cs = openCallStream(c, call.ID, false)
+		}
+		rctx := ctx
+		if !claim.Implicit {
+			rctx = context.WithoutCancel(ctx) // the client asked to collect it later
+		}
+		return s.runStreamed(rctx, cs, call)
+	}, func() bool {
+		if cs == nil {
+			cs = openCallStream(c, call.ID, true)
+		} else if time.Since(lastBeat) >= s.cfg.Heartbeat {
 			cs.write(": ping\n\n")
-			continue
-		case <-poll.C:
+			lastBeat = time.Now()
 		}
-		step, e := s.idemNext(ctx, r, seen)
-		switch {
-		case e != nil:
-			cs.fail(e)
-			return
-		case step.Claim != nil:
-			s.runStreamedClaim(cs, call, step.Claim)
-			return
-		case step.Answer != nil:
-			cs.final(step.Answer.Status, step.Answer.Body)
-			return
+		return true
+	})
+	switch {
+	case err != nil && cs == nil:
+		abortError(c, idemError(ctx, err, r))
+	case err != nil:
+		if ctx.Err() == nil {
+			cs.fail(idemError(ctx, err, r))
 		}
-		seen = appendNew(seen, step.Waiting)
+	case replayed:
+		if cs == nil {
+			cs = openCallStream(c, call.ID, true)
+		}
+		cs.final(a.Status, a.Body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -98,7 +99,7 @@ func (cs *callStream) final(status int, body []byte) {
 // runStreamed runs call with ctx, writing its live events to cs and then
 // its final event, and returns that answer as the non-streaming call would
 // have given it.
-func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatcher.Call) storedAnswer {
+func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatcher.Call) toolcalls.Stored {
 	events := make(chan core.Event, callEventBuffer)
 	sink := func(ev core.Event) {
 		select {
@@ -126,7 +127,7 @@ func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatche
 				}
 			}
 			a := encodeAnswer(s.finishCall(ctx, call, res))
-			cs.final(a.status, a.body)
+			cs.final(a.Status, a.Body)
 			return a
 		}
 	}

@@ -2,10 +2,8 @@ package toolcalls
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
@@ -161,65 +159,4 @@ func ArtifactURL(session, id string) string {
 		return "/v1/artifacts/" + id
 	}
 	return "/v1/sessions/" + session + "/artifacts/" + id
-}
-
-// Next is idempotency.Keys.Next that never hands out an answer whose
-// artifacts are gone: such an answer is forgotten and the call runs
-// again.
-func (s *Service) Next(ctx context.Context, r idempotency.Request, seen []string) (idempotency.Step, error) {
-	for {
-		step, err := s.idem.Next(ctx, r, seen)
-		if err != nil || step.Answer == nil {
-			return step, err
-		}
-		alive, err := s.artifactsAlive(ctx, r.Owner, step.Answer.Body)
-		switch {
-		case err != nil:
-			return step, err
-		case alive:
-			return step, nil
-		}
-		if err := s.idem.Forget(ctx, r, step.Answer); err != nil {
-			return step, err
-		}
-	}
-}
-
-// artifactsAlive reports whether every artifact a stored answer body
-// links to is still kept (an error answer links to none).
-func (s *Service) artifactsAlive(ctx context.Context, owner string, body []byte) (bool, error) {
-	var out wire.ToolCallResponse
-	if json.Unmarshal(body, &out) != nil {
-		return true, nil
-	}
-	for _, a := range out.Result.Artifacts {
-		if a.URL == "" {
-			continue
-		}
-		if ok, err := s.artifacts.Exists(ctx, owner, out.Result.SessionID, a.ID); err != nil || !ok {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// Store keeps the answer of the call c claimed (its status and body as the
-// API answered), or, when the call did not run (refused as busy or
-// unavailable), releases the key so a retry runs it. An answer linking to
-// artifacts is kept no longer than they are.
-func (s *Service) Store(ctx context.Context, c *idempotency.Claim, status int, body []byte, ran bool) error {
-	if !ran {
-		s.idem.Release(ctx, c)
-		return nil
-	}
-	var keep time.Duration
-	var out wire.ToolCallResponse
-	if json.Unmarshal(body, &out) == nil {
-		for _, a := range out.Result.Artifacts {
-			if a.URL != "" {
-				keep = min(idempotency.Keep, s.artifacts.TTL())
-			}
-		}
-	}
-	return s.idem.Finish(ctx, c, status, body, keep)
 }

@@ -1,4 +1,4 @@
-package batchmap
+package batchinput
 
 import (
 	"fmt"
