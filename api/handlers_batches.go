@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 
@@ -154,7 +152,7 @@ func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
 	if len(arcs) == 0 {
 		return s.batchFromBody(c, []byte(specs[0]), nil)
 	}
-	data, err := readArchives(arcs)
+	data, err := batchinput.ReadArchives(arcs)
 	if err != nil {
 		return batch.Spec{}, err
 	}
@@ -191,43 +189,20 @@ func (s *Server) listBatches(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// getBatch answers GET /v1/batches/{id}.
-func (s *Server) getBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
+// batchOp answers a route whose answer is the batch after op: GET
+// /v1/batches/{id}, its cancel and its retry (of the failed items only).
+func (s *Server) batchOp(op func(m *batch.Manager, ctx context.Context, owner, id string) (batch.Batch, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !s.needBatches(c) {
+			return
+		}
+		b, err := op(s.batches, c.Request.Context(), owner(c), c.Param("id"))
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, b.Batch)
 	}
-	b, err := s.batches.Get(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, b.Batch)
-}
-
-// cancelBatch answers POST /v1/batches/{id}/cancel.
-func (s *Server) cancelBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
-	}
-	b, err := s.batches.Cancel(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, b.Batch)
-}
-
-// retryBatch answers POST /v1/batches/{id}/retry: failed items only.
-func (s *Server) retryBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
-	}
-	b, err := s.batches.Retry(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, b.Batch)
 }
 
 // batchResults answers GET /v1/batches/{id}/results (JSONL, one line per
@@ -321,29 +296,4 @@ func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []wire.BatchLine, b
 	}
 	fail(c, err)
 	return batch.Batch{}, nil, false
-}
-
-// readArchives reads and checks uploaded tar/zip archives, one item each
-// (see batchinput.CheckArchive); nothing is unpacked on the host.
-func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
-	var out [][]byte
-	for i, fh := range files {
-		if fh.Size > core.MaxArchiveBytes {
-			return nil, batchinput.ArchiveTooLarge(i, fh.Filename)
-		}
-		f, err := fh.Open()
-		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
-		_ = f.Close()
-		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		if err := batchinput.CheckArchive(i, fh.Filename, data); err != nil {
-			return nil, err
-		}
-		out = append(out, data)
-	}
-	return out, nil
 }

@@ -33,7 +33,7 @@ import (
 // as JSON errors, before any stream; as an "error" event after.
 func (s *Server) streamIdempotent(c *gin.Context, call dispatcher.Call, r idempotency.Request) {
 	ctx := c.Request.Context()
-	var cs *callStream
+	var cs *eventStream
 	lastBeat := time.Now()
 	a, replayed, err := s.calls.Once(ctx, r, func(claim *idempotency.Claim) toolcalls.Stored {
 		call.IdempotencyKey = idempotency.JobKey(claim)

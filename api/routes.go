@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/notebooks"
 	"github.com/gin-gonic/gin"
@@ -69,13 +70,13 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/batches/:id/events", s.limitConcurrency(s.streamGate), s.batchEvents)
 	g.POST("/batches", slow, upload, s.createBatch)
 	g.GET("/batches", quick, s.listBatches)
-	g.GET("/batches/:id", quick, s.getBatch)
+	g.GET("/batches/:id", quick, s.batchOp((*batch.Manager).Get))
 	g.GET("/batches/:id/results", slow, s.batchResults)
 	g.GET("/batches/:id/errors", slow, s.batchErrors)
 	g.GET("/batches/:id/summary", slow, s.batchSummary)
 	g.GET("/batches/:id/report", slow, s.batchReport)
-	g.POST("/batches/:id/cancel", quick, s.cancelBatch)
-	g.POST("/batches/:id/retry", quick, s.retryBatch)
+	g.POST("/batches/:id/cancel", quick, s.batchOp((*batch.Manager).Cancel))
+	g.POST("/batches/:id/retry", quick, s.batchOp((*batch.Manager).Retry))
 
 	s.mountMCP(r)
 	return r

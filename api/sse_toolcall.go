@@ -43,48 +43,23 @@ func (s *Server) streamCall(c *gin.Context, call dispatcher.Call) {
 	s.runStreamed(c.Request.Context(), cs, call)
 }
 
-// callStream is the open SSE answer of one tool call.
-type callStream struct {
-	c     *gin.Context
-	rc    *http.ResponseController
-	alive bool // false once a write failed: the client is gone
-}
-
-// openCallStream writes the event stream's headers (with
-// Idempotent-Replayed: true when replayed) and its first comment.
-func openCallStream(c *gin.Context, callID string, replayed bool) *callStream {
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	if replayed {
-		h.Set("Idempotent-Replayed", "true")
-	}
-	c.Status(http.StatusOK)
-	cs := &callStream{c: c, rc: http.NewResponseController(c.Writer), alive: true}
+// openCallStream starts a tool call's event stream (Idempotent-Replayed:
+// true when replayed) with its first comment.
+func openCallStream(c *gin.Context, callID string, replayed bool) *eventStream {
+	cs := openStream(c, replayed, 0)
 	cs.write(": call " + sanitizeLine(callID) + "\n\n")
 	return cs
 }
 
-// write sends chunk and flushes it; after a failed write it does nothing.
-func (cs *callStream) write(chunk string) {
-	if !cs.alive {
-		return
-	}
-	if _, err := cs.c.Writer.WriteString(chunk); err != nil || cs.rc.Flush() != nil {
-		cs.alive = false // keep draining: the call still has to end
-	}
-}
-
 // fail writes the final "error" event of e.
-func (cs *callStream) fail(e *Error) {
+func (cs *eventStream) fail(e *Error) {
 	cs.c.Set(ctxErrorCode, e.Code)
 	cs.write(sseMessage("error", wire.CallStreamError{Status: e.Status, Error: &e.errorObject}))
 }
 
 // final writes the last event from a stored answer: status 200 and its
 // body as "result", any other status as "error".
-func (cs *callStream) final(status int, body []byte) {
+func (cs *eventStream) final(status int, body []byte) {
 	if status == http.StatusOK {
 		cs.write("event: result\ndata: " + string(body) + "\n\n")
 		return
@@ -99,7 +74,7 @@ func (cs *callStream) final(status int, body []byte) {
 // runStreamed runs call with ctx, writing its live events to cs and then
 // its final event, and returns that answer as the non-streaming call would
 // have given it.
-func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatcher.Call) toolcalls.Stored {
+func (s *Server) runStreamed(ctx context.Context, cs *eventStream, call dispatcher.Call) toolcalls.Stored {
 	events := make(chan core.Event, callEventBuffer)
 	sink := func(ev core.Event) {
 		select {

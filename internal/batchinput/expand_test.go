@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"mime/multipart"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -108,17 +109,29 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func TestCheckArchive(t *testing.T) {
+func TestReadArchives(t *testing.T) {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	w, _ := zw.Create("../evil.txt")
 	_, _ = w.Write([]byte("x"))
 	_ = zw.Close()
-	err := CheckArchive(3, "evil.zip", b.Bytes())
-	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "archive 3 (evil.zip)") || !strings.Contains(err.Error(), "path traversal") {
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	for name, data := range map[string][]byte{"evil.zip": b.Bytes()} {
+		fw, _ := mw.CreateFormFile("archive", name)
+		_, _ = fw.Write(data)
+	}
+	_ = mw.Close()
+	f, err := multipart.NewReader(&form, mw.Boundary()).ReadForm(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadArchives(f.File["archive"])
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "archive 0 (evil.zip)") || !strings.Contains(err.Error(), "path traversal") {
 		t.Fatalf("traversal: %v", err)
 	}
-	if err := CheckArchive(0, "big.tar", make([]byte, core.MaxArchiveBytes+1)); !errors.Is(err, core.ErrTooLarge) {
+	big := &multipart.FileHeader{Filename: "big.tar", Size: core.MaxArchiveBytes + 1}
+	if _, err := ReadArchives([]*multipart.FileHeader{big}); !errors.Is(err, core.ErrTooLarge) || !strings.Contains(err.Error(), "archive 0 (big.tar) is over") {
 		t.Fatalf("too large: %v", err)
 	}
 }
