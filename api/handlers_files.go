@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
@@ -41,10 +40,7 @@ func filePath(c *gin.Context) (string, bool) {
 // 413 when it passes the cap (the partial file is truncated). Concurrent
 // uploads are bounded per key and in total (429).
 func (s *Server) putFile(c *gin.Context) {
-	if !s.needSessions(c) {
-		return
-	}
-	rec, ok := s.ownedSession(c, true)
+	rec, ok := s.ownedSession(c, true, true)
 	if !ok {
 		return
 	}
@@ -57,18 +53,12 @@ func (s *Server) putFile(c *gin.Context) {
 		return
 	}
 	defer s.uploads.release(rec.Owner)
-	n, err := s.deps.Sessions.PutFile(c.Request.Context(), rec.Owner, rec.ID, p, c.Request.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if !errors.As(err, &mbe) && isReadError(err) {
-			err = newError(core.ErrInvalid, "could not read the upload")
-		}
-		s.forgetLost(c.Request.Context(), rec, err)
-		s.logPlatform("put file", rec.Owner, err)
-		fail(c, err)
-		return
+	n, err := s.sessions.PutFile(c.Request.Context(), rec, p, c.Request.Body)
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) && isReadError(err) {
+		err = newError(core.ErrInvalid, "could not read the upload")
 	}
-	c.JSON(http.StatusOK, wire.FileWritten{Path: p, Size: n})
+	s.reply(c, "put file", http.StatusOK, wire.FileWritten{Path: p, Size: n}, err)
 }
 
 // isReadError reports an error from reading the request body rather than
@@ -82,10 +72,7 @@ func isReadError(err error) bool {
 // getFile answers GET /v1/sessions/{id}/files/{path} with the bytes,
 // streamed from the worker in chunks.
 func (s *Server) getFile(c *gin.Context) {
-	if !s.needSessions(c) {
-		return
-	}
-	rec, ok := s.ownedSession(c, true)
+	rec, ok := s.ownedSession(c, true, true)
 	if !ok {
 		return
 	}
@@ -94,7 +81,7 @@ func (s *Server) getFile(c *gin.Context) {
 		return
 	}
 	started := false
-	_, err := s.deps.Sessions.GetFile(c.Request.Context(), rec.Owner, rec.ID, p, func(size int64) io.Writer {
+	_, err := s.sessions.GetFile(c.Request.Context(), rec, p, func(size int64) io.Writer {
 		started = true
 		setDownloadHeaders(c, path.Base(p), "application/octet-stream", false)
 		c.Header("Content-Length", strconv.FormatInt(size, 10))
@@ -105,7 +92,6 @@ func (s *Server) getFile(c *gin.Context) {
 	if err == nil {
 		return
 	}
-	s.forgetLost(c.Request.Context(), rec, err)
 	s.logPlatform("get file", rec.Owner, err)
 	if !started {
 		fail(c, err)
@@ -116,10 +102,13 @@ func (s *Server) getFile(c *gin.Context) {
 	panic(http.ErrAbortHandler)
 }
 
-// forgetLost drops the session record when the backend no longer knows it.
-func (s *Server) forgetLost(ctx context.Context, rec sessionrecords.Record, err error) {
-	if errors.Is(err, core.ErrNotFound) {
-		s.sessions.Remove(ctx, rec.Owner, rec.ID)
+// listFiles answers GET /v1/sessions/{id}/files[?path=DIR]: every file
+// under the folder (default the work folder), walked breadth first within
+// bounds (sessions.Service.ListFiles).
+func (s *Server) listFiles(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, true, true); ok {
+		list, err := s.sessions.ListFiles(c.Request.Context(), rec, c.Query("path"))
+		s.reply(c, "list files", http.StatusOK, list, err)
 	}
 }
 

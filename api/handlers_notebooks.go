@@ -11,7 +11,7 @@ import (
 // getNotebook answers GET /v1/sessions/{id}/notebook: the saved cells and
 // their version, 404 when none were saved.
 func (s *Server) getNotebook(c *gin.Context) {
-	rec, ok := s.ownedSession(c, false)
+	rec, ok := s.ownedSession(c, false, false)
 	if !ok {
 		return
 	}
@@ -29,7 +29,7 @@ func (s *Server) getNotebook(c *gin.Context) {
 // save) and answers the new version; another version is a 409 naming the
 // current one.
 func (s *Server) putNotebook(c *gin.Context) {
-	rec, ok := s.ownedSession(c, false)
+	rec, ok := s.ownedSession(c, false, false)
 	if !ok {
 		return
 	}

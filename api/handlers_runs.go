@@ -62,7 +62,7 @@ func (s *Server) startRun(c *gin.Context) {
 	}
 	who := owner(c)
 	if req.SessionID != "" {
-		if _, ok := s.sessions.Get(c.Request.Context(), who, req.SessionID, true); !ok {
+		if _, ok := s.records.Get(c.Request.Context(), who, req.SessionID, true); !ok {
 			fail(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}

@@ -45,7 +45,7 @@ func (s *Server) toolCall(c *gin.Context) {
 // sessionToolCall answers POST /v1/sessions/{id}/tool-calls.
 func (s *Server) sessionToolCall(c *gin.Context) {
 	id := c.Param("id")
-	rec, ok := s.sessions.Get(c.Request.Context(), owner(c), id, true)
+	rec, ok := s.records.Get(c.Request.Context(), owner(c), id, true)
 	if !ok {
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
@@ -131,7 +131,7 @@ func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest) (dispatc
 	if req.SessionID != "" {
 		rec, ok := checkedSession(c, req.SessionID)
 		if !ok {
-			rec, ok = s.sessions.Get(c.Request.Context(), who, req.SessionID, true)
+			rec, ok = s.records.Get(c.Request.Context(), who, req.SessionID, true)
 		}
 		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))

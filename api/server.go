@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/idempotency"
 	"github.com/airlock-dev/airlock/internal/notebooks"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/sessions"
 	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -39,7 +40,8 @@ type Server struct {
 	streamGate *gate        // per-key open SSE streams
 	uploads    *slots
 	artifacts  *artifacts.Store
-	sessions   *sessionrecords.Store
+	records    *sessionrecords.Store
+	sessions   *sessions.Service
 	idem       *idempotency.Keys
 	calls      *toolcalls.Service
 	notebooks  *notebooks.Store
@@ -110,7 +112,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 				}
 				return 0, 0
 			}, Now: cfg.Now}, deps.State),
-		sessions:  sessionrecords.New(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		records:   sessionrecords.New(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
 		idem:      idempotency.New(deps.State),
 		notebooks: notebooks.New(deps.State, cfg.Now),
 		openapi:   doc,
@@ -118,7 +120,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, DefaultLimits: cfg.DefaultLimits,
 		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
-		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.sessions, s.idem)
+		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
+	var backend sessions.Backend
+	if deps.Sessions != nil {
+		backend = deps.Sessions
+	}
+	s.sessions = sessions.New(backend, s.records, cfg.Now, log)
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

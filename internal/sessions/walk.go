@@ -1,9 +1,4 @@
-// Package filetree lists the files of a session's work folder for the
-// API: every entry under a folder, walked breadth first one listing at a
-// time (each a request to the sandbox), within bounds, hidden entries left
-// out, and, when a folder cannot be listed, which of its segments is
-// missing or not a folder.
-package filetree
+package sessions
 
 import (
 	"context"
@@ -21,17 +16,17 @@ const (
 	MaxDepth = 8
 )
 
-// List lists one folder (relative to the work folder, "" for it).
-type List func(ctx context.Context, folder string) ([]core.FileEntry, error)
+// list lists one folder (relative to the work folder, "" for it).
+type list func(ctx context.Context, folder string) ([]core.FileEntry, error)
 
-// Walk lists every entry under root ("" for the work folder; relative,
+// walk lists every entry under root ("" for the work folder; relative,
 // without empty, "." or ".." segments, else bad_request), breadth first up
 // to MaxDepth folders deep and MaxFiles entries: folders are listed too,
 // hidden entries (a leading ".") are left out, and Truncated says a bound
 // was met. A root that cannot be listed is not_found or bad_request
 // naming the segment at fault; list's other errors are returned as they
 // are.
-func Walk(ctx context.Context, list List, root string) (wire.FileList, error) {
+func walk(ctx context.Context, list list, root string) (wire.FileList, error) {
 	root = strings.Trim(root, "/")
 	if root != "" {
 		for _, seg := range strings.Split(root, "/") {
@@ -83,7 +78,7 @@ func Walk(ctx context.Context, list List, root string) (wire.FileList, error) {
 // segments from the work folder and answers not_found naming root when a
 // segment is missing, bad_request when one is a file, and err otherwise
 // (the sandbox refuses a missing folder and a malformed one alike).
-func whyNoFolder(ctx context.Context, list List, root string, err error) error {
+func whyNoFolder(ctx context.Context, list list, root string, err error) error {
 	parent := ""
 	for _, seg := range strings.Split(root, "/") {
 		entries, lerr := list(ctx, parent)
