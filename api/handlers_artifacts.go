@@ -1,6 +1,8 @@
 package api
 
 import (
+	"cmp"
+
 	"github.com/gin-gonic/gin"
 )
 
@@ -24,9 +26,5 @@ func (s *Server) sendArtifact(c *gin.Context, session string) {
 		fail(c, err)
 		return
 	}
-	mimeType := a.MIME
-	if mimeType == "" {
-		mimeType = "application/octet-stream"
-	}
-	sendBytes(c, a.Name, mimeType, a.Data, true)
+	sendBytes(c, a.Name, cmp.Or(a.MIME, "application/octet-stream"), a.Data, true)
 }

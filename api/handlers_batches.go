@@ -66,7 +66,7 @@ func (s *Server) createBatch(c *gin.Context) {
 		var data []byte
 		data, err = io.ReadAll(c.Request.Body)
 		if err == nil {
-			spec, err = s.batchFromBody(c, data, nil)
+			spec, err = s.batchParser(c).Parse(data, nil)
 		}
 	}
 	if err != nil {
@@ -104,13 +104,12 @@ func batchQuery(c *gin.Context, spec *batch.Spec) error {
 	return nil
 }
 
-// batchFromBody parses a JSONL body or a JSON map spec (see
-// batchinput.Parser.Parse).
-func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
+// batchParser is the caller's batch request parser.
+func (s *Server) batchParser(c *gin.Context) batchinput.Parser {
 	p := batchinput.Parser{Owner: owner(c), Input: s.calls.Input, MaxItems: s.maxBatchItems(),
 		Runs: s.deps.Runs != nil && s.deps.Runs.Configured()}
 	p.Call = func(req *wire.ToolCallRequest) (dispatcher.Call, error) { return s.calls.Call(p.Owner, req, "batch") }
-	return p.Parse(data, archives)
+	return p
 }
 
 // maxBatchItems bounds the items of one batch.
@@ -121,8 +120,8 @@ func (s *Server) maxBatchItems() int {
 	return 50000
 }
 
-// batchFromMultipart reads an uploaded JSONL "file", or a "spec" with
-// "archive" files.
+// batchFromMultipart reads a multipart batch (see
+// batchinput.Parser.ParseForm).
 func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
 	form, err := c.MultipartForm()
 	if err != nil {
@@ -132,31 +131,7 @@ func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
 		}
 		return batch.Spec{}, newError(core.ErrInvalid, "malformed multipart body: "+err.Error())
 	}
-	if fs := form.File["file"]; len(fs) == 1 {
-		f, err := fs[0].Open()
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, "could not read the uploaded file")
-		}
-		defer f.Close()
-		data, err := io.ReadAll(f)
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, "could not read the uploaded file")
-		}
-		return s.batchFromBody(c, data, nil)
-	}
-	specs := form.Value["spec"]
-	if len(specs) != 1 {
-		return batch.Spec{}, newError(core.ErrInvalid, `send a "file" (JSONL) or a "spec" (JSON) with "archive" files`)
-	}
-	arcs := form.File["archive"]
-	if len(arcs) == 0 {
-		return s.batchFromBody(c, []byte(specs[0]), nil)
-	}
-	data, err := batchinput.ReadArchives(arcs)
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	return s.batchFromBody(c, []byte(specs[0]), data)
+	return s.batchParser(c).ParseForm(form)
 }
 
 // listBatches answers GET /v1/batches: the caller's batches, newest first.

@@ -11,17 +11,10 @@ import (
 // getNotebook answers GET /v1/sessions/{id}/notebook: the saved cells and
 // their version, 404 when none were saved.
 func (s *Server) getNotebook(c *gin.Context) {
-	rec, ok := s.ownedSession(c, false, false)
-	if !ok {
-		return
+	if rec, ok := s.ownedSession(c, false, false); ok {
+		nb, err := s.notebooks.Get(c.Request.Context(), rec.Owner, rec.ID)
+		s.reply(c, "get notebook", http.StatusOK, nb, err)
 	}
-	nb, err := s.notebooks.Get(c.Request.Context(), rec.Owner, rec.ID)
-	if err != nil {
-		s.logPlatform("get notebook", rec.Owner, err)
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, nb)
 }
 
 // putNotebook answers PUT /v1/sessions/{id}/notebook: it saves the cells
@@ -43,10 +36,5 @@ func (s *Server) putNotebook(c *gin.Context) {
 		version = *req.Version
 	}
 	saved, err := s.notebooks.Save(c.Request.Context(), rec.Owner, rec.ID, req.Cells, version)
-	if err != nil {
-		s.logPlatform("put notebook", rec.Owner, err)
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, saved)
+	s.reply(c, "put notebook", http.StatusOK, saved, err)
 }

@@ -16,7 +16,7 @@ import (
 
 // listTools answers GET /v1/tools: the registry in OpenAI's tools form.
 func (s *Server) listTools(c *gin.Context) {
-	out := wire.Tools{Tools: []wire.Tool{}}
+	var out wire.Tools
 	b, err := json.Marshal(s.deps.Dispatcher.ToolsJSON())
 	if err == nil {
 		err = json.Unmarshal(b, &out.Tools)
@@ -39,18 +39,16 @@ func (s *Server) toolCall(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.runToolCall(c, req)
+	s.runToolCall(c, req, nil)
 }
 
 // sessionToolCall answers POST /v1/sessions/{id}/tool-calls.
 func (s *Server) sessionToolCall(c *gin.Context) {
-	id := c.Param("id")
-	rec, ok := s.records.Get(c.Request.Context(), owner(c), id, true)
+	rec, ok := s.ownedSession(c, true, false)
 	if !ok {
-		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}
-	c.Set(ctxSessionRecord, rec) // prepareCall uses it instead of reading the store again
+	id := rec.ID
 	var req wire.ToolCallRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
@@ -61,20 +59,20 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 		return
 	}
 	req.SessionID = id
-	s.runToolCall(c, req)
+	s.runToolCall(c, req, &rec)
 }
 
 // runToolCall checks the request, sends it through the dispatcher and
 // writes the tool message and structured result; with Accept:
 // text/event-stream or ?stream=true it streams the call (see streamCall).
 // A request with an idempotency key runs at most once per key (see
-// idempotency.go).
-func (s *Server) runToolCall(c *gin.Context, req wire.ToolCallRequest) {
+// idempotency.go). rec is the session's record when the route read it.
+func (s *Server) runToolCall(c *gin.Context, req wire.ToolCallRequest, rec *sessionrecords.Record) {
 	r, ok := s.idemRequest(c, req)
 	if !ok {
 		return
 	}
-	call, ok := s.prepareCall(c, &req)
+	call, ok := s.prepareCall(c, &req, rec)
 	if !ok {
 		return
 	}
@@ -101,24 +99,10 @@ func answer(c *gin.Context, out wire.ToolCallResponse, e *Error) {
 	c.JSON(http.StatusOK, out)
 }
 
-// ctxSessionRecord is the gin context key under which sessionToolCall
-// leaves the session record it checked (and touched).
-const ctxSessionRecord = "airlock.session"
-
-// checkedSession returns the record of session id that this request's
-// route already checked, if any.
-func checkedSession(c *gin.Context, id string) (sessionrecords.Record, bool) {
-	v, ok := c.Get(ctxSessionRecord)
-	if !ok {
-		return sessionrecords.Record{}, false
-	}
-	rec, ok := v.(sessionrecords.Record)
-	return rec, ok && rec.ID == id
-}
-
-// prepareCall validates req and builds the dispatcher call; on a bad
-// request it writes the error and returns false.
-func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest) (dispatcher.Call, bool) {
+// prepareCall validates req and builds the dispatcher call, in its
+// session (whose record rec is, when the route read it); on a bad request
+// it writes the error and returns false.
+func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest, rec *sessionrecords.Record) (dispatcher.Call, bool) {
 	who := owner(c)
 	if req.ID == "" {
 		req.ID = newID("call_")
@@ -128,16 +112,16 @@ func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest) (dispatc
 		fail(c, err)
 		return dispatcher.Call{}, false
 	}
-	if req.SessionID != "" {
-		rec, ok := checkedSession(c, req.SessionID)
-		if !ok {
-			rec, ok = s.records.Get(c.Request.Context(), who, req.SessionID, true)
-		}
+	if req.SessionID != "" && rec == nil {
+		r, ok := s.records.Get(c.Request.Context(), who, req.SessionID, true)
 		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return dispatcher.Call{}, false
 		}
-		call.SessionID, call.Background = req.SessionID, rec.Background
+		rec = &r
+	}
+	if rec != nil {
+		call.SessionID, call.Background = rec.ID, rec.Background
 	}
 	return call, true
 }

@@ -12,25 +12,14 @@ import (
 )
 
 // streamIdempotent answers a streamed tool call that carries an
-// idempotency key, so that a retry never runs the call a second time:
-//
-//   - the request that holds the key streams the call as streamCall does,
-//     and its answer is stored as a non-streamed call's is; with an
-//     explicit Idempotency-Key it runs to its end even if the client goes
-//     away (bounded by the call's own timeout), so a retry can collect it
-//     (a key derived from the call id keeps cancel-on-disconnect);
-//   - a stored answer is replayed as a stream with Idempotent-Replayed:
-//     true, the same final "result" or "error" event; the live events are
-//     not repeated;
-//   - while the first request still runs (on any replica) the retry
-//     attaches to it: its stream opens at once (Idempotent-Replayed:
-//     true), carries heartbeats and ends with the first request's final
-//     event as soon as it is stored. If the replica running the call dies,
-//     its reservation lapses within idempotency.Lease and the retry takes
-//     the call over (the same job).
-//
-// The key used with another request is 409 and an unreachable store 503,
-// as JSON errors, before any stream; as an "error" event after.
+// idempotency key (see toolcalls.Service.Once): the request holding the
+// key streams the call as streamCall does (with an explicit key it runs
+// to its end even if the client goes away, so a retry can collect it); a
+// stored answer replays as a stream with Idempotent-Replayed: true and the
+// same final event, the live events not repeated; a retry while the first
+// runs attaches at once (Idempotent-Replayed: true, heartbeats) and ends
+// with its final event, or takes the call over if its replica died. A
+// refusal is a JSON error before any stream, an "error" event after.
 func (s *Server) streamIdempotent(c *gin.Context, call dispatcher.Call, r idempotency.Request) {
 	ctx := c.Request.Context()
 	var cs *eventStream

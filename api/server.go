@@ -121,11 +121,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, DefaultLimits: cfg.DefaultLimits,
 		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
 		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
-	var backend sessions.Backend
-	if deps.Sessions != nil {
-		backend = deps.Sessions
-	}
-	s.sessions = sessions.New(backend, s.records, cfg.Now, log)
+	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

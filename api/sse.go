@@ -49,7 +49,7 @@ func (s *Server) runEvents(c *gin.Context) {
 			if !ok {
 				return
 			}
-			if !es.write(formatEvent(s.eventArtifacts(ctx, who, ev))) {
+			if !es.write(formatEvent(s.calls.EventArtifacts(ctx, who, ev))) {
 				return
 			}
 		case <-tick.C:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"strings"
 
 	"github.com/airlock-dev/airlock/agent"
@@ -63,6 +65,35 @@ func (p Parser) Parse(data []byte, archives [][]byte) (batch.Spec, error) {
 		spec.Items = append(spec.Items, it)
 	}
 	return spec, nil
+}
+
+// ParseForm builds the batch of a multipart request: an uploaded JSONL
+// "file", or a "spec" (JSON) with "archive" files it maps over.
+func (p Parser) ParseForm(form *multipart.Form) (batch.Spec, error) {
+	if fs := form.File["file"]; len(fs) == 1 {
+		f, err := fs[0].Open()
+		if err != nil {
+			return batch.Spec{}, invalid("could not read the uploaded file")
+		}
+		defer f.Close()
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return batch.Spec{}, invalid("could not read the uploaded file")
+		}
+		return p.Parse(data, nil)
+	}
+	specs := form.Value["spec"]
+	if len(specs) != 1 {
+		return batch.Spec{}, invalid(`send a "file" (JSONL) or a "spec" (JSON) with "archive" files`)
+	}
+	var archives [][]byte
+	if arcs := form.File["archive"]; len(arcs) > 0 {
+		var err error
+		if archives, err = ReadArchives(arcs); err != nil {
+			return batch.Spec{}, err
+		}
+	}
+	return p.Parse([]byte(specs[0]), archives)
 }
 
 // call checks one item's tool call (line 0: a map spec's template) and

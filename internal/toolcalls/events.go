@@ -1,4 +1,4 @@
-package api
+package toolcalls
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 	"github.com/airlock-dev/airlock/wire"
 )
 
-// eventArtifacts rewrites a tool_result event whose data carries
+// EventArtifacts rewrites a tool_result event whose data carries
 // "artifacts" with bytes (core.Artifact JSON, data in base64): the bytes
 // go to the artifact store and each artifact gets a /v1/artifacts/{id} URL
 // instead, as in tool-call answers. Other events pass unchanged.
-func (s *Server) eventArtifacts(ctx context.Context, owner string, ev wire.RunEvent) wire.RunEvent {
+func (s *Service) EventArtifacts(ctx context.Context, owner string, ev wire.RunEvent) wire.RunEvent {
 	if ev.Type != wire.EventToolResult || !bytes.Contains(ev.Data, []byte(`"artifacts"`)) {
 		return ev
 	}
@@ -25,7 +25,7 @@ func (s *Server) eventArtifacts(ctx context.Context, owner string, ev wire.RunEv
 	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
 		return ev
 	}
-	views, warns := s.calls.KeepArtifacts(ctx, owner, "", arts)
+	views, warns := s.KeepArtifacts(ctx, owner, "", arts)
 	raw, err := json.Marshal(views)
 	if err != nil {
 		return ev
