@@ -1,7 +1,5 @@
 package wire
 
-import "encoding/json"
-
 // BatchStatus is a batch's lifecycle state.
 type BatchStatus string
 
@@ -83,12 +81,12 @@ type BatchList struct {
 // uploaded archive (multipart "spec" with "archive" files; then without
 // Each and Input).
 type BatchMapSpec struct {
-	ToolCall         json.RawMessage `json:"tool_call"` // a ToolCallRequest without session_id or input
-	Each             string          `json:"each,omitempty"`
-	Input            string          `json:"input,omitempty"`
-	Concurrency      int             `json:"concurrency,omitempty"`
-	CompletionWindow string          `json:"completion_window,omitempty"`
-	Metadata         any             `json:"metadata,omitempty"`
+	ToolCall         *ToolCallRequest `json:"tool_call"` // without session_id or input
+	Each             string           `json:"each,omitempty"`
+	Input            string           `json:"input,omitempty"`
+	Concurrency      int              `json:"concurrency,omitempty"`
+	CompletionWindow string           `json:"completion_window,omitempty"`
+	Metadata         any              `json:"metadata,omitempty"`
 }
 
 // BatchLine is one line of GET /v1/batches/{id}/results (JSONL): one per

@@ -87,9 +87,10 @@ type FileInfo struct {
 // Notebook is the answer of GET /v1/sessions/{id}/notebook: the saved
 // cells, kept as they were sent, their version and when they were saved.
 type Notebook struct {
-	Cells     json.RawMessage `json:"cells"` // a JSON array
-	Version   int64           `json:"version"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	// Cells are the cells, each the client's JSON object as saved.
+	Cells     []json.RawMessage `json:"cells"`
+	Version   int64             `json:"version"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // NotebookSave is the body of PUT /v1/sessions/{id}/notebook. Version is

@@ -57,7 +57,7 @@ func (p Parser) Parse(data []byte, archives [][]byte) (batch.Spec, error) {
 		if r.Run != nil {
 			it.Run, err = p.run(r)
 		} else {
-			it.Call, err = p.call(r.ToolCall, r.Line)
+			it.Call, err = p.item(r.ToolCall, r.Line)
 		}
 		if err != nil {
 			return batch.Spec{}, err
@@ -96,20 +96,21 @@ func (p Parser) ParseForm(form *multipart.Form) (batch.Spec, error) {
 	return p.Parse([]byte(specs[0]), archives)
 }
 
-// call checks one item's tool call (line 0: a map spec's template) and
-// builds its dispatcher call.
-func (p Parser) call(raw json.RawMessage, line int) (*dispatcher.Call, error) {
-	where := "the tool_call template"
-	if line > 0 {
-		where = fmt.Sprintf("line %d", line)
-	}
-	bad := func(msg string) error { return invalid(where + ": " + msg) }
+// item decodes and checks the tool call of JSONL line.
+func (p Parser) item(raw json.RawMessage, line int) (*dispatcher.Call, error) {
 	var req wire.ToolCallRequest
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return nil, bad("not a valid tool call: " + err.Error())
+		return nil, invalid(fmt.Sprintf("line %d: not a valid tool call: %v", line, err))
 	}
+	return p.call(req, fmt.Sprintf("line %d", line))
+}
+
+// call checks a tool call (of where: a line, or the template) and builds
+// its dispatcher call.
+func (p Parser) call(req wire.ToolCallRequest, where string) (*dispatcher.Call, error) {
+	bad := func(msg string) error { return invalid(where + ": " + msg) }
 	if req.SessionID != "" {
 		return nil, bad(`"session_id" is not allowed in batch items; each item runs in a fresh sandbox`)
 	}
@@ -163,10 +164,10 @@ func (p Parser) mapSpec(data []byte, archives [][]byte) (batch.Spec, error) {
 	if err := dec.Decode(&m); err != nil {
 		return batch.Spec{}, invalid("malformed map spec: " + err.Error())
 	}
-	if len(m.ToolCall) == 0 {
+	if m.ToolCall == nil {
 		return batch.Spec{}, invalid(`a map spec needs "tool_call"`)
 	}
-	tmpl, err := p.call(m.ToolCall, 0)
+	tmpl, err := p.call(*m.ToolCall, "the tool_call template")
 	if err != nil {
 		return batch.Spec{}, err
 	}

@@ -58,10 +58,16 @@ func (s *Store) Get(ctx context.Context, owner, id string) (wire.Notebook, error
 		return wire.Notebook{}, fmt.Errorf("notebooks: read %s: %w", id, err)
 	}
 	var nb record
-	if err := json.Unmarshal(it.Value, &nb); err != nil {
+	out := wire.Notebook{Version: it.Version}
+	err = json.Unmarshal(it.Value, &nb)
+	if err == nil {
+		out.UpdatedAt = nb.UpdatedAt
+		err = json.Unmarshal(nb.Cells, &out.Cells)
+	}
+	if err != nil {
 		return wire.Notebook{}, core.E("notebooks", core.ErrInternal, fmt.Errorf("decode %s: %w", id, err))
 	}
-	return wire.Notebook{Cells: nb.Cells, Version: it.Version, UpdatedAt: nb.UpdatedAt}, nil
+	return out, nil
 }
 
 // Save stores cells (a JSON array) as owner's notebook of session id when
