@@ -109,7 +109,7 @@ func (l *loop) decide(ctx context.Context, c toolCall, d decision) dispatcher.Re
 		}
 	}
 	if err != nil {
-		l.logger.Warn("approval decision failed", "tool", c.Name, "approve", d.approve, "err", l.redact.String(err.Error()))
+		l.logger.Warn("approval decision failed", "tool", c.Name, "approve", d.approve, "err", err)
 		if res.Status == "" || res.Status == dispatcher.StatusOK {
 			res = platformFailure(c, dispatcher.StatusInternal, err)
 		}
@@ -137,7 +137,7 @@ func (l *loop) releasePending(r *run) {
 	for _, p := range left {
 		if _, err := l.store.Take(ctx, r.id, p.Token); err == nil {
 			if _, err := l.tools.Reject(ctx, p.Token, "the run ended before a decision"); err != nil {
-				l.logger.Warn("release pending approval", "run", r.id, "err", l.redact.String(err.Error()))
+				l.logger.Warn("release pending approval", "run", r.id, "err", err)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func (l *loop) releasePending(r *run) {
 			continue
 		}
 		if _, err := l.tools.Reject(ctx, d.token, "the run ended before the decision was applied"); err != nil {
-			l.logger.Warn("release decided approval", "run", r.id, "err", l.redact.String(err.Error()))
+			l.logger.Warn("release decided approval", "run", r.id, "err", err)
 		}
 	}
 	if err := l.store.DeleteRun(ctx, r.id); err != nil {

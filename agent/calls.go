@@ -28,43 +28,7 @@ type callOutcome struct {
 // an answer for (a taken-over run) are not run again, those it has an
 // approval token for wait for that decision again.
 func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall, seen *repeats, t *turn) ([]string, error) {
-	out := make([]callOutcome, len(calls))
-	runnable := make([]int, 0, len(calls))
-	var stop error
-	recorded := map[int]bool{}
-	for i, c := range calls {
-		if _, ok := t.Results[i]; ok {
-			recorded[i] = true
-			seen.see(c.Name, c.Arguments)
-			continue
-		}
-		if tok, ok := t.Tokens[i]; ok {
-			seen.see(c.Name, c.Arguments)
-			out[i] = callOutcome{res: dispatcher.Result{CallID: c.ID, Name: c.Name,
-				Status: dispatcher.StatusPendingApproval, ApprovalToken: tok}, ran: true}
-			continue
-		}
-		r.log.emit(wire.EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
-		switch {
-		case i >= l.cfg.MaxCallsPerTurn:
-			out[i].res = refusal(c, "too_many_calls", fmt.Sprintf(
-				"Only %d tool calls are run per turn; this one was not run. Ask for it again in the next turn if you still need it.", l.cfg.MaxCallsPerTurn))
-		case c.ArgsErr != nil:
-			out[i].res = refusal(c, "invalid_json", fmt.Sprintf(
-				"The arguments of this %s call are not a JSON object (%v); the tool was not run. Send the arguments as a JSON object matching the tool's schema.", c.Name, c.ArgsErr))
-		default:
-			switch seen.see(c.Name, c.Arguments) {
-			case repeatOK:
-				runnable = append(runnable, i)
-			case repeatWarn:
-				out[i].res = refusal(c, "repeated_call", fmt.Sprintf(
-					"You have now made this exact %s call %d times; it was not run again. Do not repeat it: use the results you already have, try something different, or give your final answer. Repeating it once more ends the run.",
-					c.Name, l.cfg.MaxRepeats))
-			case repeatStop:
-				stop = fmt.Errorf("the model repeated the same %s call after being told not to", c.Name)
-			}
-		}
-	}
+	out, runnable, recorded, stop := l.triage(r, step, calls, seen, t)
 	if stop != nil {
 		return nil, stop
 	}
@@ -109,6 +73,50 @@ func (l *loop) runCalls(ctx context.Context, r *run, step int, calls []toolCall,
 		contents[i] = toolContent(out[i].res)
 	}
 	return contents, nil
+}
+
+// triage sorts one turn's calls: those t already answered (recorded) or
+// holds an approval token for, those the loop refuses itself (over the
+// per-turn bound, invalid arguments, repeats; answered in out), and the
+// runnable rest. stop is set when a repeat ends the run.
+func (l *loop) triage(r *run, step int, calls []toolCall, seen *repeats, t *turn) (out []callOutcome, runnable []int, recorded map[int]bool, stop error) {
+	out = make([]callOutcome, len(calls))
+	runnable = make([]int, 0, len(calls))
+	recorded = map[int]bool{}
+	for i, c := range calls {
+		if _, ok := t.Results[i]; ok {
+			recorded[i] = true
+			seen.see(c.Name, c.Arguments)
+			continue
+		}
+		if tok, ok := t.Tokens[i]; ok {
+			seen.see(c.Name, c.Arguments)
+			out[i] = callOutcome{res: dispatcher.Result{CallID: c.ID, Name: c.Name,
+				Status: dispatcher.StatusPendingApproval, ApprovalToken: tok}, ran: true}
+			continue
+		}
+		r.log.emit(wire.EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
+		switch {
+		case i >= l.cfg.MaxCallsPerTurn:
+			out[i].res = refusal(c, "too_many_calls", fmt.Sprintf(
+				"Only %d tool calls are run per turn; this one was not run. Ask for it again in the next turn if you still need it.", l.cfg.MaxCallsPerTurn))
+		case c.ArgsErr != nil:
+			out[i].res = refusal(c, "invalid_json", fmt.Sprintf(
+				"The arguments of this %s call are not a JSON object (%v); the tool was not run. Send the arguments as a JSON object matching the tool's schema.", c.Name, c.ArgsErr))
+		default:
+			switch seen.see(c.Name, c.Arguments) {
+			case repeatOK:
+				runnable = append(runnable, i)
+			case repeatWarn:
+				out[i].res = refusal(c, "repeated_call", fmt.Sprintf(
+					"You have now made this exact %s call %d times; it was not run again. Do not repeat it: use the results you already have, try something different, or give your final answer. Repeating it once more ends the run.",
+					c.Name, l.cfg.MaxRepeats))
+			case repeatStop:
+				stop = fmt.Errorf("the model repeated the same %s call after being told not to", c.Name)
+			}
+		}
+	}
+	return out, runnable, recorded, stop
 }
 
 // recordResult records call i's answer in the run's checkpoint before the

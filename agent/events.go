@@ -17,7 +17,6 @@ type eventLog struct {
 	store  state.Store
 	key    state.Key
 	now    func() time.Time
-	redact *redactor
 	logger *slog.Logger
 	ttl    time.Duration
 }
@@ -27,14 +26,13 @@ func eventsKey(owner, id string) state.Key {
 	return state.Key{Kind: "runevents", Owner: owner, ID: id}
 }
 
-// emit appends an event whose data is v encoded as JSON, secrets hidden.
+// emit appends an event whose data is v encoded as JSON.
 // A store failure is logged: the run goes on, the event is lost.
 func (l *eventLog) emit(typ wire.EventType, step int, v any) wire.RunEvent {
 	data, err := json.Marshal(v)
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
 	}
-	data = l.redact.Bytes(data)
 	ev := wire.RunEvent{Type: typ, Time: l.now(), Step: step, Data: data}
 	b, err := json.Marshal(ev)
 	if err != nil {

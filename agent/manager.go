@@ -38,9 +38,6 @@ var (
 type ManagerConfig struct {
 	// Loop configures every run.
 	Loop Config
-	// MaxFinished is kept for compatibility: finished runs now stay in
-	// Store for Retention.
-	MaxFinished int
 	// MaxActive bounds the runs this Manager drives; Start answers ErrBusy
 	// beyond it and takeovers wait. 0 means 32.
 	MaxActive int
@@ -140,12 +137,11 @@ func NewManager(cfg ManagerConfig, tools Tools, provider Provider, logger *slog.
 		cfg.ReplicaID = "replica_" + id[len("run_"):]
 	}
 	cfg.Loop = cfg.Loop.withDefaults()
-	red := newRedactor(provider.APIKey)
 	logger = logger.With("component", "agent")
 	l := &loop{
-		cfg: cfg.Loop, tools: tools, store: pendingStore{cfg.Pending}, logger: logger, redact: red,
+		cfg: cfg.Loop, tools: tools, store: pendingStore{cfg.Pending}, logger: logger,
 		caller: cfg.Caller, now: cfg.Now,
-		model: newModel(provider, logger, red.String),
+		model: newModel(provider, logger),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, provider: provider, logger: logger, loop: l, store: cfg.Store, id: cfg.ReplicaID,
@@ -243,7 +239,7 @@ func (m *Manager) continued(req *RunRequest) (*checkpoint, error) {
 func (m *Manager) newRun(id, owner string, req RunRequest, created time.Time) *run {
 	r := &run{
 		id: id, owner: owner, req: req, created: created,
-		log:   &eventLog{store: m.store, key: eventsKey(owner, id), now: m.cfg.Now, redact: m.loop.redact, logger: m.logger, ttl: m.cfg.Retention},
+		log:   &eventLog{store: m.store, key: eventsKey(owner, id), now: m.cfg.Now, logger: m.logger, ttl: m.cfg.Retention},
 		inbox: newMailbox(), done: make(chan struct{}), status: wire.RunRunning,
 	}
 	r.ctx, r.cancel = context.WithCancelCause(m.ctx)
@@ -305,11 +301,11 @@ func (m *Manager) execute(ctx context.Context, cancel context.CancelCauseFunc, r
 	m.loop.releasePending(r)
 	errMsg := ""
 	if o.err != nil {
-		errMsg = m.loop.redact.String(o.err.Error())
+		errMsg = o.err.Error()
 		r.log.emit(wire.EventError, r.view().Steps, map[string]any{"message": errMsg, "status": o.status})
 	}
 	r.update(func(r *run) {
-		r.status, r.final, r.errMsg, r.ended = o.status, m.loop.redact.String(o.final), errMsg, m.cfg.Now()
+		r.status, r.final, r.errMsg, r.ended = o.status, o.final, errMsg, m.cfg.Now()
 	})
 	stopAux()
 	side.Wait()

@@ -20,8 +20,10 @@ const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
 
 // Provider says which OpenAI-compatible server to talk to and how. It works
 // with OpenAI, Ollama, vLLM and llama.cpp servers alike. The API key is
-// sent to the model server only: it never reaches a sandbox, a log or an
-// event (String and LogValue hide it).
+// sent to the model server only: Airlock never puts it in a sandbox, a log
+// or an event (String and LogValue hide it), and never compares it with
+// anything, so no output can confirm a guess of it. What the model server
+// says about a failed call goes to the operator's log, not to events.
 type Provider struct {
 	BaseURL string
 	APIKey  string

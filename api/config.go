@@ -93,6 +93,9 @@ type Config struct {
 	// sandbox's, so GET and tool calls answer 404 from the same moment.
 	SessionIdleTTL time.Duration
 	SessionMaxLife time.Duration
+	// KernelCullIdle ends kernels of the Jupyter gateway (/api/kernels)
+	// that ran nothing for this long (0: only the session idle limit).
+	KernelCullIdle time.Duration
 
 	// DefaultLimits are the server defaults, which are also the ceiling of
 	// a request's limits: a request may only lower them, unless its key's

@@ -161,9 +161,11 @@ func messageOf(err error) string {
 	return msg
 }
 
-// statusError maps a platform outcome of the dispatcher to an HTTP error;
-// user-code outcomes and refusals return nil (HTTP 200). The error carries
-// the tool message in its details, for callers that hand it to a model.
+// statusError maps a platform outcome of the dispatcher, or a call whose
+// arguments ask past the key's ceiling (Result.Code bad_request), to an
+// HTTP error; user-code outcomes and other refusals return nil (HTTP
+// 200). The error carries the tool message in its details, for callers
+// that hand it to a model.
 func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
 	var e *Error
 	switch res.Status {
@@ -177,6 +179,11 @@ func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
 		e = newError(core.ErrUnavailable, "the execution backend is unavailable")
 	case dispatcher.StatusInternal:
 		e = newError(core.ErrInternal, "internal error")
+	case dispatcher.StatusRejected:
+		if res.Code != core.ErrInvalid { // a refusal for the model: HTTP 200
+			return nil
+		}
+		e = newError(core.ErrInvalid, res.Content) // the arguments asked past the key's ceiling
 	default:
 		return nil
 	}

@@ -79,5 +79,6 @@ func (s *Server) routes() *gin.Engine {
 	g.POST("/batches/:id/retry", quick, s.batchOp((*batch.Manager).Retry))
 
 	s.mountMCP(r)
+	s.mountJupyter(r)
 	return r
 }

@@ -118,7 +118,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		openapi:   doc,
 		draining:  make(chan struct{}),
 	}
-	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, DefaultLimits: cfg.DefaultLimits,
+	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, InsecureLocal: cfg.InsecureLocal, DefaultLimits: cfg.DefaultLimits,
 		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
 		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
 	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)

@@ -63,6 +63,7 @@ func run() int {
 		{"7", "tenancy", sectionTenancy},
 		{"8", "batch", sectionBatch},
 		{"9", "state store", sectionState},
+		{"10", "jupyter", sectionJupyter},
 	}
 	failed := 0
 	for _, s := range sections {

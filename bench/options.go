@@ -19,7 +19,7 @@ type options struct {
 	loop      int           // sequential calls in the RSS loop of section 1
 	apiN      int           // requests per concurrency level in section 4
 	queueN    int           // no-op jobs per backend for queue latency
-	mcpN      int           // interleaved MCP/REST pairs in section 5
+	mcpN      int           // interleaved pairs in sections 5 (MCP/REST) and 10 (Jupyter/REST)
 	queueSpan time.Duration // measuring time per throughput run
 	pythonImg string        // image for run_python
 	batch     batchOptions  // section 8
@@ -53,7 +53,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.loop, "loop", o.loop, "sequential calls in the RSS loop (env BENCH_LOOP)")
 	fs.IntVar(&o.apiN, "api-n", o.apiN, "requests per concurrency level (env BENCH_API_N)")
 	fs.IntVar(&o.queueN, "queue-n", o.queueN, "no-op jobs per backend for queue latency (env BENCH_QUEUE_N)")
-	fs.IntVar(&o.mcpN, "mcp-n", o.mcpN, "interleaved MCP/REST call pairs in section 5 (env BENCH_MCP_N)")
+	fs.IntVar(&o.mcpN, "mcp-n", o.mcpN, "interleaved call pairs in sections 5 (MCP/REST) and 10 (Jupyter/REST) (env BENCH_MCP_N)")
 	fs.DurationVar(&o.queueSpan, "queue-span", o.queueSpan, "time per throughput run (env BENCH_QUEUE_MS)")
 	fs.StringVar(&o.pythonImg, "python-image", o.pythonImg, "run_python image (env BENCH_PYTHON_IMAGE)")
 	o.batch.register(fs)

@@ -8,6 +8,12 @@ const (
 	EventStderr   = "stderr"   // Text is a chunk of standard error
 	EventDisplay  = "display"  // Data is a MIME bundle (display() or the last expression)
 	EventArtifact = "artifact" // Artifact names a file the call produced (no bytes)
+	// EventInput: the call waits in input() (Request.AllowStdin); Text is
+	// the prompt. Answer it with core.OpSessionInput.
+	EventInput = "input_request"
+	// EventClear: the code cleared its output so far (clear_output());
+	// with Wait, only when the next output arrives.
+	EventClear = "clear_output"
 )
 
 // Event is one piece of a call's output, sent while the call runs. The
@@ -18,6 +24,12 @@ type Event struct {
 	Text     string            `json:"text,omitempty"`
 	Data     map[string]string `json:"data,omitempty"`
 	Artifact *Artifact         `json:"artifact,omitempty"`
+	// Password marks an EventInput whose answer should not be echoed.
+	Password bool `json:"password,omitempty"`
+	// Result marks an EventDisplay of the cell's value (Request.Notebook).
+	Result bool `json:"result,omitempty"`
+	// Wait is an EventClear's wait flag.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // Sink receives a call's events. It must return quickly: it is called on

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -43,6 +44,14 @@ const (
 	OpSessionRestart Op = "session.restart"
 	// OpSessionInfo describes SessionID (Result.Session).
 	OpSessionInfo Op = "session.info"
+	// OpSessionIntrospect asks SessionID's Python process about Code
+	// (Request.Introspect: completion, inspection or is-complete); the
+	// kernel's answer is Result.Reply.
+	OpSessionIntrospect Op = "session.introspect"
+	// OpSessionInput answers the input() that SessionID's running call is
+	// waiting in (an EventInput) with Request.Stdin; Result.InputTaken
+	// says whether a call was waiting.
+	OpSessionInput Op = "session.input"
 )
 
 // Limits bounds one execution. A zero field means "the server default"; a
@@ -83,6 +92,17 @@ type Request struct {
 	Offset int64 `json:"offset,omitempty"`
 	// Length bounds the bytes OpFileGet returns (0: the server maximum).
 	Length int64 `json:"length,omitempty"`
+	// AllowStdin, on a session exec without Stdin, lets input() ask the
+	// caller: the call emits an EventInput and waits for an OpSessionInput
+	// (Jupyter's input_request). Without it input() reads the empty stdin.
+	AllowStdin bool `json:"allow_stdin,omitempty"`
+	// Notebook runs the call with a notebook front end's conventions: the
+	// last expression's value is not printed but comes as a Display with
+	// Result set (Jupyter's execute_result), and matplotlib figures come as
+	// image/png Displays instead of figure-N.png artifacts.
+	Notebook bool `json:"notebook,omitempty"`
+	// Introspect is the question of an OpSessionIntrospect about Code.
+	Introspect *Introspect `json:"introspect,omitempty"`
 	// Lane is the queue lane the call waits in: LaneInteractive ("") or
 	// LaneBatch, which workers serve only when no interactive call waits.
 	Lane Lane `json:"lane,omitempty"`
@@ -99,6 +119,22 @@ type Request struct {
 	// unpacked-size or entry bounds are refused with ErrInvalid naming
 	// the entry. Mount and Archive are exclusive.
 	Archive []byte `json:"archive,omitempty"`
+}
+
+// The kinds of question an OpSessionIntrospect asks.
+const (
+	IntrospectComplete   = "complete"    // completions at CursorPos
+	IntrospectInspect    = "inspect"     // help on the name at CursorPos
+	IntrospectIsComplete = "is_complete" // whether Code is a complete statement
+)
+
+// Introspect is a question about code in a session's namespace, answered by
+// the kernel (Jedi in the python image) as Jupyter's complete, inspect and
+// is_complete replies would be (see images/python/PROTOCOL.md).
+type Introspect struct {
+	Kind        string `json:"kind"`
+	CursorPos   int    `json:"cursor_pos"` // in Unicode code points, as Jupyter counts
+	DetailLevel int    `json:"detail_level,omitempty"`
 }
 
 // MaxArchiveBytes bounds Request.Archive (the packed bytes).
@@ -124,6 +160,9 @@ type ExecError struct {
 // image/png as base64, ...) from the last expression or a display() call.
 type Display struct {
 	Data map[string]string `json:"data"`
+	// Result marks the cell's value (Request.Notebook): Jupyter's
+	// execute_result rather than a display_data.
+	Result bool `json:"result,omitempty"`
 }
 
 // Dropped counts the output bytes left out of Stdout and Stderr (the
@@ -202,6 +241,11 @@ type Result struct {
 	Session *SessionInfo `json:"session,omitempty"`
 	// Interrupted is true when OpSessionInterrupt found a call to interrupt.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Reply is the kernel's answer to an OpSessionIntrospect: the content
+	// of Jupyter's complete_reply, inspect_reply or is_complete_reply.
+	Reply json.RawMessage `json:"reply,omitempty"`
+	// InputTaken is true when an OpSessionInput reached a waiting input().
+	InputTaken bool `json:"input_taken,omitempty"`
 	// CPUSeconds is the CPU time (user + system) the call's processes
 	// used, as the controller measured it; 0 when not measured.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`

@@ -14,14 +14,18 @@ import (
 
 // RunPythonArgs are run_python's arguments.
 type RunPythonArgs struct {
-	Code           string `json:"code"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	Code           string            `json:"code"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`   // for this call only
+	Stdin          string            `json:"stdin,omitempty"` // for this call only
 }
 
 // ExecuteShellArgs are execute_shell's arguments.
 type ExecuteShellArgs struct {
-	Command        string `json:"command"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	Command        string            `json:"command"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`   // for this call only
+	Stdin          string            `json:"stdin,omitempty"` // for this call only
 }
 
 // ReadFileArgs are read_file's arguments.

@@ -12,12 +12,13 @@ import (
 // status and the duration. Identifiers from the model are capped and
 // redacted.
 func (d *Dispatcher) audit(ctx context.Context, call Call, res Result, decision string) {
+	red := d.redactors.forOwner(call.Owner)
 	sum := sha256.Sum256(call.Arguments)
 	attrs := []slog.Attr{
 		slog.String("caller", capString(call.Caller, 64)),
 		slog.String("owner", capString(call.Owner, 128)),
-		slog.String("tool", d.redactor.String(capString(call.Name, 64))),
-		slog.String("call_id", d.redactor.String(capString(call.ID, 128))),
+		slog.String("tool", red.String(capString(call.Name, 64))),
+		slog.String("call_id", red.String(capString(call.ID, 128))),
 		slog.String("session_id", capString(call.SessionID, 128)),
 		slog.String("args_sha256", hex.EncodeToString(sum[:])),
 		slog.Int("args_bytes", len(call.Arguments)),
@@ -38,7 +39,7 @@ func (d *Dispatcher) audit(ctx context.Context, call Call, res Result, decision 
 	}
 	level := slog.LevelInfo
 	if res.Err != nil {
-		attrs = append(attrs, slog.String("error", d.redactor.String(capString(res.Err.Error(), 512))))
+		attrs = append(attrs, slog.String("error", red.String(capString(res.Err.Error(), 512))))
 		if res.Status == StatusInternal {
 			level = slog.LevelError
 		} else {

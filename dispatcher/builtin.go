@@ -2,11 +2,11 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/internal/policy"
 )
 
 // Built-in tool names.
@@ -26,6 +26,7 @@ const (
 	maxPathChars    = 4096
 	maxContentChars = 200_000
 	maxQueryChars   = 20_000
+	maxStdinChars   = 200_000
 	readFileMaxByte = 1 << 20
 )
 
@@ -53,153 +54,86 @@ func BuiltinRegistry(cfg Config) *Registry {
 // list_directory and sqlite_query for cfg.
 func BuiltinTools(cfg Config) []Tool {
 	cfg = cfg.withDefaults()
-	timeout := map[string]any{
-		"type":        "integer",
-		"minimum":     1,
-		"maximum":     int(cfg.MaxTimeout / time.Second),
-		"default":     int(cfg.DefaultTimeout / time.Second),
-		"description": "Wall-clock limit in seconds; the run is killed after it.",
-	}
-	pathProp := func(desc string) map[string]any {
-		return map[string]any{"type": "string", "minLength": 1, "maxLength": maxPathChars, "pattern": noNUL, "description": desc}
-	}
-	where := "Relative paths start in " + cfg.WorkDir + " in a session, else in " + cfg.InputDir + " (the read-only input files)."
 	return []Tool{
-		{
-			Name: ToolRunPython,
-			Description: "Run Python 3 code in the sandbox and get its stdout, stderr and figures. Use it for calculations, " +
-				"data analysis (pandas, numpy, scipy, scikit-learn, matplotlib are installed) and for reading the input files under " +
-				cfg.InputDir + ". In a session, variables persist between calls and " + cfg.WorkDir + " is writable; save files to " +
-				cfg.WorkDir + "/outputs to return them. The value of a last bare expression is printed. No network.",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"code":            map[string]any{"type": "string", "minLength": 1, "maxLength": maxCodeChars, "description": "Python 3 source to run."},
-					"timeout_seconds": timeout,
-				},
-				"required":             []string{"code"},
-				"additionalProperties": false,
-			},
-			Risk:    RiskHigh,
-			Checks:  []Check{{Arg: "code", Kind: CheckPython}},
-			Handler: HandlerFunc(execHandler(core.Python, "code")),
-		},
-		{
-			Name: ToolExecuteShell,
-			Description: "Run a bash command in the sandbox and get its stdout, stderr and exit code. Use it for quick file inspection " +
-				"and text processing (coreutils, grep, sed, awk, jq, sqlite3, git, ripgrep, file are installed) when that is simpler " +
-				"than Python. It runs as an unprivileged user with no network; prefer run_python for data analysis.",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"command":         map[string]any{"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "The bash command line to run."},
-					"timeout_seconds": timeout,
-				},
-				"required":             []string{"command"},
-				"additionalProperties": false,
-			},
-			Risk:    RiskHigh,
-			Checks:  []Check{{Arg: "command", Kind: CheckShell}},
-			Handler: HandlerFunc(execHandler(core.Shell, "command")),
-		},
-		{
-			Name:        ToolReadFile,
-			Description: "Read a text file from the input files or the session's work folder, by lines. Use it to look at a file before analysing it; for binary or very large files use run_python. " + where,
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"path":   pathProp("Path of the file to read."),
-					"offset": map[string]any{"type": "integer", "minimum": 0, "default": 0, "description": "Number of lines to skip from the start."},
-					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 5000, "default": 500, "description": "Maximum number of lines to return."},
-				},
-				"required":             []string{"path"},
-				"additionalProperties": false,
-			},
-			Risk:   RiskLow,
-			Checks: []Check{{Arg: "path", Kind: CheckReadPath}},
-			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				return cfg.pyAction(inv, policy.ReadFileProgram, map[string]any{
-					"path": inv.Args.String("path"), "offset": inv.Args.Int("offset"), "limit": inv.Args.Int("limit"), "max_bytes": readFileMaxByte,
-				})
-			}),
-		},
-		{
-			Name:        ToolWriteFile,
-			Description: "Write a text file in the session's work folder " + cfg.WorkDir + ", creating folders as needed. Use it to save results, scripts or data for later steps; files under " + cfg.WorkDir + "/outputs are returned to the user. Needs a session.",
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"path":    pathProp("Path of the file to write, under " + cfg.WorkDir + " (relative paths start there)."),
-					"content": map[string]any{"type": "string", "maxLength": maxContentChars, "description": "The text to write (UTF-8)."},
-					"mode":    map[string]any{"type": "string", "enum": []string{"overwrite", "append"}, "default": "overwrite", "description": "Replace the file or append to it."},
-				},
-				"required":             []string{"path", "content"},
-				"additionalProperties": false,
-			},
-			Risk:   RiskMedium,
-			Checks: []Check{{Arg: "path", Kind: CheckWritePath}},
-			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				if inv.Call.SessionID == "" {
-					return Action{}, Refuse("session_required", "write_file needs a session: "+cfg.WorkDir+" is writable only inside one")
-				}
-				return cfg.pyAction(inv, policy.WriteFileProgram, map[string]any{
-					"path": inv.Args.String("path"), "content": inv.Args.String("content"), "mode": inv.Args.String("mode"),
-				})
-			}),
-		},
-		{
-			Name:        ToolListDirectory,
-			Description: "List the files and folders at a path, with sizes. Use it to discover the input files or what earlier steps wrote. " + where,
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"path":        map[string]any{"type": "string", "maxLength": maxPathChars, "pattern": noNUL, "default": ".", "description": "Folder to list."},
-					"recursive":   map[string]any{"type": "boolean", "default": false, "description": "Also list subfolders."},
-					"max_entries": map[string]any{"type": "integer", "minimum": 1, "maximum": 5000, "default": 200, "description": "Stop after this many entries."},
-				},
-				"additionalProperties": false,
-			},
-			Risk:   RiskLow,
-			Checks: []Check{{Arg: "path", Kind: CheckReadPath}},
-			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				p := inv.Args.String("path")
-				if p == "" {
-					p = "."
-				}
-				return cfg.pyAction(inv, policy.ListDirProgram, map[string]any{
-					"path": p, "recursive": inv.Args.Bool("recursive"), "max_entries": inv.Args.Int("max_entries"),
-				})
-			}),
-		},
-		{
-			Name: ToolSQLiteQuery,
-			Description: "Run one read-only SQL query (SELECT, WITH, or an introspection PRAGMA such as table_info) on a SQLite database file and get the rows as tab-separated text. " +
-				"Use it to explore or aggregate data in .db/.sqlite files; writes are refused by the engine. " + where,
-			Parameters: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"database": pathProp("Path of the SQLite database file."),
-					"query":    map[string]any{"type": "string", "minLength": 1, "maxLength": maxQueryChars, "description": "Exactly one SQL statement."},
-					"max_rows": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 100, "description": "Maximum rows to return."},
-				},
-				"required":             []string{"database", "query"},
-				"additionalProperties": false,
-			},
-			Risk:   RiskLow,
-			Checks: []Check{{Arg: "database", Kind: CheckReadPath}, {Arg: "query", Kind: CheckSQL}},
-			Handler: HandlerFunc(func(ctx context.Context, inv Invocation) (Action, error) {
-				return cfg.pyAction(inv, policy.SQLiteProgram, map[string]any{
-					"database": inv.Args.String("database"), "query": inv.Args.String("query"), "max_rows": inv.Args.Int("max_rows"),
-				})
-			}),
-		},
+		runPythonTool(cfg), executeShellTool(cfg),
+		readFileTool(cfg), writeFileTool(cfg), listDirectoryTool(cfg), sqliteQueryTool(cfg),
 	}
 }
 
-// execHandler returns the handler of run_python / execute_shell.
-func execHandler(lang core.Language, arg string) func(context.Context, Invocation) (Action, error) {
+// runPythonTool declares run_python.
+func runPythonTool(cfg Config) Tool {
+	return Tool{
+		Name: ToolRunPython,
+		Description: "Run Python 3 code in the sandbox and get its stdout, stderr and figures. Use it for calculations, " +
+			"data analysis (pandas, numpy, scipy, scikit-learn, matplotlib are installed) and for reading the input files under " +
+			cfg.InputDir + ". In a session, variables persist between calls and " + cfg.WorkDir + " is writable; save files to " +
+			cfg.WorkDir + "/outputs to return them. The value of a last bare expression is printed. No network.",
+		Parameters: execParameters(cfg, "code", map[string]any{"type": "string", "minLength": 1, "maxLength": maxCodeChars, "description": "Python 3 source to run."}),
+		Risk:       RiskHigh,
+		Checks:     []Check{{Arg: "code", Kind: CheckPython}},
+		Prepare:    execPrepare(core.Python, "code"),
+	}
+}
+
+// executeShellTool declares execute_shell.
+func executeShellTool(cfg Config) Tool {
+	return Tool{
+		Name: ToolExecuteShell,
+		Description: "Run a bash command in the sandbox and get its stdout, stderr and exit code. Use it for quick file inspection " +
+			"and text processing (coreutils, grep, sed, awk, jq, sqlite3, git, ripgrep, file are installed) when that is simpler " +
+			"than Python. It runs as an unprivileged user with no network; prefer run_python for data analysis.",
+		Parameters: execParameters(cfg, "command", map[string]any{"type": "string", "minLength": 1, "maxLength": maxCommandChars, "description": "The bash command line to run."}),
+		Risk:       RiskHigh,
+		Checks:     []Check{{Arg: "command", Kind: CheckShell}},
+		Prepare:    execPrepare(core.Shell, "command"),
+	}
+}
+
+// execParameters is the schema of a code tool: its code argument plus
+// timeout_seconds, env and stdin.
+func execParameters(cfg Config, arg string, code map[string]any) map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			arg:               code,
+			"timeout_seconds": timeoutParameter(cfg),
+			"env": map[string]any{
+				"type":                 "object",
+				"maxProperties":        core.MaxEnvVars,
+				"additionalProperties": map[string]any{"type": "string", "maxLength": core.MaxEnvValueBytes},
+				"description": "Environment variables for this call only (names of capital letters, digits and _; " +
+					"AIRLOCK_*, PATH, HOME, PYTHON* and LD_* are refused). They are gone after the call, also in a session.",
+			},
+			"stdin": map[string]any{"type": "string", "maxLength": maxStdinChars,
+				"description": "Text the program reads on its standard input, for this call only (absent: empty input)."},
+		},
+		"required":             []string{arg},
+		"additionalProperties": false,
+	}
+}
+
+// timeoutParameter is the schema of timeout_seconds: at most the schema
+// maximum; the caller's ceiling is checked when the call runs. The text is
+// the same for every configuration, so every door shows one schema.
+func timeoutParameter(cfg Config) map[string]any {
+	return map[string]any{
+		"type":    "integer",
+		"minimum": 1,
+		"maximum": int(cfg.MaxTimeout / time.Second),
+		"description": "Wall-clock limit in seconds; the run is killed after it. At most the key's limit (the server default " +
+			"unless the operator grants more). Leave it out for the default: the key's limit for a one-shot call, " +
+			"the session's own limit in a session.",
+	}
+}
+
+// execPrepare returns the Prepare of run_python / execute_shell.
+func execPrepare(lang core.Language, arg string) PrepareFunc {
 	return func(_ context.Context, inv Invocation) (Action, error) {
-		req := &core.Request{Op: core.OpExec, Language: lang, Code: inv.Args.String(arg)}
+		env, err := envArgument(inv)
+		if err != nil {
+			return Action{}, err
+		}
+		req := &core.Request{Op: core.OpExec, Language: lang, Code: inv.Args.String(arg), Env: env, Stdin: inv.Args.String("stdin")}
 		if s := inv.Args.Int("timeout_seconds"); s > 0 {
 			req.Limits.Timeout = time.Duration(s) * time.Second
 		}
@@ -207,18 +141,24 @@ func execHandler(lang core.Language, arg string) func(context.Context, Invocatio
 	}
 }
 
-// pyAction builds the python Request of a file or SQL tool.
-func (c Config) pyAction(inv Invocation, body policy.Program, params map[string]any) (Action, error) {
-	base := c.InputDir
-	if inv.Call.SessionID != "" {
-		base = c.WorkDir
+// envArgument returns the env argument as a map, refusing what
+// core.CheckEnv refuses (reserved names, sizes) with the variable named.
+func envArgument(inv Invocation) (map[string]string, error) {
+	raw, _ := inv.Args["env"].(map[string]any)
+	if len(raw) == 0 {
+		return nil, nil
 	}
-	code, err := c.analysis().GenPython(body, params, base)
-	if err != nil {
-		return Action{}, err
+	env := make(map[string]string, len(raw))
+	for k, v := range raw {
+		env[k], _ = v.(string) // the schema allows strings only
 	}
-	return Action{
-		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code, Limits: core.Limits{Timeout: c.DefaultTimeout}},
-		SandboxPolicy: true,
-	}, nil
+	if err := core.CheckEnv(env); err != nil {
+		msg := err.Error()
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			msg = ce.Message()
+		}
+		return nil, Refuse("invalid_arguments", "invalid arguments for "+inv.Call.Name+"; fix these and call again:\n- /env: "+msg)
+	}
+	return env, nil
 }

@@ -1,9 +1,9 @@
 package dispatcher
 
 import (
-	"github.com/airlock-dev/airlock/core"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
@@ -19,9 +19,11 @@ type Config struct {
 	// MaxArgumentBytes refuses calls whose raw arguments are larger.
 	MaxArgumentBytes int
 
-	// DefaultTimeout is the timeout_seconds default the tools advertise.
-	DefaultTimeout time.Duration
-	// MaxTimeout is the largest timeout_seconds the schemas accept.
+	// MaxTimeout is the largest timeout_seconds the schemas accept (the
+	// sandbox maximum). A call's own bound is lower: its ceiling (Ceiling,
+	// or Call.Ceiling from the key's policy). A call that names no timeout
+	// gets the sandbox's: the server default for a one-shot call, the
+	// session's own limit for a session call.
 	MaxTimeout time.Duration
 
 	// WorkDir is the session's writable work folder inside the sandbox.
@@ -47,10 +49,14 @@ type Config struct {
 	// Call.Ceiling from the caller's policy. Zero fields are not capped.
 	Ceiling core.Limits
 
-	// Secrets are literal values to redact from everything returned, each
-	// replaced by "[REDACTED]" (never by a name). The server's own
-	// environment is not read: it never reaches a sandbox.
+	// Secrets are literal values to redact from everything returned to
+	// anyone, each replaced by "[REDACTED]" (never by a name). The server's
+	// own environment is not read: it never reaches a sandbox.
 	Secrets []string
+	// KeySecrets, when set, returns the secrets of owner's key (the keys
+	// file's secrets_file), redacted like Secrets but from that owner's
+	// results only. It is asked once per owner.
+	KeySecrets func(owner string) []string
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
@@ -76,14 +82,14 @@ type PolicyConfig struct {
 }
 
 // DefaultConfig returns the production defaults: every policy rule on,
-// 4000-character / 16 KiB content, 30 s default and 300 s maximum timeout,
-// /work and /workspace, host-env redaction on.
+// 4000-character / 16 KiB content, a 300 s schema maximum for
+// timeout_seconds (no default: the sandbox's applies), /work and
+// /workspace.
 func DefaultConfig() Config {
 	return Config{
 		MaxContentChars:  4000,
 		MaxContentBytes:  16 << 10,
 		MaxArgumentBytes: 256 << 10,
-		DefaultTimeout:   30 * time.Second,
 		MaxTimeout:       300 * time.Second,
 		WorkDir:          "/work",
 		InputDir:         "/workspace",
@@ -103,14 +109,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxArgumentBytes <= 0 {
 		c.MaxArgumentBytes = d.MaxArgumentBytes
 	}
-	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = d.DefaultTimeout
-	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = d.MaxTimeout
-	}
-	if c.DefaultTimeout > c.MaxTimeout {
-		c.DefaultTimeout = c.MaxTimeout
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = d.WorkDir

@@ -2,14 +2,15 @@
 // registry, argument validation, policy, approval, redaction, truncation
 // and audit. Every caller (HTTP API, agent loop, batch jobs, MCP) uses
 // Dispatcher.Run; there is no second dispatch path. The dispatcher never
-// talks to Docker: it hands sandbox.Requests to an Executor (the queue
+// talks to Docker: it hands core.Requests to an Executor (the queue
 // client in production, a fake in tests).
 //
 // # Registry
 //
 // Each tool is declared once as a Tool (name, when-to-use description, JSON
 // Schema parameters with types, ranges, enums and defaults, risk, policy
-// checks, handler). The OpenAI tools list (Registry.OpenAITools, openai-go
+// checks, and Prepare, which turns the validated arguments into a sandbox
+// request). The OpenAI tools list (Registry.OpenAITools, openai-go
 // v3 types; Registry.OpenAIToolsJSON for plain JSON), the HTTP form
 // (Registry.Specs), the system-prompt text (Registry.SystemPrompt) and the
 // schema cost (Registry.SchemaCost) are all generated from it. Register
@@ -19,7 +20,14 @@
 // sqlite_query (BuiltinTools); typed wrappers (RunPython, ReadFile, ...)
 // go through Run too.
 //
-// File and SQL tools act inside the sandbox: their handlers generate a
+// run_python and execute_shell take, besides their code, timeout_seconds,
+// env (variables for this call only; names of capital letters, digits and
+// _, with AIRLOCK_*, PATH, HOME, PYTHON* and LD_* refused naming the
+// variable; sizes capped by core.CheckEnv) and stdin; env and stdin travel
+// as core.Request.Env and Stdin and are gone after the call, in a session
+// too.
+//
+// File and SQL tools act inside the sandbox: their Prepare functions generate a
 // small Python program that receives its inputs as base64-encoded JSON
 // (never spliced into the source), resolves the path with realpath, and
 // re-checks confinement and the secret-file patterns on the resolved path,
@@ -37,23 +45,46 @@
 // means {}) that do not parse → rejected "invalid_json" quoting the parse
 // error; schema violations → rejected "invalid_arguments" with every
 // violation in Result.Fields keyed by JSON pointer; then defaults, policy,
-// approval, the handler (errors → StatusError "handler_error", a *Refusal
-// → rejected with its reason, panics → StatusInternal "panic"), the
-// Executor, and rendering. Content is redacted then truncated (head and
+// approval, Prepare (errors → StatusError "handler_error", a *Refusal →
+// rejected with its reason, panics → StatusInternal "panic"), the ceiling
+// check, the Executor, and rendering. Content is redacted then truncated (head and
 // tail around a marker) to Config.MaxContentChars characters and
 // Config.MaxContentBytes bytes; the Sandbox result is redacted too
 // (stdout, stderr, message, warnings, data, text artifacts).
 //
 // # Platform errors
 //
-// An Executor error is a platform failure. Run maps it to a Status, sets
-// Result.Err (wrapping the original) and never returns a Go error:
+// An Executor error is a platform failure. Run sets Result.Code to the
+// core.Code in the error's chain (core.CodeOf), Result.Err to the error,
+// and the Status to the code's name (one vocabulary: platformStatus), and
+// never returns a Go error:
 //
-//   - the core.Code in the error's chain chooses it (core.CodeOf):
-//     session_lost → session_lost; not_found → session_not_found; busy,
+//   - session_lost → session_lost; not_found → session_not_found; busy,
 //     quota, rate_limited → busy; unavailable, deadline, canceled →
 //     unavailable;
 //   - anything else → internal.
+//
+// # Timeouts and the ceiling
+//
+// A call's limits have one bound: its ceiling, Config.Ceiling (the server
+// defaults) with Call.Ceiling (the key's policy) over it. The tool argument
+// timeout_seconds may lower the timeout or raise it up to the ceiling,
+// never past it: over it the call is rejected (Reason "over_ceiling",
+// Result.Code core.ErrInvalid, which the API answers with 400) naming the
+// ceiling. The schema's maximum (Config.MaxTimeout, the sandbox maximum)
+// refuses absurd values. Without timeout_seconds the dispatcher names no
+// timeout and the sandbox applies its own: the server default for a
+// one-shot call, the session's own limit for a session call. Call.Limits
+// from the transport only lower what runs.
+//
+// # Secrets
+//
+// Config.Secrets are redacted from everyone's results; Config.KeySecrets
+// gives the secrets of one owner's key, redacted from that owner's results
+// only, so no other tenant can probe them by printing a guess. Redaction
+// compares output with the configured values: it hides what code prints
+// verbatim, not an encoded, split or computed form of it, and whoever may
+// print a guess learns from a [REDACTED] that the guess was right.
 //
 // # Policy
 //

@@ -18,11 +18,12 @@ var (
 	ErrApprovalNotFound = core.E("dispatcher", core.ErrNotFound, errors.New("approval token not found, expired or already used"))
 )
 
-// statusForError maps a platform error from an Executor to a Status by
-// the core.Code it carries; a context error means the backend did not
-// answer in time.
-func statusForError(err error) Status {
-	switch core.CodeOf(err) {
+// platformStatus is the Status of a platform failure with code: the
+// code's own name, with the admission codes read as busy, the
+// did-not-answer-in-time codes as unavailable and a missing session as
+// session_not_found. Anything else is internal.
+func platformStatus(code core.Code) Status {
+	switch code {
 	case core.ErrSessionLost:
 		return StatusSessionLost
 	case core.ErrNotFound:

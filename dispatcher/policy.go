@@ -8,21 +8,18 @@ import (
 	"github.com/airlock-dev/airlock/internal/policy"
 )
 
-// violation is one policy rule that refused (or held) a call; the Result's
-// Reason is "policy:" + its Rule.
-type violation = policy.Violation
-
-// gate runs a tool's declared checks through the policy analysis and knows
-// which firing rules hold a call for approval instead of refusing it.
-type gate struct {
+// ruleChecker runs a tool's declared checks through the policy analysis
+// and knows which firing rules hold a call for approval instead of
+// refusing it.
+type ruleChecker struct {
 	cfg      Config
-	pol      *policy.Policy
+	pol      *policy.Analyzer
 	approval map[string]bool
 }
 
-// newGate builds the gate for cfg.
-func newGate(cfg Config) *gate {
-	g := &gate{cfg: cfg, pol: cfg.analysis(), approval: map[string]bool{}}
+// newRuleChecker builds the rule checker for cfg.
+func newRuleChecker(cfg Config) *ruleChecker {
+	g := &ruleChecker{cfg: cfg, pol: cfg.analysis(), approval: map[string]bool{}}
 	for _, r := range cfg.Policy.RequireApproval {
 		g.approval[r] = true
 	}
@@ -30,7 +27,7 @@ func newGate(cfg Config) *gate {
 }
 
 // analysis builds the static analysis for c's folders and rule switches.
-func (c Config) analysis() *policy.Policy {
+func (c Config) analysis() *policy.Analyzer {
 	return policy.New(policy.Config{
 		WorkDir:       c.WorkDir,
 		InputDir:      c.InputDir,
@@ -42,11 +39,11 @@ func (c Config) analysis() *policy.Policy {
 }
 
 // needsApproval reports whether a firing rule holds the call instead of refusing.
-func (g *gate) needsApproval(rule string) bool { return g.approval[rule] }
+func (g *ruleChecker) needsApproval(rule string) bool { return g.approval[rule] }
 
 // check runs the tool's declared checks on args and returns every
 // violation found, in check order. approved rules are skipped.
-func (g *gate) check(t *registered, call Call, args Args, approved []string) []violation {
+func (g *ruleChecker) check(t *registered, call Call, args Args, approved []string) []violation {
 	var out []violation
 	base := g.cfg.InputDir
 	if call.SessionID != "" {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/airlock-dev/airlock/core"
@@ -14,10 +15,10 @@ import (
 // Redactor removes secrets from text: the values the operator configured
 // (replaced by secrets.Mark, which never names them) and the known key and
 // token formats of package secrets (replaced by [REDACTED:format]). The
-// server's own environment is not a source: it never reaches a sandbox (the
-// sandbox env is built from an allowlist), so matching its values would
-// only tell a guesser which candidate is a server secret. It is immutable
-// and safe for concurrent use.
+// server's own environment is not a source: it never reaches a sandbox
+// (whose env is the image's base plus the call's own), so matching its
+// values would only tell a guesser which candidate is a server secret. It
+// is immutable and safe for concurrent use.
 type Redactor struct {
 	literals *secrets.Literals
 }
@@ -36,8 +37,9 @@ func (r *Redactor) String(s string) string {
 }
 
 // Result returns a copy of res with secrets removed from Stdout, Stderr,
-// Message, Warnings, Data and text-like artifacts (whose Size and SHA256
-// are then recomputed). Binary data is left as is.
+// Message, Warnings, Data, the exception, the text parts of display
+// bundles and text-like artifacts (whose Size and SHA256 are then
+// recomputed). Binary data is left as is.
 func (r *Redactor) Result(res core.Result) core.Result {
 	res.Stdout = r.String(res.Stdout)
 	res.Stderr = r.String(res.Stderr)
@@ -67,7 +69,7 @@ func (r *Redactor) Result(res core.Result) core.Result {
 		}
 		res.Artifacts = arts
 	}
-	return res
+	return r.rich(res)
 }
 
 // isText reports text-like data: a text MIME type, or valid UTF-8 without NUL.
@@ -113,4 +115,40 @@ func hideMount(res core.Result, hostPath, name string) core.Result {
 		res.Warnings = ws
 	}
 	return res
+}
+
+// ownerRedactors hands out the Redactor of an owner's results: the
+// server-wide secrets (Config.Secrets) plus those of the owner's key
+// (Config.KeySecrets), built once per owner that has any. A key's secrets
+// are matched in its own results only, so no other tenant can probe them.
+type ownerRedactors struct {
+	server  []string
+	base    *Redactor // the server-wide secrets only
+	keyed   func(owner string) []string
+	mu      sync.Mutex
+	byOwner map[string]*Redactor
+}
+
+// newOwnerRedactors returns the redactors for the server-wide secrets and
+// the per-key lookup keyed (nil: no key has secrets).
+func newOwnerRedactors(server []string, keyed func(owner string) []string) *ownerRedactors {
+	return &ownerRedactors{server: server, base: NewRedactor(server), keyed: keyed, byOwner: map[string]*Redactor{}}
+}
+
+// forOwner returns the Redactor of owner's results.
+func (o *ownerRedactors) forOwner(owner string) *Redactor {
+	if o.keyed == nil || owner == "" {
+		return o.base
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if r, ok := o.byOwner[owner]; ok {
+		return r
+	}
+	r := o.base
+	if own := o.keyed(owner); len(own) > 0 {
+		r = NewRedactor(append(append([]string(nil), o.server...), own...))
+	}
+	o.byOwner[owner] = r
+	return r
 }

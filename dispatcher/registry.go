@@ -58,31 +58,23 @@ type Tool struct {
 	NeedsApproval bool
 	// Checks are the policy inspections of the arguments.
 	Checks []Check
-	// Handler turns validated arguments into an Action.
-	Handler Handler
+	// Prepare turns validated arguments into an Action.
+	Prepare PrepareFunc
 }
 
-// Handler turns a validated Invocation into an Action.
-type Handler interface {
-	Handle(ctx context.Context, inv Invocation) (Action, error)
-}
+// PrepareFunc turns a validated Invocation into an Action: the sandbox
+// request to run, or content to answer without running anything. A
+// *Refusal error rejects the call.
+type PrepareFunc func(ctx context.Context, inv Invocation) (Action, error)
 
-// HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, inv Invocation) (Action, error)
-
-// Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, inv Invocation) (Action, error) {
-	return f(ctx, inv)
-}
-
-// Invocation is what a Handler gets: the call and its validated arguments
-// with defaults applied.
+// Invocation is what a Tool's Prepare gets: the call and its validated
+// arguments with defaults applied.
 type Invocation struct {
 	Call Call
 	Args Args
 }
 
-// Action is a Handler's answer: either a sandbox Request to execute, or
+// Action is Prepare's answer: either a sandbox Request to execute, or
 // Content to return directly without running anything.
 type Action struct {
 	Request *core.Request
@@ -94,7 +86,7 @@ type Action struct {
 	SandboxPolicy bool
 }
 
-// Refusal is an error a Handler returns to refuse a call: Run answers
+// Refusal is an error Prepare returns to refuse a call: Run answers
 // StatusRejected with Reason and Message instead of an error result.
 type Refusal struct {
 	Reason  string
@@ -169,7 +161,7 @@ func NewRegistry() *Registry {
 }
 
 // Register adds t. It panics on an empty, malformed or duplicate name, a
-// nil handler, a schema that does not compile, a default that its own
+// nil Prepare, a schema that does not compile, a default that its own
 // property schema refuses, or a Check naming an undeclared string argument:
 // these are programming errors to catch at start-up.
 func (r *Registry) Register(t Tool) {
@@ -179,8 +171,8 @@ func (r *Registry) Register(t Tool) {
 	if !toolNameRE.MatchString(t.Name) {
 		panic(fmt.Sprintf("dispatcher: Register: tool name %q must match %s", t.Name, toolNameRE))
 	}
-	if t.Handler == nil {
-		panic(fmt.Sprintf("dispatcher: Register: tool %q has no handler", t.Name))
+	if t.Prepare == nil {
+		panic(fmt.Sprintf("dispatcher: Register: tool %q has no Prepare", t.Name))
 	}
 	if strings.TrimSpace(t.Description) == "" {
 		panic(fmt.Sprintf("dispatcher: Register: tool %q has no description", t.Name))

@@ -28,26 +28,26 @@ func mustPanic(t *testing.T, want string, f func()) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	h := HandlerFunc(func(context.Context, Invocation) (Action, error) { return Action{}, nil })
+	h := PrepareFunc(func(context.Context, Invocation) (Action, error) { return Action{}, nil })
 	obj := map[string]any{"type": "object"}
 	r := NewRegistry()
-	r.Register(Tool{Name: "a", Description: "d", Parameters: obj, Handler: h})
-	mustPanic(t, "duplicate", func() { r.Register(Tool{Name: "a", Description: "d", Parameters: obj, Handler: h}) })
-	mustPanic(t, "empty tool name", func() { r.Register(Tool{Description: "d", Handler: h}) })
-	mustPanic(t, "must match", func() { r.Register(Tool{Name: "has space", Description: "d", Handler: h}) })
-	mustPanic(t, "no handler", func() { r.Register(Tool{Name: "b", Description: "d"}) })
-	mustPanic(t, "no description", func() { r.Register(Tool{Name: "b", Handler: h}) })
+	r.Register(Tool{Name: "a", Description: "d", Parameters: obj, Prepare: h})
+	mustPanic(t, "duplicate", func() { r.Register(Tool{Name: "a", Description: "d", Parameters: obj, Prepare: h}) })
+	mustPanic(t, "empty tool name", func() { r.Register(Tool{Description: "d", Prepare: h}) })
+	mustPanic(t, "must match", func() { r.Register(Tool{Name: "has space", Description: "d", Prepare: h}) })
+	mustPanic(t, "no Prepare", func() { r.Register(Tool{Name: "b", Description: "d"}) })
+	mustPanic(t, "no description", func() { r.Register(Tool{Name: "b", Prepare: h}) })
 	mustPanic(t, "compile", func() {
-		r.Register(Tool{Name: "b", Description: "d", Handler: h, Parameters: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "strang"}}}})
+		r.Register(Tool{Name: "b", Description: "d", Prepare: h, Parameters: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "strang"}}}})
 	})
 	mustPanic(t, "default", func() {
-		r.Register(Tool{Name: "b", Description: "d", Handler: h, Parameters: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integer", "maximum": 5, "default": 9}}}})
+		r.Register(Tool{Name: "b", Description: "d", Prepare: h, Parameters: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integer", "maximum": 5, "default": 9}}}})
 	})
 	mustPanic(t, "check", func() {
-		r.Register(Tool{Name: "b", Description: "d", Handler: h, Parameters: obj, Checks: []Check{{Arg: "nope", Kind: CheckShell}}})
+		r.Register(Tool{Name: "b", Description: "d", Prepare: h, Parameters: obj, Checks: []Check{{Arg: "nope", Kind: CheckShell}}})
 	})
 	mustPanic(t, "object", func() {
-		r.Register(Tool{Name: "b", Description: "d", Handler: h, Parameters: map[string]any{"type": "string"}})
+		r.Register(Tool{Name: "b", Description: "d", Prepare: h, Parameters: map[string]any{"type": "string"}})
 	})
 	if got := r.Names(); !reflect.DeepEqual(got, []string{"a"}) {
 		t.Errorf("failed registrations left tools behind: %v", got)

@@ -109,10 +109,12 @@ func TestRunBuildsRequest(t *testing.T) {
 	if req.Limits.Timeout != 10*time.Second || req.Limits.Memory != 1<<20 {
 		t.Errorf("call limits must lower the tool's: %+v", req.Limits)
 	}
-	// the default timeout is applied when the model leaves it out
+	// A call that names no timeout leaves it to the sandbox (the server
+	// default, or in a session the session's own limit): the dispatcher
+	// has no default of its own (it was 30 s against the sandbox's 10 s).
 	d.Run(context.Background(), call(ToolRunPython, map[string]any{"code": "1"}))
-	if got := ex.last(t).Limits.Timeout; got != 30*time.Second {
-		t.Errorf("default timeout %v, want 30s", got)
+	if got := ex.last(t).Limits.Timeout; got != 0 {
+		t.Errorf("timeout %v without timeout_seconds, want 0 (the sandbox's default)", got)
 	}
 }
 
@@ -184,21 +186,21 @@ func TestRunPlatformErrors(t *testing.T) {
 func TestRunHandlerErrorsAndPanics(t *testing.T) {
 	reg := NewRegistry()
 	obj := map[string]any{"type": "object", "properties": map[string]any{}}
-	reg.Register(Tool{Name: "fails", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
+	reg.Register(Tool{Name: "fails", Description: "d", Parameters: obj, Prepare: PrepareFunc(func(context.Context, Invocation) (Action, error) {
 		return Action{}, errors.New("disk on fire")
 	})})
-	reg.Register(Tool{Name: "panics", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
+	reg.Register(Tool{Name: "panics", Description: "d", Parameters: obj, Prepare: PrepareFunc(func(context.Context, Invocation) (Action, error) {
 		var m map[string]int
 		m["x"] = 1
 		return Action{}, nil
 	})})
-	reg.Register(Tool{Name: "refuses", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
+	reg.Register(Tool{Name: "refuses", Description: "d", Parameters: obj, Prepare: PrepareFunc(func(context.Context, Invocation) (Action, error) {
 		return Action{}, Refuse("not_today", "come back tomorrow")
 	})})
-	reg.Register(Tool{Name: "answers", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
+	reg.Register(Tool{Name: "answers", Description: "d", Parameters: obj, Prepare: PrepareFunc(func(context.Context, Invocation) (Action, error) {
 		return Action{Content: "42"}, nil
 	})})
-	reg.Register(Tool{Name: "runs", Description: "d", Parameters: obj, Handler: HandlerFunc(func(context.Context, Invocation) (Action, error) {
+	reg.Register(Tool{Name: "runs", Description: "d", Parameters: obj, Prepare: PrepareFunc(func(context.Context, Invocation) (Action, error) {
 		return Action{Request: &core.Request{Language: core.Shell, Code: "x"}}, nil
 	})})
 	ex := &fakeExecutor{fn: func(core.Request) (core.Result, error) { panic("executor exploded") }}

@@ -39,15 +39,16 @@ type streamRedactor struct {
 	closed bool
 }
 
-// streamContext returns ctx with the caller's sink (if any) replaced by a
-// redacting one, and a stop function that flushes what is pending; no
-// event reaches the caller after stop returns.
-func (d *Dispatcher) streamContext(ctx context.Context) (context.Context, func()) {
+// Stream returns ctx with its core.Sink (if any) replaced by one that
+// passes every live event through r, whole lines at a time, and a stop
+// function that flushes what is pending; no event reaches the original
+// sink after stop returns. Without a sink ctx is returned as is.
+func (r *Redactor) Stream(ctx context.Context) (context.Context, func()) {
 	out := core.SinkFrom(ctx)
 	if out == nil {
 		return ctx, func() {}
 	}
-	s := &streamRedactor{r: d.redactor, out: out, buf: map[string]string{}, inKey: map[string]bool{}}
+	s := &streamRedactor{r: r, out: out, buf: map[string]string{}, inKey: map[string]bool{}}
 	return core.WithSink(ctx, s.emit), s.stop
 }
 

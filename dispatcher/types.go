@@ -33,8 +33,14 @@ type Call struct {
 	Ceiling core.Limits `json:"ceiling,omitempty"`
 	// Background is set on calls in a session opened with background work
 	// allowed; it travels as core.Request.Background.
-	Background bool   `json:"background,omitempty"`
-	Caller     string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
+	Background bool `json:"background,omitempty"`
+	// AllowStdin lets a session call's input() ask the caller (it travels
+	// as core.Request.AllowStdin; the caller answers with OpSessionInput).
+	AllowStdin bool `json:"allow_stdin,omitempty"`
+	// Notebook runs the call with a notebook front end's conventions (it
+	// travels as core.Request.Notebook).
+	Notebook bool   `json:"notebook,omitempty"`
+	Caller   string `json:"caller,omitempty"` // "api", "agent", "cli", "mcp"... for the audit log
 	// Lane and IdempotencyKey travel as core.Request.Lane and
 	// core.Request.IdempotencyKey (set by the transport: batch items use
 	// core.LaneBatch; the API keys a tool call by its Idempotency-Key
@@ -49,24 +55,33 @@ type Call struct {
 	RequireApproval []string `json:"require_approval,omitempty"`
 }
 
-// Status is a tool call's outcome: the sandbox statuses plus the
-// dispatcher's own.
+// Status is a tool call's outcome, as the wire shows it. It is one of:
+// what the code did (the core.Status values), the gate's own
+// pending_approval, or, for a platform failure, the name of the failure's
+// core.Code (Result.Code holds the code itself; platformStatus is the one
+// place a Code becomes a Status). There is no second failure vocabulary.
 type Status string
 
-// Outcomes of Run. The first six mirror sandbox.Status.
+// What the code did (core.Status) and the gate's own outcomes.
 const (
-	StatusOK              Status = "ok"
-	StatusError           Status = "error"
-	StatusTimeout         Status = "timeout"
-	StatusOOM             Status = "oom"
-	StatusOutputLimit     Status = "output_limit"
-	StatusRejected        Status = "rejected"         // unknown tool, bad arguments, policy
-	StatusPendingApproval Status = "pending_approval" // see Approve / Reject
-	StatusBusy            Status = "busy"             // admission refused; try later
-	StatusSessionNotFound Status = "session_not_found"
-	StatusSessionLost     Status = "session_lost" // the worker holding the session is gone
-	StatusUnavailable     Status = "unavailable"  // Docker or Redis unreachable
-	StatusInternal        Status = "internal"     // a platform bug or failure
+	StatusOK                     = Status(core.StatusOK)
+	StatusError                  = Status(core.StatusError)
+	StatusTimeout                = Status(core.StatusTimeout)
+	StatusOOM                    = Status(core.StatusOOM)
+	StatusOutputLimit            = Status(core.StatusOutputLimit)
+	StatusRejected               = Status(core.StatusRejected) // unknown tool, bad arguments, policy
+	StatusPendingApproval Status = "pending_approval"          // see Approve / Reject
+)
+
+// Platform failures: each is the name of the core.Code it stands for,
+// except that a session the backend does not know (core.ErrNotFound) is
+// "session_not_found", the name the API has always given it.
+const (
+	StatusBusy                   = Status(core.ErrBusy)        // admission refused (busy, quota, rate_limited); try later
+	StatusSessionLost            = Status(core.ErrSessionLost) // the worker holding the session is gone
+	StatusUnavailable            = Status(core.ErrUnavailable) // Docker or Redis unreachable, or the deadline passed
+	StatusInternal               = Status(core.ErrInternal)    // a platform bug or failure
+	StatusSessionNotFound Status = "session_not_found"         // core.ErrNotFound of a session
 )
 
 // Result is the answer to one Call. Content is the text to hand back to the
@@ -86,8 +101,15 @@ type Result struct {
 	// ApprovalToken is set with StatusPendingApproval.
 	ApprovalToken string `json:"approval_token,omitempty"`
 	DurationMS    int64  `json:"duration_ms"`
-	// Err is the platform error behind StatusBusy, StatusUnavailable,
-	// StatusInternal, StatusSessionLost and StatusSessionNotFound, for
+	// Code classifies a call that did not get to run or finish: the
+	// core.Code of a platform failure (StatusBusy, StatusUnavailable,
+	// StatusInternal, StatusSessionLost, StatusSessionNotFound), or
+	// core.ErrInvalid for a rejected call whose arguments ask for more
+	// than the caller's ceiling, which a transport refuses as a bad
+	// request (HTTP 400). Empty for what the code did and for the gate's
+	// other refusals, which are answers for the model. Never serialised.
+	Code core.Code `json:"-"`
+	// Err is the platform error behind a platform failure, for
 	// errors.Is/As by transports. Never serialised.
 	Err error `json:"-"`
 }

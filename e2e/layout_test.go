@@ -10,7 +10,7 @@ import (
 // leaf types and the client) link no Docker package, so only sandbox/ and
 // the commands that wire it talk to the daemon.
 func TestLayoutNoDockerAboveSandbox(t *testing.T) {
-	for _, pkg := range []string{"core", "api", "dispatcher", "agent", "client", "internal/jobs", "internal/policy", "queue"} {
+	for _, pkg := range []string{"core", "api", "dispatcher", "agent", "client", "internal/jobs", "internal/policy", "queue", "environments"} {
 		out, err := exec.Command("go", "list", "-deps", "github.com/airlock-dev/airlock/"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -56,7 +57,7 @@ func Load(file, env string) (*Set, error) {
 			return nil, fmt.Errorf("api keys file: %w", err)
 		}
 		defer f.Close()
-		if err := ks.readLines(f); err != nil {
+		if err := ks.readLines(f, filepath.Dir(file)); err != nil {
 			return nil, fmt.Errorf("api keys file %s: %w", file, err)
 		}
 	}
@@ -71,8 +72,9 @@ func Load(file, env string) (*Set, error) {
 	return ks, nil
 }
 
-// readLines adds one key per non-comment line of r.
-func (ks *Set) readLines(r io.Reader) error {
+// readLines adds one key per non-comment line of r; dir is the keys
+// file's folder, which relative paths in policies start from.
+func (ks *Set) readLines(r io.Reader, dir string) error {
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -82,7 +84,7 @@ func (ks *Set) readLines(r io.Reader) error {
 			continue
 		}
 		fields := strings.Fields(line)
-		pol, err := parsePolicy(fields[1:])
+		pol, err := parsePolicy(fields[1:], dir)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}
@@ -142,6 +144,16 @@ func (ks *Set) Policy(owner string) *Policy {
 		if e.owner == owner && e.policy != nil {
 			return e.policy
 		}
+	}
+	return nil
+}
+
+// Secrets returns the secret values of owner's key (its policy's
+// secrets_file), nil when it has none; it fits
+// dispatcher.Config.KeySecrets.
+func (ks *Set) Secrets(owner string) []string {
+	if p := ks.Policy(owner); p != nil && p.Secrets.Len() > 0 {
+		return p.Secrets.List()
 	}
 	return nil
 }

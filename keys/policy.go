@@ -2,6 +2,7 @@ package keys
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/secrets"
 )
 
 // Policy is what a key may use, from its line in the keys file. Zero
@@ -28,6 +30,10 @@ type Policy struct {
 	// RequireApproval are policy rules that hold this key's calls for
 	// approval instead of refusing them, on top of --require-approval.
 	RequireApproval []string
+	// Secrets are the values of the key's secrets_file, redacted from this
+	// key's results only (the server's --secrets-file is redacted from
+	// everyone's). They never print: see secrets.Values.
+	Secrets secrets.Values
 }
 
 // Budget is what one key may hold at once. Zero fields mean no budget.
@@ -43,10 +49,12 @@ type Budget struct {
 // memory_bytes, cpus, pids, timeout_seconds, output_bytes, tmpfs_bytes,
 // nofile, file_size_bytes (sizes accept units: 1g, 512m), the budgets
 // max_sessions, session_memory_bytes, session_cpus, artifact_bytes,
-// artifact_count, background=true|false, and the approval settings
+// artifact_count, background=true|false, the approval settings
 // approval_tools=TOOL,TOOL and require_approval=RULE,RULE (names checked
-// against the built-in tools and the policy rules).
-func parsePolicy(fields []string) (*Policy, error) {
+// against the built-in tools and the policy rules), and
+// secrets_file=PATH (a file of secret values, one per line, read now; a
+// relative PATH is relative to dir, the keys file's folder).
+func parsePolicy(fields []string, dir string) (*Policy, error) {
 	p := &Policy{}
 	for _, f := range fields {
 		name, val, ok := strings.Cut(f, "=")
@@ -63,8 +71,10 @@ func parsePolicy(fields []string) (*Policy, error) {
 			p.Limits.Pids, err = strconv.ParseInt(val, 10, 64)
 		case "timeout_seconds":
 			var s float64
-			s, err = strconv.ParseFloat(val, 64)
-			p.Limits.Timeout = time.Duration(s * float64(time.Second))
+			if s, err = strconv.ParseFloat(val, 64); err == nil && (s < 0 || core.Seconds(s) > maxPolicyTimeout) {
+				err = fmt.Errorf("%s is not a number of seconds between 0 and %g", val, maxPolicyTimeout.Seconds())
+			}
+			p.Limits.Timeout = core.Seconds(s)
 		case "output_bytes":
 			var n int64
 			n, err = units.RAMInBytes(val)
@@ -93,6 +103,11 @@ func parsePolicy(fields []string) (*Policy, error) {
 		case "require_approval":
 			p.RequireApproval = dispatcher.SplitNames(val)
 			err = dispatcher.CheckApprovalNames(nil, p.RequireApproval)
+		case "secrets_file":
+			if !filepath.IsAbs(val) {
+				val = filepath.Join(dir, val)
+			}
+			p.Secrets, err = secrets.ReadFile(val)
 		default:
 			return nil, fmt.Errorf("unknown policy field %q", name)
 		}
@@ -101,4 +116,42 @@ func parsePolicy(fields []string) (*Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// maxPolicyTimeout bounds a policy's timeout_seconds (the server maximum
+// then caps what the key really gets).
+const maxPolicyTimeout = 24 * time.Hour
+
+// Ceiling is the most a request of this key may ask for: the policy's
+// limits where set, capped at max, else the server defaults. A nil policy
+// has the defaults.
+func (p *Policy) Ceiling(defaults, max core.Limits) core.Limits {
+	c := defaults
+	if p == nil {
+		return c
+	}
+	up := func(def, grant, max int64) int64 {
+		if grant <= 0 {
+			return def
+		}
+		if max > 0 && grant > max {
+			return max
+		}
+		return grant
+	}
+	g := p.Limits
+	c.Memory = up(c.Memory, g.Memory, max.Memory)
+	c.Pids = up(c.Pids, g.Pids, max.Pids)
+	c.Timeout = time.Duration(up(int64(c.Timeout), int64(g.Timeout), int64(max.Timeout)))
+	c.OutputBytes = int(up(int64(c.OutputBytes), int64(g.OutputBytes), int64(max.OutputBytes)))
+	c.TmpfsBytes = up(c.TmpfsBytes, g.TmpfsBytes, max.TmpfsBytes)
+	c.NoFile = up(c.NoFile, g.NoFile, max.NoFile)
+	c.FileSize = up(c.FileSize, g.FileSize, max.FileSize)
+	if g.CPUs > 0 {
+		c.CPUs = g.CPUs
+		if max.CPUs > 0 && c.CPUs > max.CPUs {
+			c.CPUs = max.CPUs
+		}
+	}
+	return c
 }

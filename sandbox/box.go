@@ -183,27 +183,35 @@ func (b *box) interrupt() error { return b.send(ctlRequest{ID: newID(), Op: "int
 // controller's answer, which the running call's reader hands over. It
 // reports whether the controller had an exec running to interrupt.
 func (b *box) interruptAck(wait time.Duration) (bool, error) {
-	id := newID()
+	f, err := b.sideAck(ctlRequest{Op: "interrupt"}, wait)
+	return f.Interrupted, err
+}
+
+// sideAck sends a side request (one the controller answers at once, even
+// while an exec runs) and waits up to wait for its done frame, which the
+// running call's reader hands over. No answer in time is a zero frame.
+func (b *box) sideAck(req ctlRequest, wait time.Duration) (ctlFrame, error) {
+	req.ID = newID()
 	ch := make(chan ctlFrame, 1)
 	b.ackMu.Lock()
 	if b.acks == nil {
 		b.acks = map[string]chan ctlFrame{}
 	}
-	b.acks[id] = ch
+	b.acks[req.ID] = ch
 	b.ackMu.Unlock()
 	defer func() {
 		b.ackMu.Lock()
-		delete(b.acks, id)
+		delete(b.acks, req.ID)
 		b.ackMu.Unlock()
 	}()
-	if err := b.send(ctlRequest{ID: id, Op: "interrupt"}); err != nil {
-		return false, err
+	if err := b.send(req); err != nil {
+		return ctlFrame{}, err
 	}
 	select {
 	case f := <-ch:
-		return f.Interrupted, nil
+		return f, nil
 	case <-time.After(wait):
-		return false, nil
+		return ctlFrame{}, nil
 	}
 }
 
@@ -316,11 +324,15 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 				out.stdout.write(f.D)
 				o.sink.emit(core.Event{Kind: core.EventStdout, Text: f.D})
 			}
+		case "input_request":
+			o.sink.emit(core.Event{Kind: core.EventInput, Text: f.Prompt, Password: f.Password})
 		case "display":
 			if m, err := f.displayData(); err == nil {
-				out.display = append(out.display, core.Display{Data: m})
-				o.sink.emit(core.Event{Kind: core.EventDisplay, Data: m})
+				out.display = append(out.display, core.Display{Data: m, Result: f.Result})
+				o.sink.emit(core.Event{Kind: core.EventDisplay, Data: m, Result: f.Result})
 			}
+		case "clear_output":
+			o.sink.emit(core.Event{Kind: core.EventClear, Wait: f.Wait})
 		case "done":
 			out.done, out.gotDone = f, true
 			return out, nil

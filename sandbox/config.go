@@ -21,11 +21,6 @@ type Config struct {
 	// Runtime is the OCI runtime ("" means the daemon's default, runc;
 	// "runsc" for gVisor where installed).
 	Runtime string
-	// EnvAllow names variables a request may set (besides AIRLOCK_*-free
-	// names in EnvAllowPrefixes). Nothing is ever inherited from the host.
-	EnvAllow []string
-	// SecretEnvAllow names secret-looking variables a request may still set.
-	SecretEnvAllow []string
 	// MaxCodeBytes bounds Code (default 100 KiB).
 	MaxCodeBytes int
 	// MaxFileBytes bounds one uploaded or downloaded file (default 16 MiB).
@@ -108,7 +103,6 @@ func DefaultConfig() Config {
 			Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
 			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30,
 		},
-		EnvAllow:            []string{"LANG", "LC_ALL", "TZ", "PYTHONHASHSEED", "COLUMNS", "TERM"},
 		MaxCodeBytes:        100 << 10,
 		MaxFileBytes:        16 << 20,
 		MaxArtifacts:        10,

@@ -1,16 +1,11 @@
 package sandbox
 
 import (
-	"fmt"
-	"regexp"
-	"slices"
 	"sort"
-	"strings"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/secrets"
 )
-
-var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 // LooksSecret reports whether an environment variable name suggests a
 // secret; the word list is internal/secrets', shared with the redactors.
@@ -38,25 +33,7 @@ func baseEnv(extra map[string]string) []string {
 	return out
 }
 
-// checkEnv refuses names that are malformed, not allowed, or secret-looking
-// without explicit permission.
-func checkEnv(env map[string]string, allow, secretAllow []string) error {
-	var errs []string
-	for k, v := range env {
-		switch {
-		case !envName.MatchString(k):
-			errs = append(errs, fmt.Sprintf("env %q: not a valid variable name", k))
-		case strings.ContainsRune(v, 0):
-			errs = append(errs, fmt.Sprintf("env %s: value contains a NUL byte", k))
-		case LooksSecret(k) && !slices.Contains(secretAllow, k):
-			errs = append(errs, fmt.Sprintf("env %s: looks like a secret and is not in the server's secret allowlist", k))
-		case !LooksSecret(k) && !slices.Contains(allow, k):
-			errs = append(errs, fmt.Sprintf("env %s: not in the server's allowlist %v", k, allow))
-		}
-	}
-	sort.Strings(errs)
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return nil
-}
+// checkEnv refuses what core.CheckEnv refuses: a call's env is its own
+// (any name but those the sandbox sets itself: AIRLOCK_*, PATH, HOME,
+// PYTHON*, LD_*), bounded in count and size. Nothing comes from the host.
+func checkEnv(env map[string]string) error { return core.CheckEnv(env) }

@@ -50,7 +50,7 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 	if _, err := inputIdentity(c.mount); err != nil {
 		return reject("%v", err)
 	}
-	if err := checkEnv(req.Env, e.cfg.EnvAllow, e.cfg.SecretEnvAllow); err != nil {
+	if err := checkEnv(req.Env); err != nil {
 		return checked{}, nil, core.E("sandbox.check", core.ErrInvalid, err)
 	}
 	if !utf8.ValidString(req.Stdin) || len(req.Stdin) > e.cfg.MaxCodeBytes*10 {
@@ -205,6 +205,8 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		TimeoutMS: c.limits.Timeout.Milliseconds(), HardOutputBytes: e.cfg.HardOutputBytes,
 		MaxArtifacts: e.cfg.MaxArtifacts, MaxArtifactBytes: e.cfg.MaxArtifactBytes,
 		Background: session && c.Background,
+		AllowStdin: session && c.AllowStdin && c.Stdin == "",
+		Notebook:   c.Notebook,
 	}
 	if len(c.Archive) > 0 {
 		if !b.has(featureArchive) {

@@ -35,6 +35,18 @@ type ctlRequest struct {
 	ArchiveMaxEntries int    `json:"archive_max_entries,omitempty"`
 	ArchiveMaxBytes   int64  `json:"archive_max_bytes,omitempty"`
 	ArchiveMaxRatio   int64  `json:"archive_max_ratio,omitempty"`
+	// AllowStdin (session exec): input() asks Airlock with an
+	// input_request frame instead of reading stdin.
+	AllowStdin bool `json:"allow_stdin,omitempty"`
+	// Notebook: the last value as a display frame with "result" (not
+	// printed), figures as display frames (core.Request.Notebook).
+	Notebook bool `json:"notebook,omitempty"`
+	// What, CursorPos and DetailLevel are an introspect request's
+	// question about Code; Value is an input_reply's answer.
+	What        string `json:"what,omitempty"`
+	CursorPos   int    `json:"cursor_pos,omitempty"`
+	DetailLevel int    `json:"detail_level,omitempty"`
+	Value       string `json:"value,omitempty"`
 }
 
 // ctlArtifact is an artifact as the controller reports it; Go re-checks it.
@@ -69,16 +81,24 @@ type ctlFrame struct {
 	CPUSeconds      float64         `json:"cpu_seconds"` // the call's processes, as the controller measured them
 	Archive         *ctlUnpacked    `json:"archive"`     // what the call's archive unpacked to
 	// done of other ops
-	Fail        string           `json:"fail"`
-	Code        string           `json:"code"` // with Fail: a core.Code (the call was refused, nothing ran)
-	Size        int64            `json:"size"`
-	SHA256      string           `json:"sha256"`
-	Entries     []core.FileEntry `json:"entries"`
-	Pong        bool             `json:"pong"`
-	Interrupted bool             `json:"interrupted"`
-	Procs       int              `json:"procs"`
-	CPUMS       float64          `json:"cpu_ms"`
-	MemBytes    int64            `json:"mem_bytes"`
+	Fail    string           `json:"fail"`
+	Code    string           `json:"code"` // with Fail: a core.Code (the call was refused, nothing ran)
+	Size    int64            `json:"size"`
+	SHA256  string           `json:"sha256"`
+	Entries []core.FileEntry `json:"entries"`
+	Pong    bool             `json:"pong"`
+	Reply   json.RawMessage  `json:"reply"` // introspect: the kernel's answer
+	Taken   bool             `json:"taken"` // input_reply: a call was waiting for it
+	// input_request (during an exec)
+	Prompt   string `json:"prompt"`
+	Password bool   `json:"password"`
+	// display: the cell's value (notebook); clear_output: its wait flag
+	Result      bool    `json:"result"`
+	Wait        bool    `json:"wait"`
+	Interrupted bool    `json:"interrupted"`
+	Procs       int     `json:"procs"`
+	CPUMS       float64 `json:"cpu_ms"`
+	MemBytes    int64   `json:"mem_bytes"`
 }
 
 // ctlUnpacked is what the controller unpacked from a call's archive.

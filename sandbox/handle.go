@@ -42,6 +42,18 @@ func (e *Engine) Handle(ctx context.Context, req core.Request) (core.Result, err
 			return core.Result{}, err
 		}
 		return core.Result{Status: core.StatusOK, KernelRestarted: true}, nil
+	case core.OpSessionIntrospect:
+		reply, err := e.IntrospectSession(ctx, req.Owner, req.SessionID, req.Code, req.Introspect)
+		if err != nil {
+			return core.Result{}, err
+		}
+		return core.Result{Status: core.StatusOK, Reply: reply}, nil
+	case core.OpSessionInput:
+		taken, err := e.InputSession(ctx, req.Owner, req.SessionID, req.Stdin)
+		if err != nil {
+			return core.Result{}, err
+		}
+		return core.Result{Status: core.StatusOK, InputTaken: taken}, nil
 	case core.OpFilePut:
 		size, err := e.PutFileAt(ctx, req.Owner, req.SessionID, req.Path, req.Offset, req.Data)
 		if err != nil {

@@ -364,7 +364,7 @@ func TestKernelDeath(t *testing.T) {
 // TestRichResults: structured errors, displays, head+tail output, per-call
 // env and stdin in a warm container; a bad env name is refused.
 func TestRichResults(t *testing.T) {
-	e := pooledEngine(t, func(c *Config) { c.EnvAllow = append(c.EnvAllow, "MY_VAR") })
+	e := pooledEngine(t, nil)
 	r := run(t, e, core.Request{Owner: "A", Language: core.Python, Code: "    x = 1\n    1 / 0"})
 	if r.Error == nil || r.Error.Name != "ZeroDivisionError" || len(r.Error.Traceback) == 0 || !strings.Contains(r.Stderr, "ZeroDivisionError") {
 		t.Fatalf("structured error: %+v %s", r.Error, brief(r))

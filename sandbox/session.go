@@ -221,11 +221,15 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 		return core.Result{}, err
 	}
 	// The container's limits were fixed when the session opened; per call
-	// only the timeout and output cap may change.
+	// only the timeout and output cap may change. A call that names no
+	// timeout gets the session's own.
 	req.Mount, req.Image = "", ss.check.image
 	call := req.Limits
 	req.Limits = ss.check.limits
-	req.Limits.Timeout, req.Limits.OutputBytes = call.Timeout, call.OutputBytes
+	req.Limits.OutputBytes = call.OutputBytes
+	if call.Timeout > 0 {
+		req.Limits.Timeout = call.Timeout
+	}
 	c, rej, err := e.check(ctx, req)
 	if err != nil || rej != nil {
 		return deref(rej), err

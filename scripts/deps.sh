@@ -5,7 +5,9 @@
 # usage: scripts/deps.sh run|test
 #   run   what `make run` needs: Go, a reachable Docker daemon, debootstrap
 #         (to build the sandbox images offline from Debian's packages)
-#   test  also what `make test` needs: redis-server and chromium
+#   test  also what `make test` needs: redis-server, chromium, and the real
+#         Jupyter clients of the gateway tests (jupyter server, the classic
+#         Notebook, nbclient/nbconvert, python3-websocket)
 #
 # Missing packages are installed with apt-get when this script can (it runs
 # as root, or `sudo -n` works); otherwise it prints the one command to run
@@ -31,6 +33,13 @@ have_pkg() {
     redis-server) command -v redis-server >/dev/null ;;
     # The browser tests look here (internal/browsertest).
     chromium) [ -x "${AIRLOCK_CHROMIUM:-/usr/bin/chromium}" ] ;;
+    # The Jupyter gateway tests (internal/jupyter) drive these real clients,
+    # with Debian's python3 (a python3 earlier on PATH may be another one).
+    python3-jupyter-server) /usr/bin/python3 -c 'import jupyter_server' 2>/dev/null ;;
+    python3-notebook) /usr/bin/python3 -c 'import notebook' 2>/dev/null ;;
+    python3-nbclient) /usr/bin/python3 -c 'import nbclient' 2>/dev/null ;;
+    jupyter-nbconvert) command -v jupyter-nbconvert >/dev/null ;;
+    python3-websocket) /usr/bin/python3 -c 'import websocket' 2>/dev/null ;;
     # debootstrap checks bookworm's Release signature with this keyring
     # (always present on Debian; a separate package on Ubuntu).
     debian-archive-keyring) [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] ;;
@@ -39,7 +48,7 @@ have_pkg() {
 }
 
 wanted=(debootstrap debian-archive-keyring)
-[ "$mode" = test ] && wanted+=(redis-server chromium)
+[ "$mode" = test ] && wanted+=(redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket)
 need=()
 for p in "${wanted[@]}"; do have_pkg "$p" || need+=("$p"); done
 

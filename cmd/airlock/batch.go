@@ -28,29 +28,21 @@ const batchUsage = `usage:
 flags: --server URL (env AIRLOCK_SERVER), --key KEY (env AIRLOCK_API_KEY), --concurrency N, --completion-window 24h
 `
 
-// batchFlags are the flags every batch subcommand takes.
+// batchFlags are the flags every batch subcommand takes, and its
+// positional arguments.
 type batchFlags struct {
 	server, key, each, input, window, out, id string
 	concurrency                               int
 	errorsOnly, asJSON                        bool
+	pos                                       []string
 }
 
-// runBatch is `airlock batch SUBCOMMAND ...`.
-func runBatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, batchUsage)
-		return 2
-	}
-	sub, rest := args[0], args[1:]
+// parseBatchFlags parses the flags of `airlock batch SUB`; ok false means
+// exit 2 (the flag package printed why).
+func parseBatchFlags(sub string, args []string, stderr io.Writer) (f batchFlags, ok bool) {
 	fs := flag.NewFlagSet("airlock batch "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f batchFlags
-	server := os.Getenv("AIRLOCK_SERVER")
-	if server == "" {
-		server = "http://127.0.0.1:8080"
-	}
-	fs.StringVar(&f.server, "server", server, "URL of the airlock server (env AIRLOCK_SERVER)")
-	fs.StringVar(&f.key, "key", os.Getenv("AIRLOCK_API_KEY"), "API key (env AIRLOCK_API_KEY)")
+	registerServer(fs, &f.server, &f.key, "http://127.0.0.1:8080", "that runs the batch")
 	fs.StringVar(&f.each, "each", "", "map batch: a glob of folders under the input folder, one item each")
 	fs.StringVar(&f.input, "input", "", "map batch: NAME (or NAME=DIR) of the server's input folder the glob runs in")
 	fs.StringVar(&f.window, "completion-window", "", "how long the batch may take (e.g. 24h)")
@@ -59,102 +51,102 @@ func runBatch(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.id, "id", "", "batch run: resume this batch instead of submitting")
 	fs.BoolVar(&f.errorsOnly, "errors", false, "batch results: only the failed items")
 	fs.BoolVar(&f.asJSON, "json", false, "print the batch as JSON")
-	if err := fs.Parse(rest); err != nil {
+	if err := fs.Parse(args); err != nil {
+		return f, false
+	}
+	f.pos = fs.Args()
+	return f, true
+}
+
+// runBatch is `airlock batch SUBCOMMAND ...`.
+func runBatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, batchUsage)
+		return 2
+	}
+	sub := args[0]
+	f, ok := parseBatchFlags(sub, args[1:], stderr)
+	if !ok {
 		return 2
 	}
 	c, err := client.New(f.server, client.WithAPIKey(f.key), client.WithUserAgent("airlock-batch/1"))
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock batch: --server: %v\n", err)
-		return 2
+		return command{"batch", stderr}.failf(2, "--server: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pos := fs.Args()
-	needID := func() (string, bool) {
-		if len(pos) != 1 {
-			fmt.Fprintf(stderr, "airlock batch %s: want exactly one batch ID\n%s", sub, batchUsage)
-			return "", false
-		}
-		return pos[0], true
-	}
+	cmd := command{"batch " + sub, stderr}
 	switch sub {
 	case "submit":
-		b, err := submitBatch(ctx, c, f, pos)
+		b, err := submitBatch(ctx, c, f, f.pos)
 		if err != nil {
-			return batchFail(stderr, sub, err)
+			return cmd.failAPI(err)
 		}
 		if f.asJSON {
 			return printJSON(stdout, b)
 		}
 		fmt.Fprintln(stdout, b.ID)
 		return 0
-	case "status":
-		id, ok := needID()
-		if !ok {
+	case "status", "results", "cancel", "retry":
+		if len(f.pos) != 1 {
+			fmt.Fprintf(stderr, "airlock batch %s: want exactly one batch ID\n%s", sub, batchUsage)
 			return 2
 		}
-		b, err := c.GetBatch(ctx, id)
-		if err != nil {
-			return batchFail(stderr, sub, err)
-		}
-		if f.asJSON {
-			return printJSON(stdout, b)
-		}
-		fmt.Fprintf(stdout, "%s %s total=%d completed=%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Total, b.RequestCounts.Completed, b.RequestCounts.Failed)
-		return 0
-	case "results":
-		id, ok := needID()
-		if !ok {
-			return 2
-		}
-		if err := c.BatchResults(ctx, id, f.errorsOnly, stdout); err != nil {
-			return batchFail(stderr, sub, err)
-		}
-		return 0
-	case "cancel", "retry":
-		id, ok := needID()
-		if !ok {
-			return 2
-		}
-		var b *wire.Batch
-		if sub == "cancel" {
-			b, err = c.CancelBatch(ctx, id)
-		} else {
-			b, err = c.RetryBatch(ctx, id)
-		}
-		if err != nil {
-			return batchFail(stderr, sub, err)
-		}
-		if f.asJSON {
-			return printJSON(stdout, b)
-		}
-		fmt.Fprintf(stdout, "%s %s\n", b.ID, b.Status)
-		return 0
+		return batchByID(ctx, c, cmd, sub, f, stdout)
 	case "list":
-		bs, err := c.ListBatches(ctx)
-		if err != nil {
-			return batchFail(stderr, sub, err)
-		}
-		for _, b := range bs {
-			fmt.Fprintf(stdout, "%s %s %d/%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Completed+b.RequestCounts.Failed, b.RequestCounts.Total, b.RequestCounts.Failed)
-		}
-		return 0
+		return listBatches(ctx, c, cmd, stdout)
 	case "run":
-		return runBatchLive(ctx, c, f, pos, stdout, stderr)
+		return runBatchLive(ctx, c, f, f.pos, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "airlock batch: unknown subcommand %q\n%s", sub, batchUsage)
 	return 2
 }
 
-func batchFail(stderr io.Writer, sub string, err error) int {
-	fmt.Fprintf(stderr, "airlock batch %s: %v\n", sub, err)
-	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Temporary() {
-		return 75
+// batchByID runs `airlock batch status|results|cancel|retry ID`.
+func batchByID(ctx context.Context, c *client.Client, cmd command, sub string, f batchFlags, stdout io.Writer) int {
+	id := f.pos[0]
+	var b *wire.Batch
+	var err error
+	switch sub {
+	case "results":
+		if err := c.BatchResults(ctx, id, f.errorsOnly, stdout); err != nil {
+			return cmd.failAPI(err)
+		}
+		return 0
+	case "status":
+		b, err = c.GetBatch(ctx, id)
+	case "cancel":
+		b, err = c.CancelBatch(ctx, id)
+	default:
+		b, err = c.RetryBatch(ctx, id)
 	}
-	return 1
+	if err != nil {
+		return cmd.failAPI(err)
+	}
+	if f.asJSON {
+		return printJSON(stdout, b)
+	}
+	if sub == "status" {
+		fmt.Fprintf(stdout, "%s %s total=%d completed=%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Total, b.RequestCounts.Completed, b.RequestCounts.Failed)
+	} else {
+		fmt.Fprintf(stdout, "%s %s\n", b.ID, b.Status)
+	}
+	return 0
 }
 
+// listBatches runs `airlock batch list`.
+func listBatches(ctx context.Context, c *client.Client, cmd command, stdout io.Writer) int {
+	bs, err := c.ListBatches(ctx)
+	if err != nil {
+		return cmd.failAPI(err)
+	}
+	for _, b := range bs {
+		fmt.Fprintf(stdout, "%s %s %d/%d failed=%d\n", b.ID, b.Status, b.RequestCounts.Completed+b.RequestCounts.Failed, b.RequestCounts.Total, b.RequestCounts.Failed)
+	}
+	return 0
+}
+
+// printJSON prints v as indented JSON and returns the exit code.
 func printJSON(w io.Writer, v any) int {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -209,8 +201,9 @@ func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []str
 	} else {
 		b, err = submitBatch(ctx, c, f, pos)
 	}
+	cmd := command{"batch run", stderr}
 	if err != nil {
-		return batchFail(stderr, "run", err)
+		return cmd.failAPI(err)
 	}
 	fmt.Fprintf(stderr, "batch %s (%d items); resume with: airlock batch run --id %s\n", b.ID, b.RequestCounts.Total, b.ID)
 	bar := progressbar.NewOptions(b.RequestCounts.Total,
@@ -242,16 +235,14 @@ func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []str
 	_ = bar.Finish()
 	out, err := os.Create(f.out)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock batch run: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	if err := c.BatchResults(ctx, b.ID, false, out); err != nil {
 		_ = out.Close()
-		return batchFail(stderr, "run", err)
+		return cmd.failAPI(err)
 	}
 	if err := out.Close(); err != nil {
-		fmt.Fprintf(stderr, "airlock batch run: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	fmt.Fprintf(stdout, "%s %s total=%d completed=%d failed=%d results=%s\n", b.ID, b.Status, b.RequestCounts.Total, b.RequestCounts.Completed, b.RequestCounts.Failed, f.out)
 	if b.Status != "completed" || b.RequestCounts.Failed > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,8 +22,10 @@ import (
 var toolArg = map[string]string{"run_python": "code", "execute_shell": "command"}
 
 // runExec implements `airlock exec`: one tool call through the dispatcher
-// (validation, policy, redaction), run by an in-process worker.
+// (validation, policy, redaction), run by an in-process worker, or with
+// --server by a running `airlock serve`.
 func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := command{"exec", stderr}
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf stackFlags
@@ -32,10 +33,10 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 0)
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
-	mount := fs.String("mount", "", "host folder mounted read-only at /workspace")
+	var mount, server, key string
+	registerMount(fs, &mount)
+	registerServer(fs, &server, &key, "", "to run the call on (empty: run here)")
 	verbose := fs.Bool("v", false, "log to stderr")
-	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` to run the call on (env AIRLOCK_SERVER); empty: run here")
-	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -44,58 +45,72 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	tool := fs.Arg(0)
-	arg, ok := toolArg[tool]
-	if !ok {
-		fmt.Fprintf(stderr, "airlock exec: unknown tool %q: use run_python or execute_shell\n", tool)
-		return 2
-	}
-	code := fs.Arg(1)
-	if fs.NArg() == 1 {
-		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock exec: read code from stdin: %v\n", err)
-			return 2
-		}
-		code = string(b)
+	code, err := execCode(fs, stdin)
+	if err != nil {
+		return cmd.fail(2, err)
 	}
 	lim, err := lf.limits()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
-		return 2
+		return cmd.fail(2, err)
 	}
-	if *mount != "" {
-		if abs, err := filepath.Abs(*mount); err == nil {
-			*mount = abs
-		}
+	rawArgs, err := codeArguments(tool, code, lim)
+	if err != nil {
+		return cmd.fail(2, err)
 	}
-	callArgs := map[string]any{arg: code}
-	if lim.Timeout > 0 {
-		callArgs["timeout_seconds"] = int((lim.Timeout + time.Second - 1) / time.Second)
-	}
-	rawArgs, _ := json.Marshal(callArgs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *server != "" {
-		if *mount != "" {
-			fmt.Fprintln(stderr, "airlock exec: --mount names a host folder and cannot be sent to --server; the server's operator allows input folders")
-			return 2
+	if server != "" {
+		if mount != "" || sf.secretsFile != "" {
+			return cmd.failf(2, "--mount and --secrets-file are this host's and cannot be sent to --server; the server's operator allows input folders and configures secrets")
 		}
-		return execRemote(ctx, *server, *key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
+		return execRemote(ctx, server, key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
+	}
+	if mount != "" {
+		if abs, err := filepath.Abs(mount); err == nil {
+			mount = abs
+		}
+	}
+	if err := sf.loadSecrets(); err != nil {
+		return cmd.fail(2, err)
 	}
 	st, err := buildStack(ctx, &sf, logger(stderr, *verbose))
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	defer st.close()
 	if sf.pool > 0 && st.engine != nil {
 		if err := st.engine.WaitWarm(ctx); err != nil {
-			fmt.Fprintf(stderr, "airlock exec: %v\n", err)
-			return 1
+			return cmd.fail(1, err)
 		}
 	}
-	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: *mount, Owner: "cli", Caller: "cli"})
+	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: mount, Owner: "cli", Caller: "cli"})
 	return printCall(res, *asJSON, stdout, stderr)
+}
+
+// execCode is the code `airlock exec` runs: its second argument, or stdin.
+func execCode(fs *flag.FlagSet, stdin io.Reader) (string, error) {
+	if fs.NArg() == 2 {
+		return fs.Arg(1), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("read code from stdin: %w", err)
+	}
+	return string(b), nil
+}
+
+// codeArguments are the arguments of a code tool call from the CLI: the
+// code and, when the limits name one, timeout_seconds.
+func codeArguments(tool, code string, lim core.Limits) ([]byte, error) {
+	arg, ok := toolArg[tool]
+	if !ok {
+		return nil, fmt.Errorf("unknown tool %q: use run_python or execute_shell", tool)
+	}
+	args := map[string]any{arg: code}
+	if lim.Timeout > 0 {
+		args["timeout_seconds"] = int((lim.Timeout + time.Second - 1) / time.Second)
+	}
+	return json.Marshal(args)
 }
 
 // printCall prints a tool call's outcome and returns the CLI's exit code.
@@ -161,22 +176,14 @@ func exitCode(res core.Result) int {
 // it like a local call; a platform error (an *APIError) exits 1, or 75
 // (EX_TEMPFAIL) when the server asked to retry later.
 func execRemote(ctx context.Context, url, key string, call client.ToolCall, asJSON bool, stdout, stderr io.Writer) int {
+	cmd := command{"exec", stderr}
 	c, err := client.New(url, client.WithAPIKey(key))
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock exec: --server: %v\n", err)
-		return 2
+		return cmd.failf(2, "--server: %w", err)
 	}
 	res, err := c.CallTool(ctx, call)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
-		var ae *client.APIError
-		if errors.As(err, &ae) && ae.Temporary() {
-			if ae.RetryAfter > 0 {
-				fmt.Fprintf(stderr, "airlock exec: the server asks to retry after %s\n", ae.RetryAfter)
-			}
-			return 75
-		}
-		return 1
+		return cmd.failAPI(err)
 	}
 	r := res.Result
 	if asJSON {

@@ -25,20 +25,19 @@ func runImages(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, imagesUsage)
 		return 2
 	}
+	cmd := command{"images", stderr}
 	script, err := buildScript()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock images: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	cmdArgs := args[1:]
 	if args[0] == "list" {
 		cmdArgs = []string{"--list"}
 	}
-	cmd := exec.Command("bash", append([]string{script}, cmdArgs...)...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(stderr, "airlock images: %v\n", err)
-		return 1
+	build := exec.Command("bash", append([]string{script}, cmdArgs...)...)
+	build.Stdout, build.Stderr = stdout, stderr
+	if err := build.Run(); err != nil {
+		return cmd.fail(1, err)
 	}
 	return 0
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -28,15 +27,16 @@ const mcpOwner = "local"
 // /v1 routes through the Go client). Logs go to stderr; stdout carries
 // only the protocol.
 func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := command{"mcp", stderr}
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf stackFlags
 	var lf limitFlags
 	sf.register(fs, true, 1)
 	lf.register(fs)
-	mount := fs.String("mount", "", "host folder mounted read-only at /workspace in every session")
-	server := fs.String("server", os.Getenv("AIRLOCK_SERVER"), "URL of a running `airlock serve` whose tools to serve (env AIRLOCK_SERVER); empty: run here")
-	key := fs.String("key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
+	var mount, server, key string
+	registerMount(fs, &mount)
+	registerServer(fs, &server, &key, "", "whose tools to serve (empty: run here)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -45,67 +45,60 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
 		return 2
 	}
-	if *server != "" && *mount != "" {
-		fmt.Fprintln(stderr, "airlock mcp: --mount names a host folder and cannot be sent to --server; the server's operator allows input folders")
-		return 2
+	if server != "" && (mount != "" || sf.secretsFile != "") {
+		return cmd.failf(2, "--mount and --secrets-file are this host's and cannot be sent to --server; the server's operator allows input folders and configures secrets")
 	}
 	lim, err := lf.limits()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return 2
+		return cmd.fail(2, err)
 	}
-	if *mount != "" {
-		abs, err := filepath.Abs(*mount)
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: --mount: %v\n", err)
-			return 2
+	if mount != "" {
+		if mount, err = mountFolder(mount); err != nil {
+			return cmd.fail(2, err)
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "airlock mcp: --mount %s is not a folder\n", *mount)
-			return 2
-		}
-		*mount = abs
 	}
-	log := infoLogger(stderr)
-	if *verbose {
-		log = logger(stderr, true)
+	if err := sf.loadSecrets(); err != nil {
+		return cmd.fail(2, err)
 	}
+	log := infoLogger(stderr, *verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var be mcpserver.Backend
-	if *server != "" {
-		if be, err = remoteBackend(ctx, *server, *key, log); err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: --server: %v\n", err)
-			return 1
-		}
-	} else {
-		st, err := buildStack(ctx, &sf, log)
-		if err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-			return 1
-		}
-		defer st.close()
-		if be, err = mcpserver.NewLocal(st.disp, st.client); err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-			return 1
-		}
-	}
-	srv, err := mcpserver.New(mcpserver.Config{Mount: *mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
+	be, closeBackend, err := mcpBackend(ctx, &sf, server, key, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Close(c)
-	}()
+	defer closeBackend()
+	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	defer closeWithin(srv.Close)
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 	if err := srv.MCPServer(mcpOwner).Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrConnectionClosed) {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	return 0
+}
+
+// mcpBackend is the MCP server's backend: the server at url (--server),
+// or a stack built here; closeBackend releases it.
+func mcpBackend(ctx context.Context, sf *stackFlags, url, key string, log *slog.Logger) (be mcpserver.Backend, closeBackend func(), err error) {
+	if url != "" {
+		be, err := remoteBackend(ctx, url, key, log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--server: %w", err)
+		}
+		return be, func() {}, nil
+	}
+	st, err := buildStack(ctx, sf, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if be, err = mcpserver.NewLocal(st.disp, st.client); err != nil {
+		st.close()
+		return nil, nil, err
+	}
+	return be, st.close, nil
 }
 
 // remoteBackend is the Backend of the server at url: its tools, calls,

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/airlock-dev/airlock/queue"
@@ -15,35 +14,33 @@ import (
 // containers and, with --redis, those of the queue's dead workers (checked
 // twice, deadWorkerConfirm apart, as a serving reaper does).
 func runReap(args []string, stdout, stderr io.Writer) int {
+	cmd := command{"reap", stderr}
 	fs := flag.NewFlagSet("reap", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf sandboxFlags
+	var redisURL, queueName string
 	sf.register(fs, 0)
-	redisURL := fs.String("redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (env AIRLOCK_REDIS_URL): also remove containers of its dead workers, on any host")
-	queueName := fs.String("queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name (with --redis)")
+	registerQueue(fs, &redisURL, &queueName, "also remove the containers of its dead workers, on any host")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	eng, err := sf.engine(logger(stderr, false), nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+deadWorkerConfirm)
 	defer cancel()
 	n, err := eng.Reap(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	fmt.Fprintf(stdout, "removed %d leftover containers\n", n)
-	if *redisURL == "" {
+	if redisURL == "" {
 		return 0
 	}
-	q, err := queue.NewRedis(queue.Config{RedisURL: *redisURL, Name: *queueName}, queue.Deps{Logger: logger(stderr, false)})
+	q, err := queue.NewRedis(queue.Config{RedisURL: redisURL, Name: queueName}, queue.Deps{Logger: logger(stderr, false)})
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: queue: %v\n", err)
-		return 1
+		return cmd.failf(1, "queue: %w", err)
 	}
 	defer q.Close()
 	alive := func(ctx context.Context, w string) (bool, error) {
@@ -52,19 +49,17 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 		return q.WorkerAlive(ctx, w)
 	}
 	// The first pass only notes which workers' liveness keys are missing.
-	if _, err := eng.ReapDeadWorkers(ctx, *queueName, alive, deadWorkerConfirm); err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
+	if _, err := eng.ReapDeadWorkers(ctx, queueName, alive, deadWorkerConfirm); err != nil {
+		return cmd.fail(1, err)
 	}
 	select {
 	case <-time.After(deadWorkerConfirm):
 	case <-ctx.Done():
 	}
-	n, err = eng.ReapDeadWorkers(ctx, *queueName, alive, deadWorkerConfirm)
+	n, err = eng.ReapDeadWorkers(ctx, queueName, alive, deadWorkerConfirm)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock reap: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
-	fmt.Fprintf(stdout, "removed %d containers of dead workers of queue %s\n", n, *queueName)
+	fmt.Fprintf(stdout, "removed %d containers of dead workers of queue %s\n", n, queueName)
 	return 0
 }

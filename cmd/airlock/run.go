@@ -20,10 +20,37 @@ import (
 // runAgentOwner owns the CLI's runs.
 const runAgentOwner = "cli"
 
+// modelFlags choose the model of agent runs: --model, --base-url and
+// --api-key-env, with the environment behind them.
+type modelFlags struct {
+	model, baseURL, keyEnv string
+}
+
+// register adds the model flags to fs; what says what the model is for.
+func (f *modelFlags) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&f.model, "model", "", what+" (default $"+agent.EnvModel+")")
+	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default $"+agent.EnvBaseURL+")")
+	fs.StringVar(&f.keyEnv, "api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
+}
+
+// provider fills the model flags from the environment (getenv); the API
+// key is read from --api-key-env, and an explicit --api-key-env never
+// falls back to another variable. timeout bounds one model request.
+func (f *modelFlags) provider(timeout time.Duration, getenv func(string) string) agent.Provider {
+	env := func(k string) string {
+		if k == agent.EnvAPIKey {
+			return getenv(f.keyEnv)
+		}
+		return getenv(k)
+	}
+	return agent.ResolveProvider(agent.Provider{BaseURL: f.baseURL, Model: f.model, Timeout: timeout}, env)
+}
+
 // runOptions are the parsed flags of `airlock run`.
 type runOptions struct {
 	goal       string
 	provider   agent.Provider
+	stack      stackFlags
 	mount      string
 	maxSteps   int
 	asJSON     bool
@@ -37,12 +64,13 @@ type runOptions struct {
 // provider with getenv. ok false means stop with exit code code (usage
 // and errors already printed to stderr).
 func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) (o runOptions, code int, ok bool) {
+	cmd := command{"run", stderr}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "model name (default $"+agent.EnvModel+")")
-	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default $"+agent.EnvBaseURL+")")
-	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the API key")
-	fs.StringVar(&o.mount, "mount", "", "host folder mounted read-only for the tools")
+	var mf modelFlags
+	mf.register(fs, "model name")
+	o.stack.register(fs, true, 0)
+	registerMount(fs, &o.mount)
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.asJSON, "json", false, "print events as JSON lines")
 	fs.BoolVar(&o.stream, "stream", false, "stream model responses (server-sent events)")
@@ -57,63 +85,70 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 		fmt.Fprintln(stderr, `usage: airlock run [--model M] [--base-url U] [--api-key-env VAR] [--mount DIR] [--max-steps N] [--json] [--stream] "goal"`)
 		return o, 2, false
 	}
-	o.provider = resolveProvider(*model, *baseURL, *keyEnv, o.reqTimeout, getenv)
+	o.provider = mf.provider(o.reqTimeout, getenv)
 	if !o.provider.Configured() {
-		fmt.Fprintf(stderr, "airlock run: no model configured: pass --model and --base-url (or set %s and %s)\n", agent.EnvModel, agent.EnvBaseURL)
-		return o, 2, false
+		return o, cmd.failf(2, "no model configured: pass --model and --base-url (or set %s and %s)", agent.EnvModel, agent.EnvBaseURL), false
 	}
 	if o.mount != "" {
-		abs, err := filepath.Abs(o.mount)
+		abs, err := mountFolder(o.mount)
 		if err != nil {
-			fmt.Fprintf(stderr, "airlock run: --mount: %v\n", err)
-			return o, 2, false
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			fmt.Fprintf(stderr, "airlock run: --mount %s is not a folder\n", abs)
-			return o, 2, false
+			return o, cmd.fail(2, err), false
 		}
 		o.mount = abs
+	}
+	if err := o.stack.loadSecrets(); err != nil {
+		return o, cmd.fail(2, err), false
 	}
 	return o, 0, true
 }
 
-// resolveProvider fills the model flags from the environment (getenv);
-// the API key is read from keyEnv, and an explicit --api-key-env never
-// falls back to another variable.
-func resolveProvider(model, baseURL, keyEnv string, timeout time.Duration, getenv func(string) string) agent.Provider {
-	env := func(k string) string {
-		if k == agent.EnvAPIKey {
-			return getenv(keyEnv)
-		}
-		return getenv(k)
+// mountFolder resolves a --mount folder to an absolute path that exists.
+func mountFolder(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("--mount: %w", err)
 	}
-	return agent.ResolveProvider(agent.Provider{BaseURL: baseURL, Model: model, Timeout: timeout}, env)
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("--mount %s is not a folder", abs)
+	}
+	return abs, nil
 }
 
-// runAgent implements `airlock run [--model M] [--base-url U]
+// runAgentCmd implements `airlock run [--model M] [--base-url U]
 // [--api-key-env VAR] [--mount DIR] [--max-steps N] [--json] [--stream]
-// "goal"` once the flags are parsed: it runs the agent loop with tools (the
-// dispatcher) and prints each step as it happens, then the final answer on
-// stdout.
-func runAgent(o runOptions, tools agent.Tools, stdout, stderr io.Writer) int {
-	provider := o.provider
+// "goal"`: it builds the tool stack and runs the agent loop on it.
+func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, code, ok := parseRunFlags(args, os.Getenv, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := buildStack(ctx, &o.stack, logger(stderr, false))
+	if err != nil {
+		return command{"run", stderr}.fail(1, err)
+	}
+	defer st.close()
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
-		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log = logger(stderr, true)
 	}
-	m := agent.NewManager(agent.ManagerConfig{
+	st.log = log
+	m := st.runManager(agent.ManagerConfig{
 		Loop:   agent.Config{MaxSteps: o.maxSteps, Stream: o.stream, WallBudget: o.budget},
 		Caller: "cli",
-	}, tools, provider, log)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = m.Close(ctx)
-	}()
+	}, o.provider, nil)
+	defer closeWithin(m.Close)
+	return runAgent(o, m, stdout, stderr)
+}
+
+// runAgent runs the goal on m and prints each step as it happens, then
+// the final answer on stdout; it returns the exit code.
+func runAgent(o runOptions, m *agent.Manager, stdout, stderr io.Writer) int {
+	cmd := command{"run", stderr}
 	view, err := m.Start(agent.RunRequest{Goal: o.goal, Mount: o.mount, MaxSteps: o.maxSteps, Owner: runAgentOwner})
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock run: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -124,8 +159,7 @@ func runAgent(o runOptions, tools agent.Tools, stdout, stderr io.Writer) int {
 	}()
 	events, err := m.Events(context.Background(), runAgentOwner, view.ID, 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock run: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	p := newRunPrinter(stdout, stderr, o.asJSON)
 	defer p.spin.stop()
@@ -137,8 +171,7 @@ func runAgent(o runOptions, tools agent.Tools, stdout, stderr io.Writer) int {
 	}
 	final, err := m.Get(runAgentOwner, view.ID)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock run: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	return runExitCode(final.Status)
 }
@@ -153,25 +186,4 @@ func runExitCode(s wire.RunStatus) int {
 	default:
 		return 1
 	}
-}
-
-// runAgentCmd builds the tool stack for `airlock run` and hands it to runAgent.
-func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, code, ok := parseRunFlags(args, os.Getenv, stderr)
-	if !ok {
-		return code
-	}
-	// The stack's own flags come from the environment so that runAgent
-	// keeps the command line to itself.
-	var sf stackFlags
-	sf.register(flag.NewFlagSet("run-stack", flag.ContinueOnError), true, 0)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	st, err := buildStack(ctx, &sf, logger(stderr, false))
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock run: %v\n", err)
-		return 1
-	}
-	defer st.close()
-	return runAgent(o, agentTools{Dispatcher: st.disp}, stdout, stderr)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -92,13 +91,16 @@ type limitFlags struct {
 	pids    int64
 }
 
+// register adds the limit flags to fs.
 func (f *limitFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit per run (default 10s)")
+	d := sandbox.DefaultConfig()
+	fs.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("wall-clock limit per run (default %s, the server default; at most %s)", d.Defaults.Timeout, d.Max.Timeout))
 	fs.StringVar(&f.memory, "memory", "", "memory limit, e.g. 256m (swap equals memory)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU quota in cores")
 	fs.Int64Var(&f.pids, "pids", 0, "process limit")
 }
 
+// limits returns the limits the flags ask for.
 func (f *limitFlags) limits() (core.Limits, error) {
 	l := core.Limits{Timeout: f.timeout, CPUs: f.cpus, Pids: f.pids}
 	if f.memory != "" {
@@ -109,39 +111,4 @@ func (f *limitFlags) limits() (core.Limits, error) {
 		l.Memory = n
 	}
 	return l, nil
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	var n int
-	if _, err := fmt.Sscan(os.Getenv(k), &n); err == nil {
-		return n
-	}
-	return def
-}
-
-func envDuration(k string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
-		return d
-	}
-	return def
-}
-
-func logger(stderr io.Writer, verbose bool) *slog.Logger {
-	lvl := slog.LevelWarn
-	if verbose {
-		lvl = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-}
-
-// infoLogger logs at info level as text to stderr.
-func infoLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -22,47 +23,73 @@ import (
 // dispatcher, the agent run manager and (without --redis, or with
 // --concurrency) a worker pool in this process.
 func runServe(args []string, stdout, stderr io.Writer) int {
+	cmd := command{"serve", stderr}
 	o, code, ok := parseServeFlags(args, os.Getenv, stderr)
 	if !ok {
 		return code
 	}
-	cfg, sf := o.api, o.stack
-	log := logger(stderr, o.verbose)
-	if !o.verbose {
-		log = infoLogger(stderr)
-	}
+	log := infoLogger(stderr, o.verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := buildStack(ctx, &sf, log)
+	st, err := buildStack(ctx, &o.stack, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	defer st.close()
 	store, err := openState(st.rdb, o.dataDir)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	defer store.Close()
-	provider := o.provider
-	// With --redis, pending approvals live in Redis next to the queue.
 	// Runs live in the state store: with a shared store (--redis) any
 	// replica serves them and takes over those whose replica died; the
 	// embedded store keeps them across a restart.
-	mcfg := agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Pending: st.agentApr,
-		Store: store}
-	runs := agent.NewManager(mcfg, agentTools{Dispatcher: st.disp, keys: cfg.Keys}, provider, log)
-	defer func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = runs.Close(c)
-	}()
-	checks := []api.ReadinessCheck{{Name: "queue", Check: st.queue.Ping}, {Name: "state", Check: store.Ping}}
-	if st.engine != nil {
-		checks = append(checks, api.ReadinessCheck{Name: "docker", Check: st.engine.Ping})
+	runs := st.runManager(agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Store: store}, o.provider, o.api.Keys)
+	defer closeWithin(runs.Close)
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	if err != nil {
+		return cmd.fail(1, err)
 	}
-	if wc, ok := st.queue.(interface {
+	defer closeWithin(mcpSrv.Close)
+	srv, err := api.New(o.api, api.Deps{
+		Dispatcher:  apiDispatcher{st.disp},
+		Sessions:    apiSessions{st.client},
+		Runs:        runs,
+		MCP:         mcpSrv,
+		Checks:      st.readinessChecks(store),
+		State:       store,
+		Batches:     store,
+		BatchConfig: batch.Config{MountInputs: o.batchMount},
+		Gatherer:    st.metrics,
+		Registerer:  st.metrics,
+		Logger:      log,
+	})
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	logServing(log, o)
+	if err := srv.Run(ctx); err != nil {
+		return cmd.fail(1, err)
+	}
+	return 0
+}
+
+// runManager assembles the agent's run manager over the stack's
+// dispatcher and approval store: the one place it is built. keys, when
+// set, add each owner's keys-file policy to its runs' calls.
+func (s *stack) runManager(cfg agent.ManagerConfig, provider agent.Provider, ks *keys.Set) *agent.Manager {
+	cfg.Pending = s.agentApr
+	return agent.NewManager(cfg, agentTools{Dispatcher: s.disp, keys: ks}, provider, s.log)
+}
+
+// readinessChecks are serve's /readyz checks: the queue, the state store,
+// the Docker daemon of an embedded worker, and live workers on Redis.
+func (s *stack) readinessChecks(store state.Store) []api.ReadinessCheck {
+	checks := []api.ReadinessCheck{{Name: "queue", Check: s.queue.Ping}, {Name: "state", Check: store.Ping}}
+	if s.engine != nil {
+		checks = append(checks, api.ReadinessCheck{Name: "docker", Check: s.engine.Ping})
+	}
+	if wc, ok := s.queue.(interface {
 		LiveWorkers(context.Context) (int, error)
 	}); ok {
 		checks = append(checks, api.ReadinessCheck{Name: "workers", Check: func(ctx context.Context) error {
@@ -73,43 +100,24 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return err
 		}})
 	}
-	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: cfg.SessionIdleTTL}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 1
-	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = mcpSrv.Close(c)
-	}()
-	srv, err := api.New(cfg, api.Deps{
-		Dispatcher:  apiDispatcher{st.disp},
-		Sessions:    apiSessions{st.client},
-		Runs:        runs,
-		MCP:         mcpSrv,
-		Checks:      checks,
-		State:       store,
-		Batches:     store,
-		BatchConfig: batch.Config{MountInputs: o.batchMount},
-		Gatherer:    st.metrics,
-		Registerer:  st.metrics,
-		Logger:      log,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 1
-	}
+	return checks
+}
+
+// logServing logs where serve listens and what it runs on.
+func logServing(log *slog.Logger, o serveOptions) {
 	mode := "in-process queue with an embedded worker"
-	if sf.redis != "" {
-		mode = "Redis queue " + sf.queueName
+	if o.stack.redis != "" {
+		mode = "Redis queue " + o.stack.queueName
 	}
-	log.Info("airlock serving", "addr", cfg.Addr, "ui", "http://"+cfg.Addr+"/", "queue", mode, "model", provider.Model, "model_configured", provider.Configured())
-	if err := srv.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return 1
-	}
-	return 0
+	log.Info("airlock serving", "addr", o.api.Addr, "ui", "http://"+o.api.Addr+"/", "queue", mode,
+		"model", o.provider.Model, "model_configured", o.provider.Configured(), "secrets", o.stack.secrets.Len())
+}
+
+// closeWithin calls close with a 30 s deadline (a deferred shutdown).
+func closeWithin(close func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = close(ctx)
 }
 
 // serveOptions are the parsed flags of `airlock serve`.
@@ -129,14 +137,14 @@ type serveOptions struct {
 // fallbacks read through getenv for the model and os.Getenv for the
 // rest. ok false means stop with exit code code (the reason is printed).
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (o serveOptions, code int, ok bool) {
+	cmd := command{"serve", stderr}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var af apiFlags
 	af.register(fs)
 	o.stack.register(fs, false, 2)
-	model := fs.String("model", "", "model for agent runs (default $"+agent.EnvModel+")")
-	baseURL := fs.String("base-url", "", "OpenAI-compatible base URL (default $"+agent.EnvBaseURL+")")
-	keyEnv := fs.String("api-key-env", agent.EnvAPIKey, "environment variable holding the model API key")
+	var mf modelFlags
+	mf.register(fs, "model for agent runs")
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
 	fs.BoolVar(&o.batchMount, "batch-mount-inputs", false, "mount batch folder items read-only instead of packing them into an archive unpacked in the sandbox")
@@ -145,76 +153,21 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return o, code, false
 	}
 	if err := checkReserve(o.stack.interactiveReserve); err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return o, 2, false
+		return o, cmd.fail(2, err), false
 	}
 	cfg, err := af.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return o, 2, false
+		return o, cmd.fail(2, err), false
 	}
-	o.api = cfg
+	// Without keys (--insecure-local, loopback only) the user is the
+	// operator: calls may use up to the server maximum, as in exec.
+	o.api, o.stack.keys, o.stack.local = cfg, cfg.Keys, cfg.InsecureLocal
 	if o.stack.approvalTools, o.stack.requireApproval, err = af.approvals(); err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return o, 2, false
+		return o, cmd.fail(2, err), false
 	}
-	o.provider = resolveProvider(*model, *baseURL, *keyEnv, 0, getenv)
+	if err := o.stack.loadSecrets(); err != nil {
+		return o, cmd.fail(2, err), false
+	}
+	o.provider = mf.provider(0, getenv)
 	return o, 0, true
-}
-
-// runWorker implements `airlock worker`: it takes sandbox jobs from the
-// Redis queue and runs them on this host's Docker daemon until SIGTERM,
-// then finishes the jobs in flight within the grace period.
-func runWorker(args []string, stdout, stderr io.Writer) int {
-	sf2, verbose, code, ok := parseWorkerFlags(args, stderr)
-	if !ok {
-		return code
-	}
-	log := infoLogger(stderr)
-	if verbose {
-		log = logger(stderr, true)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	st, err := buildStack(ctx, &sf2, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock worker: %v\n", err)
-		return 1
-	}
-	log.Info("airlock worker running", "queue", sf2.queueName, "concurrency", sf2.concurrency, "interactive_reserve", sf2.interactiveReserve)
-	<-ctx.Done()
-	log.Info("airlock worker stopping: finishing jobs in flight", "grace", sf2.grace)
-	st.close()
-	return 0
-}
-
-// parseWorkerFlags parses the flags of `airlock worker` (environment
-// fallbacks included) into the stack they build. ok false means stop with
-// exit code code (the reason is printed).
-func parseWorkerFlags(args []string, stderr io.Writer) (sf stackFlags, verbose bool, code int, ok bool) {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	sf.sandboxFlags.register(fs, 2)
-	fs.StringVar(&sf.redis, "redis", os.Getenv("AIRLOCK_REDIS_URL"), "Redis URL of the job queue (required; env AIRLOCK_REDIS_URL)")
-	fs.StringVar(&sf.queueName, "queue", envOr("AIRLOCK_QUEUE", "airlock"), "queue name")
-	fs.IntVar(&sf.concurrency, "concurrency", envInt("AIRLOCK_CONCURRENCY", 2), "sandbox jobs run at once")
-	registerReserve(fs, &sf.interactiveReserve)
-	fs.DurationVar(&sf.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
-	fs.BoolVar(&verbose, "v", false, "debug logs")
-	if code, ok := parseFlags(fs, args); !ok {
-		return sf, verbose, code, false
-	}
-	if sf.redis == "" {
-		fmt.Fprintln(stderr, "airlock worker: --redis (or AIRLOCK_REDIS_URL) is required; without Redis, `airlock serve` runs its own worker")
-		return sf, verbose, 2, false
-	}
-	if sf.concurrency < 1 {
-		fmt.Fprintln(stderr, "airlock worker: --concurrency must be at least 1")
-		return sf, verbose, 2, false
-	}
-	if err := checkReserve(sf.interactiveReserve); err != nil {
-		fmt.Fprintf(stderr, "airlock worker: %v\n", err)
-		return sf, verbose, 2, false
-	}
-	return sf, verbose, 0, true
 }

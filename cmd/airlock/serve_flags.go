@@ -37,6 +37,7 @@ type apiFlags struct {
 	metricsKey      string
 	approvalTools   string
 	requireApproval string
+	kernelCullIdle  time.Duration
 }
 
 // apiListFlag is a repeatable string flag.
@@ -69,6 +70,7 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("AIRLOCK_METRICS_ADDR"), "serve /metrics on this separate HOST:PORT only, not on --addr (env AIRLOCK_METRICS_ADDR)")
 	fs.StringVar(&f.metricsKey, "metrics-key", "", "Bearer token /metrics requires (default $AIRLOCK_METRICS_KEY; none: open)")
 	fs.StringVar(&f.approvalTools, "approval-tools", os.Getenv("AIRLOCK_APPROVAL_TOOLS"), "comma-separated tools whose every call waits for approval (env AIRLOCK_APPROVAL_TOOLS)")
+	fs.DurationVar(&f.kernelCullIdle, "kernel-cull-idle", envDuration("AIRLOCK_KERNEL_CULL_IDLE", 0), "end Jupyter gateway kernels (/api/kernels) that ran nothing for this long, like Enterprise Gateway's culling; 0: only the session idle limit (env AIRLOCK_KERNEL_CULL_IDLE)")
 	fs.StringVar(&f.requireApproval, "require-approval", os.Getenv("AIRLOCK_REQUIRE_APPROVAL"), "comma-separated policy rules that hold a call for approval instead of refusing it, e.g. shell.rm_root (env AIRLOCK_REQUIRE_APPROVAL; `airlock tools list` shows the rules)")
 }
 
@@ -124,6 +126,10 @@ func (f *apiFlags) config() (api.Config, error) {
 	cfg.RatePerSecond, cfg.RateBurst, cfg.MaxConcurrentPerKey = f.rate, f.burst, f.maxConcurrent
 	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload
 	cfg.ToolCallTimeout, cfg.ShutdownTimeout = f.toolTimeout, f.shutdownTimeout
+	if f.kernelCullIdle < 0 {
+		return api.Config{}, fmt.Errorf("--kernel-cull-idle %s is negative", f.kernelCullIdle)
+	}
+	cfg.KernelCullIdle = f.kernelCullIdle
 	cfg.MetricsAddr, cfg.MetricsKey = f.metricsAddr, f.metricsKey
 	sb := sandbox.DefaultConfig()
 	cfg.DefaultLimits, cfg.MaxLimits = sb.Defaults, sb.Max

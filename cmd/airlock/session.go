@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/airlock-dev/airlock/dispatcher"
 )
@@ -21,6 +19,7 @@ import (
 // separated by lines of "---"; a snippet whose first line is "%sh" runs as
 // shell, else as Python.
 func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := command{"session", stderr}
 	fs := flag.NewFlagSet("session", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sf stackFlags
@@ -33,42 +32,34 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	lim, err := lf.limits()
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock session: %v\n", err)
-		return 2
+		return cmd.fail(2, err)
+	}
+	if err := sf.loadSecrets(); err != nil {
+		return cmd.fail(2, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	st, err := buildStack(ctx, &sf, logger(stderr, *verbose))
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock session: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
 	defer st.close()
 	id, err := st.client.OpenSession(ctx, "cli", lim)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock session: %v\n", err)
-		return 1
+		return cmd.fail(1, err)
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = st.client.CloseSession(c, "cli", id)
-	}()
+	defer closeWithin(func(ctx context.Context) error { return st.client.CloseSession(ctx, "cli", id) })
 	fmt.Fprintf(stderr, "session %s open\n", id)
 	code := 0
 	run := func(snippet string) bool {
-		tool, arg := "run_python", "code"
+		tool := dispatcher.ToolRunPython
 		if rest, ok := strings.CutPrefix(snippet, "%sh\n"); ok {
-			tool, arg, snippet = "execute_shell", "command", rest
+			tool, snippet = dispatcher.ToolExecuteShell, rest
 		}
 		if strings.TrimSpace(snippet) == "" {
 			return true
 		}
-		callArgs := map[string]any{arg: snippet}
-		if lim.Timeout > 0 {
-			callArgs["timeout_seconds"] = int((lim.Timeout + time.Second - 1) / time.Second)
-		}
-		raw, _ := json.Marshal(callArgs)
+		raw, _ := codeArguments(tool, snippet, lim)
 		res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: raw, SessionID: id, Owner: "cli", Caller: "cli"})
 		code = printCall(res, false, stdout, stderr)
 		return res.Sandbox == nil || !res.Sandbox.SessionEnded

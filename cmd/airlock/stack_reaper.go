@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -40,7 +38,6 @@ type reaper struct {
 	eng    *sandbox.Engine
 	own    bool // eng was made for the reaper alone: ping, local reap, close
 	alive  workerLiveness
-	rdb    *redis.Client
 	queue  string
 	worker string // this process's worker id; "" when it runs none
 	every  time.Duration
@@ -65,10 +62,10 @@ func newWorkerID() string {
 // answers; with a test engine it does nothing.
 func (s *stack) startReaper(f *stackFlags, worker string) {
 	lv, ok := s.queue.(workerLiveness)
-	if !ok || s.rdb == nil {
+	if !ok {
 		return
 	}
-	r := &reaper{log: s.log, eng: s.engine, alive: lv, rdb: s.rdb, queue: f.queueName, worker: worker, every: f.reapEvery}
+	r := &reaper{log: s.log, eng: s.engine, alive: lv, queue: f.queueName, worker: worker, every: f.reapEvery}
 	if r.every <= 0 {
 		r.every = 15 * time.Second
 	}

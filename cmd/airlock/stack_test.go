@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -27,15 +26,20 @@ type fakeEngine struct {
 	closed  bool
 }
 
-// Handle implements jobs.Engine.
-func (e *fakeEngine) Handle(_ context.Context, req core.Request) (core.Result, error) {
+// Handle implements jobs.Engine: it echoes the code on stdout.
+// The output also goes to the call's live sink, when it has one.
+func (e *fakeEngine) Handle(ctx context.Context, req core.Request) (core.Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.started || e.closed {
 		return core.Result{}, errors.New("fake engine not running")
 	}
 	e.reqs = append(e.reqs, req)
-	return core.Result{Status: core.StatusOK, Stdout: "fake:" + req.Code + "\n"}, nil
+	out := "fake:" + req.Code + "\n"
+	if sink := core.SinkFrom(ctx); sink != nil {
+		sink(core.Event{Kind: "stdout", Text: out})
+	}
+	return core.Result{Status: core.StatusOK, Stdout: out}, nil
 }
 
 // Start implements stackEngine.
@@ -163,10 +167,11 @@ func TestExecDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	if err := exec.Command("docker", "image", "inspect", "airlock/python:latest").Run(); err != nil {
-		t.Skip("no Docker or no airlock/python image (make images)")
-	}
+	requireSandbox(t)
+	python, shell := envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest")
 	clearEnv(t)
+	t.Setenv("AIRLOCK_PYTHON_IMAGE", python) // the images under test stay pinned
+	t.Setenv("AIRLOCK_SHELL_IMAGE", shell)
 	code, stdout, stderr := airlock("exec", "--pool", "0", "run_python", "print(6*7)")
 	if code != 0 || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)

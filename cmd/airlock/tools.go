@@ -49,8 +49,7 @@ func toolsList(reg *dispatcher.Registry, args []string, stdout, stderr io.Writer
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(reg.Specs()); err != nil {
-			fmt.Fprintf(stderr, "airlock tools list: %v\n", err)
-			return 1
+			return command{"tools list", stderr}.fail(1, err)
 		}
 	case *prompt:
 		fmt.Fprint(stdout, reg.SystemPrompt())
@@ -124,8 +123,7 @@ func toolsCost(reg *dispatcher.Registry, args []string, stdout, stderr io.Writer
 		return code
 	}
 	if *rounds < 1 {
-		fmt.Fprintln(stderr, "airlock tools cost: --rounds must be at least 1")
-		return 2
+		return command{"tools cost", stderr}.failf(2, "--rounds must be at least 1")
 	}
 	c := reg.SchemaCost()
 	if *asJSON {
@@ -137,8 +135,7 @@ func toolsCost(reg *dispatcher.Registry, args []string, stdout, stderr io.Writer
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "airlock tools cost: %v\n", err)
-			return 1
+			return command{"tools cost", stderr}.fail(1, err)
 		}
 		return 0
 	}

@@ -23,9 +23,13 @@ type Client struct {
 
 // ClientConfig sets how long a job may take.
 type ClientConfig struct {
-	// DefaultTimeout is assumed for a request that names no timeout (it
-	// should match the workers' sandbox default).
+	// DefaultTimeout is assumed for a one-shot request that names no
+	// timeout (it should match the workers' sandbox default).
 	DefaultTimeout time.Duration
+	// SessionTimeout is assumed for a session call that names no timeout:
+	// the session's own limit applies, which the client does not know, so
+	// it should be the workers' sandbox maximum (default 5 minutes).
+	SessionTimeout time.Duration
 	// Margin is added to a request's timeout for the job deadline: queueing,
 	// container start and collection.
 	Margin time.Duration
@@ -38,6 +42,9 @@ type ClientConfig struct {
 func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 10 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 5 * time.Minute
 	}
 	if cfg.Margin <= 0 {
 		cfg.Margin = time.Minute
@@ -58,7 +65,11 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 		return core.Result{}, fmt.Errorf("jobs: encode request: %w", err)
 	}
 	timeout := req.Limits.Timeout
-	if timeout <= 0 {
+	switch {
+	case timeout > 0:
+	case req.SessionID != "" && (req.Op == core.OpExec || req.Op == ""):
+		timeout = c.cfg.SessionTimeout
+	default:
 		timeout = c.cfg.DefaultTimeout
 	}
 	id := req.JobID

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/airlock-dev/airlock/core"
@@ -57,4 +58,33 @@ func (c *Client) ListFiles(ctx context.Context, owner, id, path string) ([]core.
 		return nil, err
 	}
 	return res.Entries, nil
+}
+
+// IntrospectSession asks session id's Python process about code (a
+// completion, an inspection or an is-complete check, q.Kind) and returns
+// the kernel's answer: the content of Jupyter's matching reply.
+func (c *Client) IntrospectSession(ctx context.Context, owner, id, code string, q core.Introspect) (json.RawMessage, error) {
+	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionIntrospect, Owner: owner, SessionID: id, Code: code, Introspect: &q})
+	if err != nil {
+		return nil, err
+	}
+	if err := rejected(res); err != nil {
+		return nil, err
+	}
+	return res.Reply, nil
+}
+
+// InputSession answers the input() session id's running call waits in
+// (after a core.EventInput) with value; it reports whether a call was
+// waiting. Like an interrupt it runs beside the call on the worker holding
+// the session.
+func (c *Client) InputSession(ctx context.Context, owner, id, value string) (bool, error) {
+	res, err := c.Exec(ctx, core.Request{Op: core.OpSessionInput, Owner: owner, SessionID: id, Stdin: value})
+	if err != nil {
+		return false, err
+	}
+	if err := rejected(res); err != nil {
+		return false, err
+	}
+	return res.InputTaken, nil
 }

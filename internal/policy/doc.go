@@ -5,7 +5,7 @@
 // Python programs of the file and SQL tools, which re-check the path rules
 // inside the sandbox after resolving symlinks.
 //
-// Build a Policy with New(Config) and ask it about one argument at a time:
+// Build an Analyzer with New(Config) and ask it about one argument at a time:
 // Shell, Python, Path, SQL. Each answer is a list of Violations naming the
 // rule (see Rules and the Rule* constants) and a message for the model.
 // The package knows nothing of its callers; the dispatcher decides which

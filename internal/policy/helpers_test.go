@@ -1,7 +1,7 @@
 package policy
 
-// testPolicy is the policy with every rule on and the production folders.
-func testPolicy() *Policy { return New(Config{WorkDir: "/work", InputDir: "/workspace"}) }
+// testPolicy is the Analyzer with every rule on and the production folders.
+func testPolicy() *Analyzer { return New(Config{WorkDir: "/work", InputDir: "/workspace"}) }
 
 // rulesOf returns the rule names of vs.
 func rulesOf(vs []Violation) []string {

@@ -76,7 +76,7 @@ func secretMatch(p string) string {
 
 // Path applies the path rules to one path argument. base is where a
 // relative path starts; write selects the write confinement.
-func (p *Policy) Path(raw, base string, write bool) *Violation {
+func (p *Analyzer) Path(raw, base string, write bool) *Violation {
 	full := resolveLexical(base, raw)
 	if p.On(RulePathSecret) {
 		if hit := secretMatch(full); hit != "" {

@@ -70,24 +70,24 @@ type Config struct {
 	Disabled []string
 }
 
-// Policy evaluates the rules under one Config. It is immutable after New
-// and safe for concurrent use.
-type Policy struct {
+// Analyzer evaluates the rules under one Config. It is immutable after
+// New and safe for concurrent use.
+type Analyzer struct {
 	cfg      Config
 	disabled map[string]bool
 }
 
-// New builds the policy for cfg.
-func New(cfg Config) *Policy {
-	p := &Policy{cfg: cfg, disabled: map[string]bool{}}
+// New builds the Analyzer for cfg.
+func New(cfg Config) *Analyzer {
+	p := &Analyzer{cfg: cfg, disabled: map[string]bool{}}
 	for _, r := range cfg.Disabled {
 		p.disabled[r] = true
 	}
 	return p
 }
 
-// On reports whether rule is active under the policy's Config.
-func (p *Policy) On(rule string) bool {
+// On reports whether rule is active under the Analyzer's Config.
+func (p *Analyzer) On(rule string) bool {
 	if p.disabled[rule] {
 		return false
 	}
@@ -106,7 +106,7 @@ func (p *Policy) On(rule string) bool {
 
 // SQL applies the SQL pre-check to one query and returns its violation, or
 // nil (also when the rule is switched off).
-func (p *Policy) SQL(q string) *Violation {
+func (p *Analyzer) SQL(q string) *Violation {
 	if p.On(RuleSQLMultiple) && SQLMultiple(q) {
 		return &Violation{Rule: RuleSQLMultiple, Message: "sqlite_query runs exactly one statement; split the query into separate calls"}
 	}

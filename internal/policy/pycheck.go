@@ -21,7 +21,7 @@ const maxPyDepth = 8
 
 // Python returns the python violations of src. It is a token-level
 // heuristic, not an interpreter: see doc.go for what it does not catch.
-func (p *Policy) Python(src string) []Violation {
+func (p *Analyzer) Python(src string) []Violation {
 	a := &pyAnalyzer{
 		p:    p,
 		seen: map[string]bool{},
@@ -37,7 +37,7 @@ func (p *Policy) Python(src string) []Violation {
 
 // pyAnalyzer accumulates violations and name aliases over one program.
 type pyAnalyzer struct {
-	p       *Policy
+	p       *Analyzer
 	out     []Violation
 	seen    map[string]bool
 	aliases map[string]string // local name -> what it stands for
@@ -109,96 +109,108 @@ func (a *pyAnalyzer) analyze(src string, depth int) {
 		a.analyze(f, depth+1)
 	}
 	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		if t.kind != pyName {
-			continue
+		if toks[i].kind == pyName {
+			i = a.name(toks, i, depth)
 		}
-		afterDot := i > 0 && toks[i-1].kind == pyOp && toks[i-1].text == "."
-		// import and from are keywords: wherever they start an import
-		// (also after "if x:" or "try:" on one line), it is one.
-		switch {
-		case t.text == "import" && !afterDot:
-			i = a.importStmt(toks, i+1)
-			continue
-		case t.text == "from" && !afterDot && isFromImport(toks, i+1):
-			i = a.fromStmt(toks, i+1)
-			continue
+	}
+}
+
+// name checks the name token at i (imports, introspection, aliases and
+// what is done with them) and returns the index to go on from.
+func (a *pyAnalyzer) name(toks []pyTok, i, depth int) int {
+	t := toks[i]
+	afterDot := i > 0 && toks[i-1].kind == pyOp && toks[i-1].text == "."
+	// import and from are keywords: wherever they start an import
+	// (also after "if x:" or "try:" on one line), it is one.
+	switch {
+	case t.text == "import" && !afterDot:
+		return a.importStmt(toks, i+1)
+	case t.text == "from" && !afterDot && isFromImport(toks, i+1):
+		return a.fromStmt(toks, i+1)
+	}
+	if introspectionNames[t.text] {
+		a.add(RulePyIntrospection, t.text+" introspection (a classic sandbox escape) is refused")
+	}
+	if afterDot {
+		if t.text == "__import__" && i+1 < len(toks) && isOp(toks[i+1], "(") {
+			args, end := callArgs(toks, i+1)
+			a.moduleExpr(args, toks, end, "__import__")
 		}
-		if introspectionNames[t.text] {
-			a.add(RulePyIntrospection, t.text+" introspection (a classic sandbox escape) is refused")
+		if subprocessAttrs[t.text] {
+			a.add(RulePySubprocess, "starting programs with "+t.text+" is refused")
 		}
-		if afterDot {
-			if t.text == "__import__" && i+1 < len(toks) && isOp(toks[i+1], "(") {
-				args, end := callArgs(toks, i+1)
-				a.moduleExpr(args, toks, end, "__import__")
-			}
-			if subprocessAttrs[t.text] {
-				a.add(RulePySubprocess, "starting programs with "+t.text+" is refused")
-			}
-			continue
-		}
-		// simple alias assignment: x = os / x = __import__('os')
-		if i+2 < len(toks) && isOp(toks[i+1], "=") && !isOp(toks[i+2], "=") {
-			if toks[i+2].kind == pyName && (i+3 >= len(toks) || toks[i+3].kind == pyNewline) {
-				if v, ok := a.aliases[toks[i+2].text]; ok {
-					a.aliases[t.text] = v
-				}
-			}
-			if mod, ok := a.importCallModule(toks, i+2); ok && isOSModule(mod) {
-				a.aliases[t.text] = "os"
+		return i
+	}
+	// simple alias assignment: x = os / x = __import__('os')
+	if i+2 < len(toks) && isOp(toks[i+1], "=") && !isOp(toks[i+2], "=") {
+		if toks[i+2].kind == pyName && (i+3 >= len(toks) || toks[i+3].kind == pyNewline) {
+			if v, ok := a.aliases[toks[i+2].text]; ok {
+				a.aliases[t.text] = v
 			}
 		}
-		switch a.aliases[t.text] {
-		case "os":
-			if i+2 < len(toks) && isOp(toks[i+1], ".") && toks[i+2].kind == pyName {
-				attr := toks[i+2].text
-				if isExecName(attr) {
-					a.add(RulePyOSExec, t.text+"."+attr+" (running programs) is refused; do the work in Python, or use the execute_shell tool")
-				}
-				if attr == "__dict__" {
-					a.add(RulePyDynamicAttr, t.text+".__dict__ lookups are refused")
-				}
+		if mod, ok := a.importCallModule(toks, i+2); ok && isOSModule(mod) {
+			a.aliases[t.text] = "os"
+		}
+	}
+	a.aliasUse(toks, i, depth)
+	return i
+}
+
+// aliasUse checks what the code does with the name at i when it stands
+// for a module or builtin the rules watch (os, sys, __import__,
+// importlib, getattr, vars, exec/eval/compile).
+func (a *pyAnalyzer) aliasUse(toks []pyTok, i, depth int) {
+	t := toks[i]
+	switch a.aliases[t.text] {
+	case "os":
+		if i+2 < len(toks) && isOp(toks[i+1], ".") && toks[i+2].kind == pyName {
+			attr := toks[i+2].text
+			if isExecName(attr) {
+				a.add(RulePyOSExec, t.text+"."+attr+" (running programs) is refused; do the work in Python, or use the execute_shell tool")
 			}
-		case "sys":
-			if i+3 < len(toks) && isOp(toks[i+1], ".") && toks[i+2].text == "modules" && isOp(toks[i+3], "[") {
-				args, end := callArgs(toks, i+3)
-				a.moduleExpr(args, toks, end, "sys.modules[...]")
+			if attr == "__dict__" {
+				a.add(RulePyDynamicAttr, t.text+".__dict__ lookups are refused")
 			}
-		case "__import__":
-			if i+1 < len(toks) && isOp(toks[i+1], "(") {
-				args, end := callArgs(toks, i+1)
-				a.moduleExpr(args, toks, end, "__import__")
+		}
+	case "sys":
+		if i+3 < len(toks) && isOp(toks[i+1], ".") && toks[i+2].text == "modules" && isOp(toks[i+3], "[") {
+			args, end := callArgs(toks, i+3)
+			a.moduleExpr(args, toks, end, "sys.modules[...]")
+		}
+	case "__import__":
+		if i+1 < len(toks) && isOp(toks[i+1], "(") {
+			args, end := callArgs(toks, i+1)
+			a.moduleExpr(args, toks, end, "__import__")
+		}
+	case "importlib":
+		if i+3 < len(toks) && isOp(toks[i+1], ".") && (toks[i+2].text == "import_module" || toks[i+2].text == "__import__") && isOp(toks[i+3], "(") {
+			args, end := callArgs(toks, i+3)
+			a.moduleExpr(args, toks, end, "importlib.import_module")
+		}
+	case "importlib.import_module":
+		if i+1 < len(toks) && isOp(toks[i+1], "(") {
+			args, end := callArgs(toks, i+1)
+			a.moduleExpr(args, toks, end, "import_module")
+		}
+	case "getattr":
+		if i+1 < len(toks) && isOp(toks[i+1], "(") {
+			args, _ := callArgs(toks, i+1)
+			a.getattrCall(args)
+		}
+	case "vars":
+		if i+2 < len(toks) && isOp(toks[i+1], "(") && toks[i+2].kind == pyName && a.aliases[toks[i+2].text] == "os" {
+			a.add(RulePyDynamicAttr, "vars("+toks[i+2].text+") lookups are refused")
+		}
+	case "exec", "eval", "compile":
+		if i+1 < len(toks) && isOp(toks[i+1], "(") {
+			args, _ := callArgs(toks, i+1)
+			if len(args) == 0 {
+				break
 			}
-		case "importlib":
-			if i+3 < len(toks) && isOp(toks[i+1], ".") && (toks[i+2].text == "import_module" || toks[i+2].text == "__import__") && isOp(toks[i+3], "(") {
-				args, end := callArgs(toks, i+3)
-				a.moduleExpr(args, toks, end, "importlib.import_module")
-			}
-		case "importlib.import_module":
-			if i+1 < len(toks) && isOp(toks[i+1], "(") {
-				args, end := callArgs(toks, i+1)
-				a.moduleExpr(args, toks, end, "import_module")
-			}
-		case "getattr":
-			if i+1 < len(toks) && isOp(toks[i+1], "(") {
-				args, _ := callArgs(toks, i+1)
-				a.getattrCall(args)
-			}
-		case "vars":
-			if i+2 < len(toks) && isOp(toks[i+1], "(") && toks[i+2].kind == pyName && a.aliases[toks[i+2].text] == "os" {
-				a.add(RulePyDynamicAttr, "vars("+toks[i+2].text+") lookups are refused")
-			}
-		case "exec", "eval", "compile":
-			if i+1 < len(toks) && isOp(toks[i+1], "(") {
-				args, _ := callArgs(toks, i+1)
-				if len(args) == 0 {
-					break
-				}
-				if code, ok := literalConcat(args[0]); ok {
-					a.analyze(code, depth+1)
-				} else {
-					a.add(RulePyDynamicExec, t.text+"() of computed text is refused; write the code directly")
-				}
+			if code, ok := literalConcat(args[0]); ok {
+				a.analyze(code, depth+1)
+			} else {
+				a.add(RulePyDynamicExec, t.text+"() of computed text is refused; write the code directly")
 			}
 		}
 	}

@@ -254,7 +254,7 @@ var (
 // layout and the path-rule data; SQLiteProgram also gets the allowed
 // pragmas). base is where relative paths start. It returns an error only if
 // params cannot be encoded. User values travel only inside params.
-func (p *Policy) GenPython(body Program, params map[string]any, base string) (string, error) {
+func (p *Analyzer) GenPython(body Program, params map[string]any, base string) (string, error) {
 	all := map[string]any{
 		"base":          base,
 		"work":          p.cfg.WorkDir,

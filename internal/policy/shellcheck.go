@@ -24,7 +24,7 @@ const (
 const maxShellDepth = 8
 
 // Shell returns the shell (and, for python -c, python) violations of src.
-func (p *Policy) Shell(src string) []Violation {
+func (p *Analyzer) Shell(src string) []Violation {
 	var out []Violation
 	seen := map[string]bool{}
 	add := func(rule, msg string) {
@@ -38,7 +38,7 @@ func (p *Policy) Shell(src string) []Violation {
 }
 
 // shellText checks one piece of shell source, recursing into nested commands.
-func (p *Policy) shellText(src string, depth int, add func(rule, msg string)) {
+func (p *Analyzer) shellText(src string, depth int, add func(rule, msg string)) {
 	if depth > maxShellDepth {
 		add(RuleShellDynamicCommand, "the command nests shells or substitutions too deeply to check")
 		return
@@ -92,7 +92,7 @@ var interpreterNames = map[string]bool{"python": true, "python2": true, "python3
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "lwp-request": true, "http": true, "nc": true, "ncat": true, "netcat": true}
 
 // pipeline checks one pipeline's commands and their combination.
-func (p *Policy) pipeline(pl []shCmd, depth int, add func(rule, msg string)) {
+func (p *Analyzer) pipeline(pl []shCmd, depth int, add func(rule, msg string)) {
 	var fed struct{ download, decode bool } // what earlier stages pipe in
 	hasInteractiveShell, hasNet := false, false
 	for _, c := range pl {
@@ -194,7 +194,7 @@ var privileged = map[string]bool{"sudo": true, "su": true, "doas": true, "pkexec
 
 // command checks one simple command and returns its resolved name and
 // arguments; ok is false when there is nothing to run.
-func (p *Policy) command(c shCmd, depth int, add func(rule, msg string)) (string, []shWord, bool) {
+func (p *Analyzer) command(c shCmd, depth int, add func(rule, msg string)) (string, []shWord, bool) {
 	for _, r := range c.redirs {
 		if strings.HasPrefix(r.op, ">") || strings.HasPrefix(r.op, "&>") || r.op == "<>" {
 			if t := r.target.text; isDevicePath(t) {
@@ -337,7 +337,7 @@ func isDevicePath(t string) bool {
 }
 
 // commandRules applies the per-command rules to one resolved command.
-func (p *Policy) commandRules(name string, args []shWord, c shCmd, depth int, add func(rule, msg string)) {
+func (p *Analyzer) commandRules(name string, args []shWord, c shCmd, depth int, add func(rule, msg string)) {
 	switch {
 	case name == "rm":
 		checkRm(args, add)
@@ -432,7 +432,7 @@ func optionIndex(args []shWord, opt string) int {
 // runsText checks arguments that a shell will run as code: literal text is
 // parsed recursively; computed text is refused, naming downloads and
 // decoders when the computing command shows them.
-func (p *Policy) runsText(name string, args []shWord, depth int, add func(rule, msg string), code bool) {
+func (p *Analyzer) runsText(name string, args []shWord, depth int, add func(rule, msg string), code bool) {
 	var literal []string
 	for _, a := range args {
 		if a.dynamic {
@@ -480,7 +480,7 @@ func nestedFeeds(nested []string) (download, decode bool) {
 }
 
 // heredoc checks a here-document or here-string fed to an interpreter.
-func (p *Policy) heredoc(r shRedir, depth int, add func(rule, msg string), python bool) {
+func (p *Analyzer) heredoc(r shRedir, depth int, add func(rule, msg string), python bool) {
 	body := r.body
 	if r.op == "<<<" {
 		if r.target.dynamic {
@@ -502,7 +502,7 @@ func (p *Policy) heredoc(r shRedir, depth int, add func(rule, msg string), pytho
 }
 
 // pythonInShell applies the python rules to python code found in a shell command.
-func (p *Policy) pythonInShell(code string, add func(rule, msg string)) {
+func (p *Analyzer) pythonInShell(code string, add func(rule, msg string)) {
 	for _, v := range p.Python(code) {
 		add(v.Rule, v.Message+" (in python code inside the shell command)")
 	}

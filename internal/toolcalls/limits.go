@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/keys"
@@ -17,7 +16,10 @@ import (
 // also the ceiling of a request's limits), what a key's policy may grant
 // at most, the default budgets, and the input folders the operator allows.
 type Grants struct {
-	Keys          *keys.Set
+	Keys *keys.Set
+	// InsecureLocal serves without keys: the loopback user's ceiling is
+	// MaxLimits.
+	InsecureLocal bool
 	DefaultLimits core.Limits
 	MaxLimits     core.Limits
 	DefaultBudget keys.Budget
@@ -50,38 +52,14 @@ func invalid(msg string) error { return &refusal{msg: msg} }
 func (g *Grants) Policy(owner string) *keys.Policy { return g.Keys.Policy(owner) }
 
 // Ceiling returns the most a request of owner may ask for: its policy's
-// limits where set (capped at MaxLimits), else the server defaults.
+// limits where set (capped at MaxLimits), else the server defaults. With
+// InsecureLocal there are no keys: the loopback user is the operator,
+// whose ceiling is the server maximum, as for the local commands.
 func (g *Grants) Ceiling(owner string) core.Limits {
-	c := g.DefaultLimits
-	p := g.Policy(owner)
-	if p == nil {
-		return c
+	if g.InsecureLocal {
+		return g.MaxLimits
 	}
-	m := g.MaxLimits
-	up := func(def, grant, max int64) int64 {
-		if grant <= 0 {
-			return def
-		}
-		if max > 0 && grant > max {
-			return max
-		}
-		return grant
-	}
-	l := p.Limits
-	c.Memory = up(c.Memory, l.Memory, m.Memory)
-	c.Pids = up(c.Pids, l.Pids, m.Pids)
-	c.Timeout = time.Duration(up(int64(c.Timeout), int64(l.Timeout), int64(m.Timeout)))
-	c.OutputBytes = int(up(int64(c.OutputBytes), int64(l.OutputBytes), int64(m.OutputBytes)))
-	c.TmpfsBytes = up(c.TmpfsBytes, l.TmpfsBytes, m.TmpfsBytes)
-	c.NoFile = up(c.NoFile, l.NoFile, m.NoFile)
-	c.FileSize = up(c.FileSize, l.FileSize, m.FileSize)
-	if l.CPUs > 0 {
-		c.CPUs = l.CPUs
-		if m.CPUs > 0 && c.CPUs > m.CPUs {
-			c.CPUs = m.CPUs
-		}
-	}
-	return c
+	return g.Policy(owner).Ceiling(g.DefaultLimits, g.MaxLimits)
 }
 
 // Limits converts a request's limits (nil: none) and checks them: none
@@ -96,32 +74,14 @@ func (g *Grants) Limits(owner string, wl *wire.Limits) (core.Limits, error) {
 		return core.Limits{}, invalid("limits must not be negative")
 	}
 	l := core.Limits{Memory: wl.MemoryBytes, CPUs: wl.CPUs, Pids: wl.Pids,
-		Timeout: time.Duration(wl.TimeoutSeconds * float64(time.Second)), OutputBytes: wl.OutputBytes,
+		Timeout: core.Seconds(wl.TimeoutSeconds), OutputBytes: wl.OutputBytes, // saturating: 9.3e9 stays over the ceiling
 		TmpfsBytes: wl.TmpfsBytes, NoFile: wl.NoFile, FileSize: wl.FileSizeBytes}
 	return l, g.checkCeiling(owner, l)
 }
 
 // checkCeiling refuses any limit of l over owner's ceiling.
 func (g *Grants) checkCeiling(owner string, l core.Limits) error {
-	c := g.Ceiling(owner)
-	var errs []string
-	over := func(name string, v, max int64) {
-		if max > 0 && v > max {
-			errs = append(errs, fmt.Sprintf("%s %d is over %d", name, v, max))
-		}
-	}
-	over("memory_bytes", l.Memory, c.Memory)
-	over("pids", l.Pids, c.Pids)
-	over("output_bytes", int64(l.OutputBytes), int64(c.OutputBytes))
-	over("tmpfs_bytes", l.TmpfsBytes, c.TmpfsBytes)
-	over("nofile", l.NoFile, c.NoFile)
-	over("file_size_bytes", l.FileSize, c.FileSize)
-	if c.Timeout > 0 && l.Timeout > c.Timeout {
-		errs = append(errs, fmt.Sprintf("timeout_seconds %g is over %g", l.Timeout.Seconds(), c.Timeout.Seconds()))
-	}
-	if c.CPUs > 0 && l.CPUs > c.CPUs {
-		errs = append(errs, fmt.Sprintf("cpus %g is over %g", l.CPUs, c.CPUs))
-	}
+	errs := l.Over(g.Ceiling(owner))
 	if len(errs) == 0 {
 		return nil
 	}

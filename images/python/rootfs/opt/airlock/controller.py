@@ -25,6 +25,7 @@ import sys
 import time
 
 import airlock_files as files
+import airlock_kernelops as kernelops
 import airlock_wire as wire
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
@@ -432,6 +433,8 @@ class Controller:
             self.emit({"t": "done", "id": req.get("id"), "interrupted": running})
         elif op == "stats":
             self.emit(dict(self.stats(), t="done", id=req.get("id")))
+        elif op == "input_reply":
+            kernelops.input_reply(self, req)
         elif op == "restart" and self.call is not None and self.call.mode == "session":
             # Restart is allowed during a call: it ends that call (kernel killed).
             self.call.verdict = self.call.verdict or "interrupted"
@@ -645,7 +648,7 @@ class Controller:
                 if call.display_bytes > call.hard:
                     self.over_limit(call, "display")
                 elif data:
-                    self.emit({"t": "display", "id": call.id, "data": data})
+                    self.emit({"t": "display", "id": call.id, "data": data, "result": msg.get("result") is True})
         elif t == "figure":
             data = msg.get("data")
             if isinstance(data, str):
@@ -653,6 +656,10 @@ class Controller:
                     call.figures.append(base64.b64decode(data, validate=True))
                 except ValueError:
                     pass
+        elif t == "input_request":
+            kernelops.input_request(self, call, msg)
+        elif t == "clear_output":
+            self.emit({"t": "clear_output", "id": call.id, "wait": msg.get("wait") is True})
         elif t == "done":
             call.kdone = msg
             call.end = now()
@@ -821,7 +828,8 @@ class Controller:
             call.stdin_data = stdin.encode()
             call.stdin_fd = w_in
         msg = {"op": "exec", "seq": call.seq, "mode": mode, "lang": lang, "code": str(req.get("code", "")),
-               "env": env, "nfds": len(fds)}
+               "env": env, "nfds": len(fds), "allow_stdin": mode == "session" and bool(req.get("allow_stdin")),
+               "notebook": bool(req.get("notebook"))}
         k.count += 1
         self.call = call
         if direct:
@@ -1266,6 +1274,8 @@ class Controller:
         try:
             if op == "exec":
                 return self.run_exec(req)
+            if op == "introspect":
+                return kernelops.introspect(self, req, Call)
             if op == "restart":
                 if req.get("_done_during_call") and self.session is not None and self.session.count == 0:
                     pass  # the call's end already forked the fresh kernel

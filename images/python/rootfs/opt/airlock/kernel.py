@@ -23,11 +23,12 @@ import textwrap
 import traceback
 import types
 
+import airlock_introspect
 import airlock_wire as wire
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
 PR_SET_DUMPABLE = 4
-_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files")
+_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files", "airlock_introspect")
 
 
 def _libc():
@@ -47,6 +48,8 @@ class Kernel:
         self.main.__dict__["__builtins__"] = builtins
         self.main.__dict__["display"] = self.display
         builtins.display = self.display  # also for the user's own modules, as in IPython
+        builtins.clear_output = self.clear_output
+        self.notebook = False  # the call's "notebook" flag: see run_python and capture_figures
         self.ns = self.main.__dict__
         self.count = 0
         self.seq = None
@@ -79,6 +82,12 @@ class Kernel:
         for obj in objs:
             self._flush()
             self._send({"t": "display", "data": mime_bundle(obj)})
+
+    def clear_output(self, wait=False):
+        """Clear the cell's output so far (at once, or with wait=True when the next output
+        arrives), like IPython.display.clear_output; only notebook front ends show it."""
+        self._flush()
+        self._send({"t": "clear_output", "wait": bool(wait)})
 
     def warm_up(self):
         """Run the call path once on /dev/null before any call, so the copy-on-write page
@@ -136,6 +145,10 @@ class Kernel:
                 os._exit(0)
             nfds = int(msg.get("nfds", 0))
             fds = self.reader.take_fds(nfds)
+            if msg.get("op") == "introspect" and not fds:  # complete/inspect/is_complete
+                self.seq = msg.get("seq")
+                self._send({"t": "done", "reply": airlock_introspect.answer(msg, self.ns)})
+                continue
             if msg.get("op") != "exec" or len(fds) != nfds:
                 for fd in fds:
                     os.close(fd)
@@ -164,6 +177,7 @@ class Kernel:
             pass
         self.count += 1
         self.figures = 0
+        self.notebook = bool(msg.get("notebook"))
         status, code, error = "error", 1, None
         try:
             # SIGINT (interrupt, timeout) may only land while the call runs; a second
@@ -172,6 +186,9 @@ class Kernel:
             try:
                 if msg.get("lang") == "shell":
                     status, code, error = self.run_shell(msg.get("code", ""))
+                elif msg.get("allow_stdin"):  # input() asks Airlock (Jupyter's stdin channel)
+                    with airlock_introspect.StdinHooks(self):
+                        status, code, error = self.run_python(msg.get("code", ""))
                 else:
                     status, code, error = self.run_python(msg.get("code", ""))
                 self.capture_figures()
@@ -208,8 +225,12 @@ class Kernel:
                 value = eval(compiled_last, self.ns)
                 if value is not None:
                     self.ns["_"] = value
-                    print(repr(value))
-                    self.display(value)
+                    if self.notebook:  # the value is the cell's result (execute_result), not printed
+                        self._flush()
+                        self._send({"t": "display", "data": mime_bundle(value), "result": True})
+                    else:
+                        print(repr(value))
+                        self.display(value)
             return "ok", 0, None
         except KeyboardInterrupt:
             err = self._error(*sys.exc_info())
@@ -234,7 +255,8 @@ class Kernel:
             lines = ["%s\n" % etype.__name__]
         text = "".join(lines)
         try:
-            sys.stderr.write(text)
+            if not self.notebook:  # a notebook shows the error message's traceback instead
+                sys.stderr.write(text)
         except Exception:
             pass
         try:
@@ -276,8 +298,11 @@ class Kernel:
                     fig.savefig(buf, format="png", dpi=100)
                     self._flush()
                     self.figures += 1
-                    self._send({"t": "figure", "n": self.figures,
-                                "data": base64.b64encode(buf.getvalue()).decode("ascii")})
+                    png = base64.b64encode(buf.getvalue()).decode("ascii")
+                    if self.notebook:  # shown in the cell, as in Jupyter, not saved as a file
+                        self._send({"t": "display", "data": {"image/png": png, "text/plain": repr(fig)}})
+                    else:
+                        self._send({"t": "figure", "n": self.figures, "data": png})
                 except Exception as exc:
                     print("airlock: could not render figure %s: %s" % (num, exc), file=sys.stderr)
             plt.close(fig)

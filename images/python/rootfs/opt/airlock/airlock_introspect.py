@@ -1,0 +1,194 @@
+"""Kernel-side answers to Jupyter's complete, inspect and is_complete requests, and input().
+
+Runs in the session kernel, over the user's own namespace, so its answers are that call's
+own output and nothing more (the controller only checks they are a bounded JSON object).
+Completion uses Jedi (Debian's python3-jedi), imported on the first completion; inspection
+resolves the dotted name at the cursor by attribute lookups only (no calls) and shows its
+signature and docstring; is_complete follows codeop. See images/python/PROTOCOL.md.
+"""
+
+import codeop
+import inspect as _inspect
+import os
+import re
+
+MAX_MATCHES = 2000
+MAX_DOC = 64 << 10
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def answer(msg, ns):
+    """The reply content for an {"op": "introspect"} message."""
+    what = msg.get("what")
+    code = str(msg.get("code") or "")
+    try:
+        pos = int(msg.get("cursor_pos") if msg.get("cursor_pos") is not None else len(code))
+    except (TypeError, ValueError):
+        pos = len(code)
+    pos = max(0, min(pos, len(code)))
+    try:
+        if what == "complete":
+            return complete(code, pos, ns)
+        if what == "inspect":
+            return inspect_at(code, pos, int(msg.get("detail_level") or 0), ns)
+        if what == "is_complete":
+            return is_complete(code)
+        return _error(ValueError("unknown introspection %r" % (what,)))
+    except Exception as exc:  # a bug in Jedi or a broken object must not kill the kernel
+        return _error(exc)
+
+
+def _error(exc):
+    return {"status": "error", "ename": type(exc).__name__, "evalue": str(exc)[:1000], "traceback": []}
+
+
+def _line_col(code, pos):
+    before = code[:pos]
+    line = before.count("\n") + 1
+    return line, pos - (before.rfind("\n") + 1)
+
+
+def complete(code, pos, ns):
+    """Jupyter's complete_reply: Jedi's completions at pos, over the live namespace."""
+    import jedi
+    line, col = _line_col(code, pos)
+    comps = jedi.Interpreter(code, [ns]).complete(line, col)
+    matches, start = [], pos
+    for c in comps[:MAX_MATCHES]:
+        typed = len(c.name) - len(c.complete or "")
+        start = min(start, pos - typed)
+        matches.append(c.name)
+    return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": pos, "metadata": {}}
+
+
+def _name_at(code, pos):
+    """The dotted name the cursor is in or right after (e.g. 'np.linspace')."""
+    end = pos
+    while end < len(code) and (code[end].isalnum() or code[end] == "_"):
+        end += 1
+    m = _NAME.search(code[:end])
+    if m is None and pos and code[pos - 1] == "(":
+        return _name_at(code, pos - 1)
+    if m is None:
+        # Inside a call's parentheses: the callee, as IPython does.
+        depth = 0
+        for i in range(pos - 1, -1, -1):
+            ch = code[i]
+            if ch == ")":
+                depth += 1
+            elif ch == "(":
+                if depth == 0:
+                    return _name_at(code, i)
+                depth -= 1
+        return None
+    return re.sub(r"\s+", "", m.group(0))
+
+
+def _resolve(name, ns):
+    import builtins
+    parts = name.split(".")
+    if parts[0] in ns:
+        obj = ns[parts[0]]
+    elif hasattr(builtins, parts[0]):
+        obj = getattr(builtins, parts[0])
+    else:
+        raise LookupError(name)
+    for p in parts[1:]:
+        obj = getattr(obj, p)
+    return obj
+
+
+def inspect_at(code, pos, detail, ns):
+    """Jupyter's inspect_reply: signature, type and docstring of the name at pos."""
+    name = _name_at(code, pos)
+    if not name:
+        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+    try:
+        obj = _resolve(name, ns)
+    except Exception:
+        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+    lines = []
+    try:
+        sig = str(_inspect.signature(obj))
+        lines.append("Signature: %s%s" % (name, sig))
+    except (TypeError, ValueError):
+        pass
+    lines.append("Type:      %s" % type(obj).__name__)
+    if not callable(obj) or isinstance(obj, (int, float, str, bytes, list, dict, tuple, set)):
+        try:
+            text = repr(obj)
+        except Exception as exc:
+            text = "<repr failed: %s>" % exc
+        lines.append("Value:     %s" % text[:2000])
+    doc = _inspect.getdoc(obj) or ""
+    if doc:
+        lines.append("Docstring:\n%s" % doc)
+    if detail:
+        try:
+            src = _inspect.getsource(obj)
+            lines.append("Source:\n%s" % src)
+        except (TypeError, OSError):
+            pass
+        try:
+            lines.append("File:      %s" % _inspect.getfile(obj))
+        except TypeError:
+            pass
+    text = "\n".join(lines)[:MAX_DOC]
+    return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
+
+
+def is_complete(code):
+    """Jupyter's is_complete_reply: complete, incomplete (with the next line's indent) or invalid."""
+    if not code.strip():
+        return {"status": "complete"}
+    src = code if code.endswith("\n") else code + "\n"
+    try:
+        compiled = codeop.compile_command(src, "<cell>", "exec")
+    except (SyntaxError, OverflowError, ValueError):
+        return {"status": "invalid"}
+    if compiled is not None and not code.rstrip("\n").splitlines()[-1][:1].isspace():
+        return {"status": "complete"}
+    last = [ln for ln in code.splitlines() if ln.strip()][-1]
+    indent = last[:len(last) - len(last.lstrip())]
+    if last.rstrip().endswith(":"):
+        indent += "    "
+    return {"status": "incomplete", "indent": indent}
+
+
+def ask(kernel, prompt="", password=False):
+    """input()/getpass() of a call with allow_stdin: ask Airlock (the controller forwards
+    an input_request frame; Jupyter shows it on the stdin channel) and wait for the
+    input_reply on the control socket. KeyboardInterrupt (interrupt) ends the wait."""
+    kernel._flush()
+    kernel._send({"t": "input_request", "prompt": str(prompt), "password": bool(password)})
+    while True:
+        msg = kernel.reader.recv()
+        if msg is None:
+            os._exit(0)
+        for fd in kernel.reader.take_fds(int(msg.get("nfds", 0) or 0)):
+            os.close(fd)
+        if msg.get("op") == "input_reply" and msg.get("seq") == kernel.seq:
+            return str(msg.get("value", ""))
+
+
+class StdinHooks:
+    """Installs input() and getpass.getpass() that ask Airlock, for one call."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.saved = None
+
+    def __enter__(self):
+        import builtins
+        import getpass
+        k = self.kernel
+        self.saved = (builtins.input, getpass.getpass)
+        builtins.input = lambda prompt="": ask(k, prompt)
+        getpass.getpass = lambda prompt="Password: ", stream=None: ask(k, prompt, True)
+        return self
+
+    def __exit__(self, *_):
+        import builtins
+        import getpass
+        builtins.input, getpass.getpass = self.saved
+        return False
