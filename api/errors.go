@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -90,11 +92,19 @@ func (e *Error) withDetails(d map[string]any) *Error {
 
 // abortError writes e as the answer and stops the handler chain.
 func abortError(c *gin.Context, e *Error) {
-	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
 	c.Set(ctxErrorCode, e.Code)
-	c.AbortWithStatusJSON(e.Status, e.body())
+	c.Abort()
+	writeError(c.Writer, e)
+}
+
+// writeError writes e as the answer on w, with its Retry-After.
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e.body())
 }
 
 // fail maps err to an Error (see toError) and writes it.
@@ -161,31 +171,13 @@ func messageOf(err error) string {
 	return msg
 }
 
-// statusError maps a platform outcome of the dispatcher, or a call whose
-// arguments ask past the key's ceiling (Result.Code bad_request), to an
-// HTTP error; user-code outcomes and other refusals return nil (HTTP
-// 200). The error carries the tool message in its details, for callers
-// that hand it to a model.
+// statusError is the HTTP error of a platform outcome of the dispatcher
+// (toolcalls.Failure), nil for an answer (HTTP 200); it carries the tool
+// message in its details, for callers that hand it to a model.
 func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
-	var e *Error
-	switch res.Status {
-	case dispatcher.StatusBusy:
-		e = newError(core.ErrBusy, "the sandbox is busy; retry later")
-	case dispatcher.StatusSessionNotFound:
-		e = newError(core.ErrNotFound, "session not found")
-	case dispatcher.StatusSessionLost:
-		e = newError(core.ErrSessionLost, "the worker holding the session is gone; open a new session")
-	case dispatcher.StatusUnavailable:
-		e = newError(core.ErrUnavailable, "the execution backend is unavailable")
-	case dispatcher.StatusInternal:
-		e = newError(core.ErrInternal, "internal error")
-	case dispatcher.StatusRejected:
-		if res.Code != core.ErrInvalid { // a refusal for the model: HTTP 200
-			return nil
-		}
-		e = newError(core.ErrInvalid, res.Content) // the arguments asked past the key's ceiling
-	default:
+	err := toolcalls.Failure(res)
+	if err == nil {
 		return nil
 	}
-	return e.withDetails(map[string]any{"status": string(res.Status), "tool_message": msg})
+	return newError(core.CodeOf(err), messageOf(err)).withDetails(map[string]any{"status": string(res.Status), "tool_message": msg})
 }

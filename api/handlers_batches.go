@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 
@@ -51,87 +53,52 @@ func (s *Server) needBatches(c *gin.Context) bool {
 }
 
 // createBatch answers POST /v1/batches: a JSONL body (or multipart
-// "file"), or a JSON map spec (or multipart "spec" with "archive" files).
+// "file"), or a JSON map spec (or multipart "spec" with "archive" files),
+// with ?concurrency= and ?completion_window=.
 func (s *Server) createBatch(c *gin.Context) {
 	if !s.needBatches(c) {
 		return
 	}
-	ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	var spec batch.Spec
-	var err error
-	switch {
-	case ct == "multipart/form-data":
-		spec, err = s.batchFromMultipart(c)
-	default:
-		var data []byte
-		data, err = io.ReadAll(c.Request.Body)
-		if err == nil {
-			spec, err = s.batchParser(c).Parse(data, nil)
-		}
+	spec, err := s.batchSpec(c)
+	var b batch.Batch
+	if err == nil {
+		b, err = s.batches.Create(c.Request.Context(), owner(c), spec)
 	}
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if err := batchQuery(c, &spec); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.batches.Create(c.Request.Context(), owner(c), spec)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusCreated, b.Batch)
+	s.reply(c, "create batch", http.StatusCreated, b.Batch, err)
 }
 
-// batchQuery applies ?concurrency= and ?completion_window=.
-func batchQuery(c *gin.Context, spec *batch.Spec) error {
-	if v := c.Query("concurrency"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return newError(core.ErrInvalid, `"concurrency" must be a positive integer`)
-		}
-		spec.Concurrency = n
-	}
-	if v := c.Query("completion_window"); v != "" {
-		d, err := batchinput.ParseWindow(v)
-		if err != nil {
-			return err
-		}
-		spec.CompletionWindow = d
-	}
-	return nil
-}
-
-// batchParser is the caller's batch request parser.
-func (s *Server) batchParser(c *gin.Context) batchinput.Parser {
-	p := batchinput.Parser{Owner: owner(c), Input: s.calls.Input, MaxItems: s.maxBatchItems(),
+// batchSpec reads the batch of the request (see batchinput.Parser).
+func (s *Server) batchSpec(c *gin.Context) (batch.Spec, error) {
+	p := batchinput.Parser{Owner: owner(c), Input: s.calls.Input, MaxItems: cmp.Or(s.deps.BatchConfig.MaxItems, 50000),
 		Runs: s.deps.Runs != nil && s.deps.Runs.Configured()}
 	p.Call = func(req *wire.ToolCallRequest) (dispatcher.Call, error) { return s.calls.Call(p.Owner, req, "batch") }
-	return p
-}
-
-// maxBatchItems bounds the items of one batch.
-func (s *Server) maxBatchItems() int {
-	if s.deps.BatchConfig.MaxItems > 0 {
-		return s.deps.BatchConfig.MaxItems
-	}
-	return 50000
-}
-
-// batchFromMultipart reads a multipart batch (see
-// batchinput.Parser.ParseForm).
-func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
-	form, err := c.MultipartForm()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return batch.Spec{}, err
+	var spec batch.Spec
+	var err error
+	if ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); ct == "multipart/form-data" {
+		var form *multipart.Form
+		if form, err = c.MultipartForm(); err == nil {
+			spec, err = p.ParseForm(form)
+		} else if !errors.As(err, new(*http.MaxBytesError)) {
+			err = newError(core.ErrInvalid, "malformed multipart body: "+err.Error())
 		}
-		return batch.Spec{}, newError(core.ErrInvalid, "malformed multipart body: "+err.Error())
+	} else {
+		var data []byte
+		if data, err = io.ReadAll(c.Request.Body); err == nil {
+			spec, err = p.Parse(data, nil)
+		}
 	}
-	return s.batchParser(c).ParseForm(form)
+	if err != nil {
+		return spec, err
+	}
+	if v := c.Query("concurrency"); v != "" {
+		if spec.Concurrency, err = strconv.Atoi(v); err != nil || spec.Concurrency < 1 {
+			return spec, newError(core.ErrInvalid, `"concurrency" must be a positive integer`)
+		}
+	}
+	if v := c.Query("completion_window"); v != "" {
+		spec.CompletionWindow, err = batchinput.ParseWindow(v)
+	}
+	return spec, err
 }
 
 // listBatches answers GET /v1/batches: the caller's batches, newest first.
@@ -205,21 +172,19 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 		}
 	}
 	enc := json.NewEncoder(c.Writer)
+	var gone error // a write to the client that failed: the stream ends
 	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *wire.BatchLine) error {
 		if errorsOnly && !l.Failed() {
 			return nil
 		}
 		start()
-		if err := enc.Encode(l); err != nil {
-			return errClientGone{err}
-		}
-		return nil
+		gone = enc.Encode(l)
+		return gone
 	})
-	var gone errClientGone
 	switch {
 	case err == nil:
 		start()
-	case errors.As(err, &gone):
+	case gone != nil:
 	case !started:
 		fail(c, err)
 	default:
@@ -227,11 +192,6 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 		panic(http.ErrAbortHandler)
 	}
 }
-
-// errClientGone is a write to the client that failed: the stream ends.
-type errClientGone struct{ err error }
-
-func (e errClientGone) Error() string { return "write results: " + e.err.Error() }
 
 // batchSummary answers GET /v1/batches/{id}/summary.
 func (s *Server) batchSummary(c *gin.Context) {

@@ -11,14 +11,20 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
 
-// filePath returns the cleaned relative path of a files route, or answers
-// 400 for an empty, absolute-escaping or ".." path. The sandbox checks the
-// path again; this only refuses the obviously wrong early.
-func filePath(c *gin.Context) (string, bool) {
+// sessionFile returns the caller's session record and the cleaned
+// relative path of a files route, or answers 404 for the session, 400 for
+// an empty, absolute-escaping or ".." path. The sandbox checks the path
+// again; this only refuses the obviously wrong early.
+func (s *Server) sessionFile(c *gin.Context) (sessionrecords.Record, string, bool) {
+	rec, ok := s.ownedSession(c, true, true)
+	if !ok {
+		return rec, "", false
+	}
 	p := strings.TrimPrefix(c.Param("path"), "/")
 	bad := p == "" || strings.ContainsRune(p, 0) || strings.HasSuffix(p, "/")
 	for _, seg := range strings.Split(p, "/") {
@@ -28,9 +34,9 @@ func filePath(c *gin.Context) (string, bool) {
 	}
 	if bad {
 		abortError(c, newError(core.ErrInvalid, "file path must be relative, without empty, '.' or '..' segments"))
-		return "", false
+		return rec, "", false
 	}
-	return path.Clean(p), true
+	return rec, path.Clean(p), true
 }
 
 // putFile answers PUT /v1/sessions/{id}/files/{path}: the raw body becomes
@@ -40,11 +46,7 @@ func filePath(c *gin.Context) (string, bool) {
 // 413 when it passes the cap (the partial file is truncated). Concurrent
 // uploads are bounded per key and in total (429).
 func (s *Server) putFile(c *gin.Context) {
-	rec, ok := s.ownedSession(c, true, true)
-	if !ok {
-		return
-	}
-	p, ok := filePath(c)
+	rec, p, ok := s.sessionFile(c)
 	if !ok {
 		return
 	}
@@ -72,11 +74,7 @@ func isReadError(err error) bool {
 // getFile answers GET /v1/sessions/{id}/files/{path} with the bytes,
 // streamed from the worker in chunks.
 func (s *Server) getFile(c *gin.Context) {
-	rec, ok := s.ownedSession(c, true, true)
-	if !ok {
-		return
-	}
-	p, ok := filePath(c)
+	rec, p, ok := s.sessionFile(c)
 	if !ok {
 		return
 	}

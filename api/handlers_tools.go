@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -105,7 +107,7 @@ func answer(c *gin.Context, out wire.ToolCallResponse, e *Error) {
 func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest, rec *sessionrecords.Record) (dispatcher.Call, bool) {
 	who := owner(c)
 	if req.ID == "" {
-		req.ID = newID("call_")
+		req.ID = "call_" + strings.ToLower(rand.Text())
 	}
 	call, err := s.calls.Call(who, req, "api")
 	if err != nil {

@@ -47,7 +47,7 @@ func (s *Server) routes() *gin.Engine {
 	g := v1.Group("", s.limitConcurrency(s.callGate))
 	g.GET("/tools", quick, s.listTools)
 	g.POST("/tool-calls", slow, body, s.toolCall)
-	g.GET("/artifacts/:artifact", quick, s.getArtifact)
+	g.GET("/artifacts/:artifact", quick, s.artifact(false))
 
 	g.POST("/sessions", slow, body, s.openSession)
 	g.GET("/sessions", quick, s.listSessions)
@@ -58,7 +58,7 @@ func (s *Server) routes() *gin.Engine {
 	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)
 	g.GET("/sessions/:id/files/*path", slow, s.getFile)
 	g.GET("/sessions/:id/files", slow, s.listFiles)
-	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
+	g.GET("/sessions/:id/artifacts/:artifact", quick, s.artifact(true))
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
 	g.PUT("/sessions/:id/notebook", quick, limitBody(notebooks.MaxBytes), s.putNotebook)
 

@@ -160,3 +160,33 @@ func ArtifactURL(session, id string) string {
 	}
 	return "/v1/sessions/" + session + "/artifacts/" + id
 }
+
+// Failure is the platform failure a dispatcher result reports, with a
+// message fit for the caller: busy, not_found (the session), session_lost,
+// unavailable, internal, or bad_request for a call whose arguments asked
+// past the key's ceiling. It is nil for an outcome of the code or another
+// refusal (those are answers).
+func Failure(res dispatcher.Result) error {
+	var code core.Code
+	var msg string
+	switch res.Status {
+	case dispatcher.StatusBusy:
+		code, msg = core.ErrBusy, "the sandbox is busy; retry later"
+	case dispatcher.StatusSessionNotFound:
+		code, msg = core.ErrNotFound, "session not found"
+	case dispatcher.StatusSessionLost:
+		code, msg = core.ErrSessionLost, "the worker holding the session is gone; open a new session"
+	case dispatcher.StatusUnavailable:
+		code, msg = core.ErrUnavailable, "the execution backend is unavailable"
+	case dispatcher.StatusInternal:
+		code, msg = core.ErrInternal, "internal error"
+	case dispatcher.StatusRejected:
+		if res.Code != core.ErrInvalid { // a refusal for the model
+			return nil
+		}
+		code, msg = core.ErrInvalid, res.Content // the arguments asked past the key's ceiling
+	default:
+		return nil
+	}
+	return core.Errorf("", code, msg)
+}
