@@ -16,7 +16,7 @@ import (
 )
 
 // runEvents answers GET /v1/runs/{id}/events as Server-Sent Events. Each
-// event is "id: SEQ", "event: TYPE" and "data: " the agent.Event as JSON.
+// event is "id: SEQ", "event: TYPE" and "data: " the wire.RunEvent as JSON.
 // A client resumes after the last id it saw with the Last-Event-ID header
 // (or ?after=N, for clients that cannot set headers). The stream ends when
 // the run has ended, after Config.StreamTimeout, or at server shutdown.
