@@ -1,8 +1,6 @@
 package api
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
@@ -31,19 +29,7 @@ func TestRedisStallRefusesCallsFast(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	disp := &fakeDispatcher{}
 	r := newRealAPI(t, func(_ *Config, d *Deps) { d.State, d.Dispatcher = state.NewRedis(rdb, "stall:"), disp })
-	info, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			_, _ = fmt.Sscan(v, &pid)
-		}
-	}
-	if pid == 0 {
-		t.Fatal("no process_id in INFO")
-	}
+	pid := srv.PID()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/storetest"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -214,32 +213,13 @@ func processCPU(t *testing.T) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// backends are the real state stores replicas share: Redis (a private
-// redis-server) and Bolt (one file, as one process holds it).
-func backends() map[string]func(t *testing.T) state.Store {
-	return map[string]func(t *testing.T) state.Store{
-		"redis": func(t *testing.T) state.Store {
-			return state.NewRedis(redistest.Start(t, false).Client(t), "t:")
-		},
-		"bolt": func(t *testing.T) state.Store {
-			b, err := state.OpenBolt(filepath.Join(t.TempDir(), "state.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			return b
-		},
-		"memory": func(*testing.T) state.Store { return state.NewMemory(time.Now) },
-	}
-}
-
 // TestStoreContract runs one contract on every backend: a large artifact
 // (chunks past state.MaxValueSize) round-trips byte for byte; a second
 // replica over the same store serves it and counts the same quota; one
 // replica's put of the same artifact is not counted twice; sessions and
 // owners stay apart.
 func TestStoreContract(t *testing.T) {
-	for name, open := range backends() {
+	for name, open := range storetest.Backends() {
 		t.Run(name, func(t *testing.T) {
 			st := open(t)
 			cfg := Config{TTL: time.Hour, MaxBytes: 64 << 20, OwnerBytes: 24 << 20, OwnerCount: 10}

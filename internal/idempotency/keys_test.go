@@ -3,33 +3,14 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/storetest"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 )
-
-// backends are the state stores the keys run on.
-func backends() map[string]func(t *testing.T) state.Store {
-	return map[string]func(t *testing.T) state.Store{
-		"memory": func(*testing.T) state.Store { return state.NewMemory(time.Now) },
-		"bolt": func(t *testing.T) state.Store {
-			b, err := state.OpenBolt(filepath.Join(t.TempDir(), "state.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			return b
-		},
-		"redis": func(t *testing.T) state.Store {
-			return state.NewRedis(redistest.Start(t, false).Client(t), "t:")
-		},
-	}
-}
 
 func next(t *testing.T, k *Keys, r Request, seen ...string) Step {
 	t.Helper()
@@ -43,7 +24,7 @@ func next(t *testing.T, k *Keys, r Request, seen ...string) Step {
 // TestContract runs the protocol on every backend, as two replicas would
 // over one store.
 func TestContract(t *testing.T) {
-	for name, open := range backends() {
+	for name, open := range storetest.Backends() {
 		t.Run(name, func(t *testing.T) {
 			st := open(t)
 			a, b := New(st), New(st)

@@ -3,13 +3,10 @@ package notebooks
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/internal/redistest"
-	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/internal/storetest"
 )
 
 // TestContract runs one contract on every backend: the first save is
@@ -18,20 +15,7 @@ import (
 // for byte; notebooks are per owner and session; bad input names its
 // field.
 func TestContract(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) state.Store{
-		"memory": func(*testing.T) state.Store { return state.NewMemory(time.Now) },
-		"bolt": func(t *testing.T) state.Store {
-			b, err := state.OpenBolt(filepath.Join(t.TempDir(), "state.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			return b
-		},
-		"redis": func(t *testing.T) state.Store {
-			return state.NewRedis(redistest.Start(t, false).Client(t), "t:")
-		},
-	} {
+	for name, open := range storetest.Backends() {
 		t.Run(name, func(t *testing.T) {
 			s := New(open(t), nil)
 			ctx := context.Background()

@@ -126,3 +126,6 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 
 // Port is the server's TCP port on 127.0.0.1.
 func (s *Server) Port() int { return s.port }
+
+// PID is the redis-server process's id (to stop it with SIGSTOP, say).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
