@@ -128,10 +128,10 @@ func (m *Manager) appendLine(ctx context.Context, owner, id string, l *wire.Batc
 	return nil
 }
 
-// event appends a progress snapshot to the batch's events log.
+// event appends a progress snapshot (the batch as answered, wire.Batch)
+// to the batch's events log.
 func (m *Manager) event(ctx context.Context, b Batch) {
-	b.Lease = nil
-	data, err := json.Marshal(b)
+	data, err := json.Marshal(b.Batch)
 	if err != nil {
 		return
 	}
