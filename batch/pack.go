@@ -8,10 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
+
+	"github.com/airlock-dev/airlock/internal/links"
 )
 
 // Input modes of a folder item, as its result line names them.
@@ -70,7 +70,7 @@ func packFolder(dir string, maxBytes int64, maxEntries int) ([]byte, error) {
 			if err != nil {
 				return err
 			}
-			if !linkInside(name, target) || !resolvesInside(realDir, p) {
+			if !links.StaysIn(name, target) || !links.ResolvesIn(realDir, p) {
 				return errNoPack{fmt.Sprintf("%s is a link out of the item folder", name)}
 			}
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
@@ -124,28 +124,6 @@ func copyFile(tw *tar.Writer, hdr *tar.Header, p string) error {
 		return fmt.Errorf("%s changed while it was packed: %v", hdr.Name, err)
 	}
 	return nil
-}
-
-// linkInside reports whether a link at name (slash path inside the folder)
-// pointing to target resolves inside the folder.
-func linkInside(name, target string) bool {
-	if target == "" || path.IsAbs(target) || strings.Contains(target, "\\") {
-		return false
-	}
-	j := path.Clean(path.Join(path.Dir(name), target))
-	return j != ".." && !strings.HasPrefix(j, "../")
-}
-
-// resolvesInside reports whether the link at p, resolved on the host (so
-// chains of links count), ends inside realDir. A dangling link resolves
-// nowhere and counts as inside: it gives the code nothing to read.
-func resolvesInside(realDir, p string) bool {
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return true
-	}
-	rel, err := filepath.Rel(realDir, r)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // isNoPack reports whether err says the folder cannot be packed (as

@@ -8,15 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // hostProc is one process in the host's process table.
@@ -116,6 +121,12 @@ func busyLoop(tag string) string {
 	return fmt.Sprintf("with open('/proc/self/comm', 'w') as f:\n    f.write(%q)\nwhile True:\n    pass\n", tag)
 }
 
+// shellBusyLoop is the shell's busy loop of issue 26 (`while :; do :; done`)
+// in a bash that first names itself tag.
+func shellBusyLoop(tag string) string {
+	return fmt.Sprintf("printf %%s %s > /proc/$$/comm; while :; do :; done", tag)
+}
+
 // labelled lists Airlock's containers (any state) carrying label k=v.
 func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 	t.Helper()
@@ -129,12 +140,47 @@ func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 	return list
 }
 
+// busyCall posts the tool call of a busy loop to url (a tool-calls route)
+// and ignores the answer: the process serving it is killed mid-call.
+func busyCall(url, tool string, args map[string]any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, _ = send(ctx, "POST", url, toolCall("call_busy", tool, args))
+}
+
+// killOutcome is what killMidCall saw.
+type killOutcome struct {
+	took time.Duration // from the kill until nothing of the sandbox was left
+	// foreign: the busy loop's container was killed by another process (a
+	// reaper of some other Airlock process on this host) before it ended by
+	// itself, so this run could not show the dead man's switch at work.
+	foreign bool
+}
+
+// conclusive runs attempt (a kill test) up to three times, until a run is
+// not spoiled by another Airlock process's reaper on the host (see
+// killOutcome.foreign); a failing attempt fails the test at once.
+func conclusive(t *testing.T, attempt func(t *testing.T) killOutcome) {
+	t.Helper()
+	for i := 1; i <= 3; i++ {
+		var out killOutcome
+		if !t.Run(fmt.Sprintf("attempt-%d", i), func(t *testing.T) { out = attempt(t) }) || !out.foreign {
+			return
+		}
+	}
+	t.Fatal("three attempts in a row were spoiled by the reaper of another Airlock process on this host")
+}
+
 // killMidCall waits until the busy loop tag runs on the host (started by a
-// call through victim), kill -9s victim's process alone and checks that 5 s
-// later (the issue's bound) no container of victim (by its airlock.pid
-// label), no process of those containers, no busy loop and no process of
-// victim's group remains. It returns how long the cleanup took.
-func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time.Duration {
+// call through victim), kill -9s victim's process alone and checks that
+// bound later (5 s in issue 13, 3 s in issue 26; scaled) no container of
+// victim (by its airlock.pid label), no process of those containers, no
+// busy loop and no process of victim's group remains, and, from Docker's
+// events, that the busy loop's container ended by itself: it died with
+// its controller's exit code 0, not killed. A reaper of another Airlock
+// process on the host removes a container of a dead process by killing it;
+// when one did so first the outcome is foreign (see conclusive).
+func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string, bound time.Duration) killOutcome {
 	t.Helper()
 	poll(t, startTimeout, "the busy loop to run on the host", func() bool {
 		if victim.exited() {
@@ -149,11 +195,13 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time
 	if len(ids) == 0 {
 		t.Fatalf("the busy loop runs but %s has no container labelled airlock.pid=%d", victim.name, victim.pid())
 	}
+	busy := busyContainer(t, ids, tag)
+	bound = testscale.D(bound)
+	seen := watchEvents(t, dc, ids)
 	if err := syscall.Kill(victim.pid(), syscall.SIGKILL); err != nil {
 		t.Fatalf("kill -9 %d: %v", victim.pid(), err)
 	}
 	killed := time.Now()
-	const bound = 5 * time.Second
 	for {
 		var left []string
 		if l := containers(t, dc, victim.pid()); len(l) > 0 {
@@ -164,12 +212,103 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string) time
 		if len(left) == 0 {
 			t.Logf("kill -9 of %s: its %d containers and every sandbox process were gone %s after the kill (bound %s)",
 				victim.name, len(ids), took.Round(10*time.Millisecond), bound)
-			return took
+			out := killOutcome{took: took}
+			for _, id := range ids {
+				how := ending(seen(id))
+				switch {
+				case how == "killed" && id == busy:
+					t.Logf("container %.12s of the busy loop was killed by another process (a reaper of another Airlock process on this host) before it ended by itself", id)
+					out.foreign = true
+				case how == "killed":
+					t.Logf("container %.12s was killed by another process's reaper before it ended by itself", id)
+				case how != "self":
+					t.Errorf("container %.12s: %s, want it to end by itself (die with exit code 0, no kill)", id, how)
+				}
+			}
+			return out
 		}
 		if took > bound {
 			t.Fatalf("%s after kill -9 of %s these remain: %s", took.Round(10*time.Millisecond), victim.name, strings.Join(left, "; "))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// busyContainer is the one of ids whose cgroup holds the busy loop tag.
+func busyContainer(t *testing.T, ids []string, tag string) string {
+	t.Helper()
+	for _, p := range hostProcs(t) {
+		if p.comm != tag {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(p.cg, id) {
+				return id
+			}
+		}
+	}
+	t.Fatalf("the busy loop %s runs in none of the containers %v", tag, ids)
+	return ""
+}
+
+// ending tells from a container's Docker events how it ended: "self" (it
+// died with exit code 0, its controller's, and was not killed), "killed"
+// (a kill came before it died), or a description of what else was seen.
+func ending(evs []events.Message) string {
+	var actions []string
+	for _, m := range evs {
+		a := string(m.Action)
+		actions = append(actions, a)
+		switch {
+		case a == "kill":
+			return "killed"
+		case a == "die" && m.Actor.Attributes["exitCode"] == "0":
+			return "self"
+		case a == "die":
+			return "died with exit code " + m.Actor.Attributes["exitCode"]
+		}
+	}
+	return fmt.Sprintf("events %v", actions)
+}
+
+// watchEvents records Docker's events of the containers ids from now on;
+// seen returns those recorded for one of them, once it is destroyed (or
+// after 5 s, scaled).
+func watchEvents(t *testing.T, dc *client.Client, ids []string) (seen func(id string) []events.Message) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	args := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)))
+	for _, id := range ids {
+		args.Add("container", id)
+	}
+	msgs, errs := dc.Events(ctx, events.ListOptions{Filters: args})
+	var mu sync.Mutex
+	got := map[string][]events.Message{}
+	go func() {
+		for {
+			select {
+			case m := <-msgs:
+				mu.Lock()
+				got[m.Actor.ID] = append(got[m.Actor.ID], m)
+				mu.Unlock()
+			case <-errs:
+				return
+			}
+		}
+	}()
+	return func(id string) []events.Message {
+		// Events reach the stream a moment after they happen.
+		deadline := time.Now().Add(testscale.D(5 * time.Second))
+		for {
+			mu.Lock()
+			evs := slices.Clone(got[id])
+			mu.Unlock()
+			if slices.ContainsFunc(evs, func(m events.Message) bool { return m.Action == "destroy" }) || time.Now().After(deadline) {
+				return evs
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // Issue 13, "Dead man's switch for sandboxes": kill -9 of `airlock exec`,
@@ -23,6 +24,14 @@ import (
 // noReap keeps reapers out of the kill tests' window.
 const noReap = "10m"
 
+// The bounds on a sandbox's end after kill -9 of its Airlock process: 5 s
+// in issue 13 (Python), 3 s in issue 26 (every image); killMidCall scales
+// them by testscale (factor 1 unless set, so the issues' own numbers).
+const (
+	issue13Bound = 5 * time.Second
+	issue26Bound = 3 * time.Second
+)
+
 // TestDeadManExec: `airlock exec` running a Python busy loop, kill -9 of
 // the exec: with the issue's --timeout 5s, and with a 60 s timeout whose
 // deadline cannot be what ends the loop within 5 s of the kill.
@@ -30,9 +39,11 @@ func TestDeadManExec(t *testing.T) {
 	dc := requireDocker(t)
 	for _, timeout := range []string{"5s", "60s"} {
 		t.Run("timeout-"+timeout, func(t *testing.T) {
-			tag := busyTag()
-			p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", timeout, "run_python", busyLoop(tag))
-			killMidCall(t, dc, p, tag)
+			conclusive(t, func(t *testing.T) killOutcome {
+				tag := busyTag()
+				p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", timeout, "run_python", busyLoop(tag))
+				return killMidCall(t, dc, p, tag, issue13Bound)
+			})
 		})
 	}
 }
@@ -42,35 +53,56 @@ func TestDeadManExec(t *testing.T) {
 // its warm pool's) and their processes are gone within 5 s.
 func TestDeadManWorker(t *testing.T) {
 	dc := requireDocker(t)
-	rs := redistest.Start(t, false)
-	qname := fmt.Sprintf("dmw%d", time.Now().UnixNano())
-	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0", "--reap-interval", noReap)
-	w := startProc(t, "airlock worker", "worker", "--redis", rs.URL(), "--queue", qname, "--concurrency", "1",
-		"--pool", "1", "--reap-interval", noReap)
-	w.waitLog("worker started", startTimeout)
-	tag := busyTag()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-			map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-	}()
-	killMidCall(t, dc, w, tag)
+	conclusive(t, func(t *testing.T) killOutcome {
+		rs := redistest.Start(t, false)
+		qname := fmt.Sprintf("dmw%d", time.Now().UnixNano())
+		srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0", "--reap-interval", noReap)
+		w := startProc(t, "airlock worker", "worker", "--redis", rs.URL(), "--queue", qname, "--concurrency", "1",
+			"--pool", "1", "--reap-interval", noReap)
+		w.waitLog("worker started", startTimeout)
+		tag := busyTag()
+		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
+		return killMidCall(t, dc, w, tag, issue13Bound)
+	})
 }
 
 // TestDeadManServe: embedded serve (its own worker), kill -9 of serve while
 // it runs a busy loop call.
 func TestDeadManServe(t *testing.T) {
 	dc := requireDocker(t)
-	srv := startServe(t, "--reap-interval", noReap)
-	tag := busyTag()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_, _ = send(ctx, "POST", srv.URL+"/v1/tool-calls", toolCall("call_busy", "run_python",
-			map[string]any{"code": busyLoop(tag), "timeout_seconds": 120}))
-	}()
-	killMidCall(t, dc, srv.proc, tag)
+	conclusive(t, func(t *testing.T) killOutcome {
+		srv := startServe(t, "--reap-interval", noReap)
+		tag := busyTag()
+		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
+		return killMidCall(t, dc, srv.proc, tag, issue13Bound)
+	})
+}
+
+// TestDeadManShell (issue 26): the shell image has the same dead man's
+// switch as the python one. `airlock exec --timeout 20s execute_shell
+// 'while :; do :; done'` (the issue's command), then kill -9 of the exec
+// alone: 3 s later no container, no sandbox process and no busy loop is
+// left, and the busy loop's container ended by itself (its controller
+// exited; no reaper of another process killed it). The same for a shell
+// busy loop in a session, with kill -9 of the serve that holds it.
+func TestDeadManShell(t *testing.T) {
+	dc := requireDocker(t)
+	t.Run("exec", func(t *testing.T) {
+		conclusive(t, func(t *testing.T) killOutcome {
+			tag := busyTag()
+			p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "20s", "execute_shell", shellBusyLoop(tag))
+			return killMidCall(t, dc, p, tag, issue26Bound)
+		})
+	})
+	t.Run("session", func(t *testing.T) {
+		conclusive(t, func(t *testing.T) killOutcome {
+			srv := startServe(t, "--reap-interval", noReap)
+			sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+			tag := busyTag()
+			go busyCall(srv.URL+"/v1/sessions/"+sid+"/tool-calls", "execute_shell", map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120})
+			return killMidCall(t, dc, srv.proc, tag, issue26Bound)
+		})
+	})
 }
 
 // TestDeadWorkerContainersReaped: containers labelled with a worker of the
@@ -228,13 +260,20 @@ func TestUnboundSessionReaped(t *testing.T) {
 }
 
 // TestDeadlineInsideContainer: the call's deadline holds inside the
-// container with no help from Airlock: `airlock exec --timeout 5s` is
-// frozen (SIGSTOP) while its busy loop runs, and the loop still ends at its
-// deadline (checked on the host, 3 s of headroom for a loaded machine).
+// container with no help from Airlock, in both images (issue 26 for the
+// shell's): `airlock exec --timeout 5s` is frozen (SIGSTOP) while its busy
+// loop runs, and the loop still ends at its deadline (checked on the host,
+// 3 s of headroom for a loaded machine).
 func TestDeadlineInsideContainer(t *testing.T) {
 	requireDocker(t)
+	t.Run("run_python", func(t *testing.T) { deadlineInside(t, "run_python", busyLoop) })
+	t.Run("execute_shell", func(t *testing.T) { deadlineInside(t, "execute_shell", shellBusyLoop) })
+}
+
+// deadlineInside runs TestDeadlineInsideContainer with one tool.
+func deadlineInside(t *testing.T, tool string, loop func(tag string) string) {
 	tag := busyTag()
-	p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "5s", "run_python", busyLoop(tag))
+	p := startProc(t, "airlock exec", "exec", "--reap-interval", noReap, "--timeout", "5s", tool, loop(tag))
 	poll(t, startTimeout, "the busy loop to run on the host", func() bool {
 		if p.exited() {
 			t.Fatalf("exec exited before the call ran:\n%s", tail(p.stderr.String(), 4000))
@@ -246,7 +285,7 @@ func TestDeadlineInsideContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(p.pid(), syscall.SIGCONT) }()
-	const bound = 5*time.Second + 3*time.Second
+	bound := 5*time.Second + testscale.D(3*time.Second)
 	for procNamed(t, tag) != 0 {
 		if time.Since(seen) > bound {
 			t.Fatalf("the busy loop still runs %s after it started, with its Airlock process frozen (deadline 5s)", time.Since(seen).Round(10*time.Millisecond))

@@ -5,6 +5,12 @@
 # Each image is tagged airlock/NAME:<content-hash>; an unchanged image is not
 # rebuilt. airlock/NAME:latest always points at the newest build.
 #
+# Every sandbox image (python, shell, and environments built from them)
+# carries the same controller, images/python/rootfs/opt/airlock, copied in
+# at build time and labelled airlock.runner: it is the container's pid 1,
+# its dead man's switch and its in-container deadline (PROTOCOL.md). Only
+# the python image preloads numpy & co in its zygote (AIRLOCK_PRELOAD=1).
+#
 # The compose stack's images (server, redis, haproxy) are built the same
 # way from one shared base (images/service/packages.txt); airlock/server
 # adds the static airlock binary built on the host ($AIRLOCK_SERVER_BIN,
@@ -70,11 +76,59 @@ base_hash() {
   { echo "suite=$suite uid=$uid"; sed -n '/^# base-recipe-start/,/^# base-recipe-end/p' "$here/build.sh"; cat "$here/$1/packages.txt"; } | sha256sum | cut -c1-16
 }
 
+# controller is the in-container controller every sandbox image carries.
+controller=python/rootfs/opt/airlock
+
+# tree_content prints every file under $1 (relative to $here) with its path.
+tree_content() {
+  (cd "$here" && find "$1" -type f | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done)
+}
+
 image_hash() {
-  { base_hash "$1"; sed -n '/^# final-recipe-start/,/^# final-recipe-end/p' "$here/build.sh"; if [ -d "$here/$1/rootfs" ]; then (cd "$here/$1" && find rootfs -type f | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done); fi; } | sha256sum | cut -c1-16
+  { base_hash "$1"; sed -n '/^# final-recipe-start/,/^# final-recipe-end/p' "$here/build.sh"
+    tree_content "$controller"; if [ -d "$here/$1/rootfs" ]; then tree_content "$1/rootfs"; fi; } | sha256sum | cut -c1-16
 }
 
 packages() { grep -vE '^\s*(#|$)' "$here/$1/packages.txt" | paste -sd, -; }
+
+# progress copies debootstrap's output (stdin) to the log $2 and tells what
+# it is doing for the image $1: each phase as it starts and, every 15 s
+# within one (even while a single package takes long), how many packages it
+# has gone through, so a first build that takes minutes is seen to move.
+progress() {
+  local tag=$1 log=$2 line part="" phase="starting" what n=0 last=$SECONDS rc
+  : >"$log"
+  while :; do
+    rc=0
+    IFS= read -r -t 15 line || rc=$?
+    if [ "$rc" -gt 128 ]; then # no line for 15 s: keep what came, say it still runs
+      part+=$line
+      last=$SECONDS
+      echo "images: $tag: $phase: $n so far, still working (${SECONDS}s)"
+      continue
+    fi
+    line=$part$line part=""
+    [ "$rc" -eq 0 ] || [ -n "$line" ] || break
+    printf '%s\n' "$line" >>"$log"
+    case $line in
+      "I: Retrieving "*) what="downloading packages" ;;
+      "I: Extracting "*) what="extracting packages" ;;
+      "I: Unpacking "*) what="unpacking packages" ;;
+      "I: Configuring "*) what="configuring packages" ;;
+      "I: Base system installed"*) what="installed" ;;
+      *) continue ;;
+    esac
+    if [ "$what" != "$phase" ]; then
+      phase=$what n=0 last=$SECONDS
+      echo "images: $tag: $phase (${SECONDS}s)"
+    fi
+    n=$((n + 1))
+    if [ $((SECONDS - last)) -ge 15 ]; then
+      last=$SECONDS
+      echo "images: $tag: $phase: $n so far (${SECONDS}s)"
+    fi
+  done
+}
 
 # base-recipe-start
 # The base: a minimal Debian rootfs with the image's packages and the sandbox user.
@@ -82,8 +136,8 @@ build_base() {
   local name=$1 tag=$2 root
   command -v debootstrap >/dev/null || { echo "images: debootstrap is missing: apt-get install debootstrap" >&2; exit 1; }
   root=$(mktemp -d /tmp/airlock-rootfs-XXXXXX)
-  echo "images: bootstrapping $tag from $(mirror) (a minute or two)"
-  if ! debootstrap --variant=minbase --include="$(packages "$name")" "$suite" "$root" "$(mirror)" >"$root.log" 2>&1; then
+  echo "images: bootstrapping $tag from $(mirror) (a few minutes; progress below)"
+  if ! debootstrap --variant=minbase --include="$(packages "$name")" "$suite" "$root" "$(mirror)" 2>&1 | progress "$tag" "$root.log"; then
     tail -n 30 "$root.log" >&2; rm -rf "$root"
     echo "images: debootstrap failed for $name (log: $root.log)" >&2; exit 1
   fi
@@ -94,6 +148,7 @@ build_base() {
   mkdir -p "$root/work" "$root/workspace" "$root/opt/airlock"
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
     "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
+  echo "images: importing $tag into Docker ($(du -sh "$root" | cut -f1))"
   tar -C "$root" --numeric-owner -c . | docker import - "$tag" >/dev/null
   rm -rf "$root"
 }
@@ -104,10 +159,17 @@ build_base() {
 build_final() {
   local name=$1 base=$2 tag=$3 hash=$4 ctx env
   env="PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8"
-  # Python-only settings go to the python image only.
-  if [ "$name" = python ]; then env="$env MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1"; fi
+  # Python settings and the zygote's preload go to the python image only;
+  # Airlock turns the preload off per container (AIRLOCK_PRELOAD=0) for cold
+  # one-shot containers, where it would only slow the start.
+  if [ "$name" = python ]; then
+    env="$env MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1 AIRLOCK_PRELOAD=1"
+  else
+    env="$env AIRLOCK_PRELOAD=0"
+  fi
   ctx=$(mktemp -d /tmp/airlock-ctx-XXXXXX)
-  mkdir -p "$ctx/rootfs"
+  mkdir -p "$ctx/rootfs/opt/airlock"
+  cp -a "$here/$controller/." "$ctx/rootfs/opt/airlock/"
   if [ -d "$here/$name/rootfs" ]; then cp -a "$here/$name/rootfs/." "$ctx/rootfs/"; fi
   cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
@@ -120,9 +182,7 @@ ENV $env
 LABEL airlock.image=$name airlock.image.hash=$hash
 CMD ["/bin/bash"]
 DOCKERFILE
-  if [ -f "$ctx/rootfs/opt/airlock/controller.py" ]; then
-    echo 'LABEL airlock.runner=/opt/airlock/controller.py' >>"$ctx/Dockerfile"
-  fi
+  echo 'LABEL airlock.runner=/opt/airlock/controller.py' >>"$ctx/Dockerfile"
   docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" || { cat "$ctx.log" >&2; exit 1; }
   rm -f "$ctx.log"
   rm -rf "$ctx"

@@ -85,13 +85,13 @@ except OSError as exc:
 	}
 	warm := e.WarmStats()
 
-	// Shell code, a zip this time, same owner: the same container, and not
-	// one file of the first archive left.
+	// Shell code (in the python image: the same pool), a zip this time, same
+	// owner: the same container, and not one file of the first archive left.
 	repo2, sums2 := smallRepo(2)
 	for i := range repo2 {
 		repo2[i].name = "z/" + repo2[i].name
 	}
-	second := run(t, e, core.Request{Owner: "arc", Language: core.Shell, Archive: makeZip(t, repo2...),
+	second := run(t, e, core.Request{Owner: "arc", Language: core.Shell, Image: e.cfg.Images[core.Python], Archive: makeZip(t, repo2...),
 		Limits: core.Limits{Timeout: time.Minute},
 		Code:   `cd /workspace && sha256sum $(find . -type f | LC_ALL=C sort); test -e d0 && echo LEFT; true`})
 	var want2 []string

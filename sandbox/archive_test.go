@@ -198,22 +198,25 @@ func TestArchiveRequest(t *testing.T) {
 	}
 }
 
-// TestWorkspaceTmpfs: a controller container without an input folder gets
-// its own size-capped, noexec/nosuid/nodev /workspace owned by its uid;
-// with an input folder, or without a controller, it gets none.
+// TestWorkspaceTmpfs: every container gets its own size-capped,
+// noexec/nosuid/nodev /workspace owned by its uid, and no host path is
+// mounted into it (binds or mounts), whatever the call's input.
 func TestWorkspaceTmpfs(t *testing.T) {
 	lim := DefaultConfig().Defaults
-	s := containerSpec{Controller: true, Limits: lim, Identity: identity{UID: 70123, GID: 70123}}
-	_, host := s.build()
+	s := containerSpec{Limits: lim, Identity: identity{UID: 70123, GID: 70123}}
+	cfg, host := s.build()
 	ws := host.Tmpfs[WorkspacePath]
 	for _, opt := range []string{"noexec", "nosuid", "nodev", "size=" + itoa(int(lim.TmpfsBytes)), "uid=70123", "gid=70123", "mode=0555"} {
 		if !strings.Contains(ws, opt) {
 			t.Fatalf("/workspace tmpfs %q lacks %s", ws, opt)
 		}
 	}
-	for _, other := range []containerSpec{{Controller: true, Limits: lim, Mount: "/srv/in"}, {Limits: lim}} {
-		if _, host := other.build(); host.Tmpfs[WorkspacePath] != "" {
-			t.Fatalf("spec %+v got a /workspace tmpfs: %v", other, host.Tmpfs)
-		}
+	if len(host.Binds) != 0 || len(host.Mounts) != 0 || len(cfg.Volumes) != 0 {
+		t.Fatalf("a container mounts host paths: binds %v mounts %v volumes %v", host.Binds, host.Mounts, cfg.Volumes)
+	}
+	if !cfg.StdinOnce || !cfg.OpenStdin || !host.AutoRemove || host.Init == nil || *host.Init ||
+		strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 {
+		t.Fatalf("the container does not run the controller as pid 1 with its dead man's switch: entrypoint %v cmd %v stdin-once %v auto-remove %v init %v",
+			cfg.Entrypoint, cfg.Cmd, cfg.StdinOnce, host.AutoRemove, host.Init)
 	}
 }

@@ -17,10 +17,13 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
-// RunnerPath is the in-container controller of controller-capable images
+// RunnerPath is the in-container controller every sandbox image carries
 // (images/python/PROTOCOL.md); an image advertises it with the label
-// airlock.runner, and only that exact value makes the engine use it.
+// LabelRunner, and only that exact value makes the engine use the image.
 const RunnerPath = "/opt/airlock/controller.py"
+
+// LabelRunner is the image label naming the controller (RunnerPath).
+const LabelRunner = "airlock.runner"
 
 // Frame budgets: a controller line may carry artifacts or a file chunk,
 // base64 encoded; anything longer is a protocol violation, never buffered.
@@ -89,33 +92,28 @@ type callOutcome struct {
 }
 
 // startBox creates, attaches and starts a controller container and waits
-// until it says it is ready. shares is its cgroup cpu.shares (0: the
-// daemon's default).
-func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mnt, kind, job, owner string, preload bool, life time.Duration, shares int64) (*box, error) {
+// until it says it is ready. preload leaves the zygote's preload to the
+// image (AIRLOCK_PRELOAD in its env: the python image preloads numpy & co);
+// without it the container starts with none. shares is its cgroup
+// cpu.shares (0: the daemon's default).
+func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, kind, job, owner string, preload bool, life time.Duration, shares int64) (*box, error) {
 	start := time.Now()
 	extra := map[string]string{
-		"AIRLOCK_PRELOAD":    "0",
 		"AIRLOCK_MAX_LIFE_S": strconv.FormatInt(int64(life/time.Second)+1, 10),
+		// /workspace is the container's own tmpfs (spec.go): the controller
+		// unpacks a call's input into it and empties it after every one-shot call.
+		"AIRLOCK_WORKSPACE": "tmpfs",
 	}
-	if preload {
-		extra["AIRLOCK_PRELOAD"] = "1"
-	}
-	if mnt == "" {
-		// /workspace is the container's own tmpfs (spec.go): the controller may
-		// unpack archives into it and empties it after every one-shot call.
-		extra["AIRLOCK_WORKSPACE"] = "tmpfs"
+	if !preload {
+		extra["AIRLOCK_PRELOAD"] = "0"
 	}
 	spec := containerSpec{
-		Image:      image,
-		Cmd:        []string{"python3", RunnerPath},
-		Env:        baseEnv(extra),
-		Limits:     lim,
-		Mount:      mnt,
-		Labels:     e.labels(kind, job, owner, life+time.Minute),
-		Runtime:    e.cfg.Runtime,
-		Stdin:      true,
-		Controller: true,
-		CPUShares:  shares,
+		Image:     image,
+		Env:       baseEnv(extra),
+		Limits:    lim,
+		Labels:    e.labels(kind, job, owner, life+time.Minute),
+		Runtime:   e.cfg.Runtime,
+		CPUShares: shares,
 	}
 	// A create abandoned midway may still make the container, unseen: let
 	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
@@ -130,7 +128,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, mn
 	b.lr.log.limit = 64 << 10
 	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		b.kill(e)
-		e.destroy(b.id, &b.hj)
+		e.destroy(b.id, &b.hj, nil)
 		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
 	}
 	e.metrics.boot(kind, time.Since(start), cgroupCPU(id))

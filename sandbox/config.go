@@ -28,11 +28,8 @@ type Config struct {
 	// MaxArtifacts and MaxArtifactBytes bound what one call returns.
 	MaxArtifacts     int
 	MaxArtifactBytes int
-	// NoRunner runs every request as the container's own command, even on
-	// images that carry the resident runner: no pool, sessions or artifacts.
-	NoRunner bool
 	// PoolSize is the least number of idle generic (not yet owned) warm
-	// containers kept per controller image; 0 disables warm containers and
+	// containers kept per image; 0 disables warm containers and
 	// owner reuse entirely (every call boots and destroys its own).
 	PoolSize int
 	// PoolMax bounds the generic containers per image when demand raises

@@ -7,15 +7,35 @@
 // errors, displays, re-validated artifacts. Live output goes to the
 // core.Sink carried by the call's context.
 //
+// Every image carries the same controller (label airlock.runner; the
+// python and shell images get it from images/build.sh, and environments
+// built from them inherit it), and every container runs it as pid 1: an
+// image without it is refused (ErrNoController), never run with the code
+// as its command. So every container, one-shot or session, python or
+// shell, has the same dead man's switch: it is attached with StdinOnce, and
+// when the Airlock process that attached it goes away (even kill -9) its
+// stdin closes, the controller kills everything and exits, and the
+// container removes itself (AutoRemove); and the same deadline inside the
+// container: the controller stops a call at its timeout and exits at the
+// container's maximum life whether or not Airlock is there. The reaper is
+// the second line. The python image's zygote preloads numpy & co
+// (AIRLOCK_PRELOAD=1 in its env; cold one-shot containers turn it off);
+// the shell image has python3 for the controller and nothing to preload.
+//
 // One-shot calls run in per-owner warm containers: generic ones are kept
 // per image (demand-driven, within PoolMax and WarmMemoryBudget, which
 // also holds room for the containers out on calls: a container coming back
-// over the budget pushes out a generic one above PoolSize first); an
-// owner's call takes one of its own idle containers, else a generic one,
-// which is the owner's from then on and never serves anyone else. The
-// controller forks a fresh interpreter per call (a one-shot shell call is
-// a bash it spawns itself, no interpreter) and cleans processes and
-// files after it (docs/isolation.md). An owner's batch-lane calls
+// over the budget pushes out a generic one above PoolSize first, and takes
+// its room once it is gone). The budget counts the idle, booting and
+// being-removed warm containers of every pool, taken and given back under
+// one lock (budget.go), so it is never passed, not even for a moment; the
+// pool's expiry runs on its own timer, so an owner's idle container ends at
+// OwnerIdle even while the pool boots. An owner's call takes one of its
+// own idle containers, else a generic one, which is the owner's from then
+// on and never serves anyone else. The controller forks a fresh
+// interpreter per call (a one-shot shell call is a bash it spawns itself,
+// no interpreter) and cleans processes and files after it
+// (docs/isolation.md). An owner's batch-lane calls
 // (core.LaneBatch) have idle containers of their own: they run at
 // Config.BatchCPUShares (cgroup cpu.shares, default 2 against the usual
 // 1024; set at creation, or by one ContainerUpdate on a generic container
@@ -23,9 +43,6 @@
 // interactive calls at once, and a batch container never serves the
 // owner's interactive calls (nor an interactive one the batch), so those
 // never wait for, or run throttled in, a batch container. Sessions hold one container each.
-// Containers die with the process that attached them (StdinOnce) and
-// remove themselves (AutoRemove); the reaper is the second line. Images
-// without the controller run code as the container's command instead.
 //
 // Tenants on one host are kept apart below the container too: every
 // container runs as its own uid from Config.UIDRange (default 70000–79999,
@@ -37,27 +54,29 @@
 // them before the server, and a private /dev/shm of at most 16 MiB (or the
 // tmpfs size when smaller).
 //
-// An input folder (Request.Mount) is checked before any container starts:
-// if "others" can read its first 10,000 entries the container uses its range
-// uid; if not and the folder belongs to a non-root user who can read them,
-// the container (always a cold one) runs as that owner; otherwise the call
-// is refused, naming the first unreadable path relative to the folder and
-// what to change. No refusal quotes the folder's host path. One trace
-// remains: /proc/self/mountinfo shows the bind source's path within its
-// filesystem as the /workspace line's root field (a Docker local volume
-// with o=bind shows the same). Hiding it needs a mount with its own
-// superblock, e.g. a read-only overlay whose lowerdir is given relative to
-// a neutral working directory, which the daemon's host must allow.
+// No host path is ever mounted into a sandbox. An input folder
+// (Request.Mount) is copied in (inputs.go): scanned on the host before any
+// container starts (folders, regular files and links that stay inside it;
+// links leading out, whose target could name a host path, and special
+// files are left out, with a warning naming them relative to the folder;
+// folders on another filesystem come empty), packed into a tar by the
+// server when the call runs, and unpacked by the controller into the
+// container's own /workspace tmpfs, read-only, as an archive is. The mount
+// tables then show /workspace as a tmpfs ("/" its root, no source path),
+// and the sandbox runs as its range uid whoever owns the folder. A folder
+// over InputMaxEntries entries, InputMaxBytes of files or the call's
+// tmpfs_bytes is refused before any container starts, naming the bound; an
+// entry the server cannot read is refused naming it. No refusal quotes the
+// folder's host path. Input calls use the owner's warm containers; a
+// session gets its input with its first exec and keeps it.
 //
 // An archive (Request.Archive: tar, tar.gz or zip) is listed on the host
 // first (archive.go: every entry, link chains, the bounds, the /workspace
 // size) and then unpacked by the controller into the container's own
 // /workspace tmpfs before the code runs, so archive calls use the owner's
 // warm containers; the controller empties /workspace after every one-shot
-// call. Shell archive calls run as lang shell in the python image's
-// controller when the shell image has none. Result.CPUSeconds is the
-// controller's count of the call's CPU (the container's cgroup delta less
-// the controller's and zygote's own).
+// call. Result.CPUSeconds is the controller's count of the call's CPU (the
+// container's cgroup delta less the controller's and zygote's own).
 //
 // It knows nothing of tools, HTTP or Redis; it talks to Docker only through
 // the narrow DockerAPI interface so that its logic can be tested with a fake.

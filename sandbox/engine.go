@@ -27,7 +27,7 @@ type Engine struct {
 	host     string
 	proc     string // this process's identity, for the reaper
 	mu       sync.Mutex
-	runners  map[string]bool // image -> has a runner
+	runners  map[string]bool // image -> carries the controller (checked once)
 	pools    map[string]*pool
 	sessions *sessions
 	bg       sync.WaitGroup // janitors and pool refills
@@ -35,7 +35,8 @@ type Engine struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	metrics  *metrics
-	warmMem  atomic.Int64 // Limits.Memory summed over warm containers (idle or starting)
+	warm     *warmBudget  // Limits.Memory summed over warm containers (idle, booting or being removed), within WarmMemoryBudget
+	outMem   atomic.Int64 // Limits.Memory summed over pooled containers out on calls, of every pool
 	// uids gives each live container its own uid (issue 10, uid.go).
 	uids *uidAllocator
 	// deadWorkers and unbound remember, between reaper sweeps, since when
@@ -99,6 +100,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
 		runners: map[string]bool{}, pools: map[string]*pool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
+	e.warm = &warmBudget{limit: e.cfg.WarmMemoryBudget, onChange: func(n int64) { e.metrics.warmMemory.Set(float64(n)) }}
 	// Issue 10: one uid per container from cfg.UIDRange (uid.go).
 	if e.cfg.UIDRange == (IDRange{}) {
 		e.cfg.UIDRange = DefaultUIDRange
@@ -125,15 +127,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	if e.cfg.PoolSize > 0 {
-		for _, lang := range []core.Language{core.Python} {
+		for _, lang := range []core.Language{core.Python, core.Shell} {
 			img := e.cfg.Images[lang]
-			ok, err := e.hasRunner(ctx, img)
-			if err != nil {
+			if err := e.requireController(ctx, img); err != nil {
 				return err
 			}
-			if ok {
-				e.poolFor(img)
-			}
+			e.poolFor(img)
 		}
 	}
 	e.goBackground(func() { e.sessions.janitor(e.stop) })
@@ -218,31 +217,34 @@ func (e *Engine) imageFor(req core.Request) (string, error) {
 	return img, nil
 }
 
-// hasRunner reports whether an image carries the resident runner (cached).
-func (e *Engine) hasRunner(ctx context.Context, image string) (bool, error) {
-	if e.cfg.NoRunner {
-		return false, nil
-	}
+// requireController checks (once per image) that an image carries the
+// in-container controller, which every sandbox container runs as its pid 1:
+// it is the container's dead man's switch and in-container deadline. An
+// image without it is refused with ErrNoController.
+func (e *Engine) requireController(ctx context.Context, image string) error {
 	e.mu.Lock()
 	ok, known := e.runners[image]
 	e.mu.Unlock()
-	if known {
-		return ok, nil
-	}
-	info, err := e.docker.ImageInspect(ctx, image)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return false, fmt.Errorf("sandbox: image %s: %w: build it with `make images`", image, ErrImageMissing)
+	if !known {
+		info, err := e.docker.ImageInspect(ctx, image)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				return fmt.Errorf("sandbox: image %s: %w: build it with `make images`", image, ErrImageMissing)
+			}
+			return fmt.Errorf("sandbox: inspect image %s: %w: %w", image, core.ErrUnavailable, err)
 		}
-		return false, fmt.Errorf("sandbox: inspect image %s: %w: %w", image, core.ErrUnavailable, err)
+		// Only the controller's exact path: an image with an older runner
+		// speaks another protocol.
+		ok = info.Config != nil && info.Config.Labels[LabelRunner] == RunnerPath
+		e.mu.Lock()
+		e.runners[image] = ok
+		e.mu.Unlock()
 	}
-	// Only the controller's exact path: an image with the older runner
-	// speaks another protocol and runs as a plain command instead.
-	ok = info.Config != nil && info.Config.Labels["airlock.runner"] == RunnerPath
-	e.mu.Lock()
-	e.runners[image] = ok
-	e.mu.Unlock()
-	return ok, nil
+	if !ok {
+		return fmt.Errorf("sandbox: image %s: %w (label %s=%s): rebuild it with `make images`, or build it from airlock/python or airlock/shell",
+			image, ErrNoController, LabelRunner, RunnerPath)
+	}
+	return nil
 }
 
 // createAttached creates a container and attaches to it before starting it,
@@ -259,28 +261,35 @@ func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, t
 		if errdefs.IsNotFound(err) {
 			return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
 		}
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %s", s.Image, core.ErrUnavailable, scrubPath(err.Error(), s.Mount))
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, core.ErrUnavailable, err)
 	}
 	e.uids.bind(s.Identity.UID, created.ID)
-	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: s.Stdin, Stdout: true, Stderr: true})
+	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
-		e.destroy(created.ID, nil)
+		e.destroy(created.ID, nil, nil)
 		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		e.destroy(created.ID, &hj)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %s", short(created.ID), core.ErrUnavailable, scrubPath(err.Error(), s.Mount))
+		e.destroy(created.ID, &hj, nil)
+		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
 	return created.ID, hj, nil
 }
 
-// destroy removes a container off the caller's path.
-func (e *Engine) destroy(id string, hj *types.HijackedResponse) {
+// destroy removes a container off the caller's path, then runs gone (if
+// set).
+func (e *Engine) destroy(id string, hj *types.HijackedResponse, gone func()) {
 	if hj != nil && hj.Conn != nil {
 		hj.Close()
 	}
 	e.removals.Add(1)
-	go func() { defer e.removals.Done(); e.removeNow(id) }()
+	go func() {
+		defer e.removals.Done()
+		e.removeNow(id)
+		if gone != nil {
+			gone()
+		}
+	}()
 }
 
 // removeNow force-removes a container, retrying briefly; a removal

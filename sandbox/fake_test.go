@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net"
 	"sync"
@@ -127,7 +128,9 @@ func (f *fakeDocker) ContainerList(_ context.Context, _ container.ListOptions) (
 func (f *fakeDocker) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
 	f.record("image")
 	if f.image == nil {
-		return image.InspectResponse{Config: &dockerspec.DockerOCIImageConfig{}}, nil
+		// Every image Airlock builds carries the controller.
+		return image.InspectResponse{Config: &dockerspec.DockerOCIImageConfig{
+			ImageConfig: ocispec.ImageConfig{Labels: map[string]string{LabelRunner: RunnerPath}}}}, nil
 	}
 	return f.image(ref)
 }
@@ -140,6 +143,43 @@ func frame(stream byte, p string) []byte {
 	h[0] = stream
 	binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
 	return append(h, p...)
+}
+
+// fakeController returns an attach whose far end plays the in-container
+// controller: it sends the ready frame, then answers each request line with
+// the frames answer returns (their ids set to the request's). It stops when
+// Airlock closes its end, as the real controller's dead man's switch does.
+func fakeController(answer func(req ctlRequest) []ctlFrame) types.HijackedResponse {
+	server, conn := net.Pipe()
+	go func() {
+		defer server.Close()
+		send := func(f ctlFrame) bool {
+			line, _ := json.Marshal(f)
+			_, err := server.Write(frame(streamStdout, string(line)+"\n"))
+			return err == nil
+		}
+		if !send(ctlFrame{T: "ready", Features: []string{featureArchive}}) {
+			return
+		}
+		in := bufio.NewReader(server)
+		for {
+			line, err := in.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var req ctlRequest
+			if json.Unmarshal(line, &req) != nil {
+				return
+			}
+			for _, f := range answer(req) {
+				f.ID = req.ID
+				if !send(f) {
+					return
+				}
+			}
+		}
+	}()
+	return types.HijackedResponse{Conn: conn, Reader: bufio.NewReader(conn)}
 }
 
 // pipeAttach returns a hijacked response whose reader yields data and then EOF.

@@ -1,139 +1,246 @@
 package sandbox
 
 import (
+	"archive/tar"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/links"
 )
 
-// maxInputWalk bounds how many entries of an input folder are checked for
-// readability before a container starts; entries past it are not checked.
-const maxInputWalk = 10000
+// Bounds of an input folder (Request.Mount). The folder is never mounted:
+// Airlock copies it (a tar packed on the host, unpacked by the controller)
+// into the container's own /workspace tmpfs, so no host path is visible in
+// the sandbox, not even in /proc/self/mountinfo. It is bounded as an
+// archive is (ArchiveMaxEntries, core.MaxArchiveBytes): the copy travels
+// to the controller in one request line, which the controller holds a few
+// times over while it decodes it. A folder past a bound is refused naming
+// it; past the /workspace size the message names tmpfs_bytes, and past
+// what memory_bytes can unpack, memory_bytes (inputMemory).
+const (
+	// InputMaxEntries bounds the files, folders and links of an input folder.
+	InputMaxEntries = ArchiveMaxEntries
+	// InputMaxBytes bounds the tar an input folder packs to (its files'
+	// bytes, 512-byte headers and padding).
+	InputMaxBytes = core.MaxArchiveBytes
+)
 
-// inputIdentity decides who may read an input folder in the sandbox. A
-// zero identity means the folder is readable by anyone, so the container
-// runs as its own uid from the engine's range. Otherwise the folder is
-// private and owned by a non-root user whose uid:gid can read the whole
-// (checked) tree: the container runs as that owner (such containers are
-// always started cold, as mounts never use warm ones). When neither can
-// read it the call is refused with core.ErrInvalid naming the first
-// unreadable path relative to the folder and what to change — never a
-// silent empty view. Messages never contain the folder's host path.
-func inputIdentity(dir string) (identity, error) {
-	if dir == "" {
-		return identity{}, nil
-	}
-	rel, err := firstUnreadable(dir, nil)
-	if err != nil {
-		return identity{}, err
-	}
-	if rel == "" {
-		return identity{}, nil
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return identity{}, core.Errorf("", core.ErrInvalid, "the input folder cannot be examined: "+errnoText(err))
-	}
-	if st.Uid == 0 {
-		return identity{}, core.Errorf("", core.ErrInvalid, fmt.Sprintf(
-			"the input folder is readable only by root (%s is not readable by others): make it readable (chmod -R a+rX) or owned by a non-root user",
-			describeRel(rel)))
-	}
-	owner := identity{UID: int(st.Uid), GID: int(st.Gid)}
-	if owner.GID == 0 {
-		owner.GID = owner.UID // never run in the root group
-	}
-	rel, err = firstUnreadable(dir, &owner)
-	if err != nil {
-		return identity{}, err
-	}
-	if rel != "" {
-		return identity{}, core.Errorf("", core.ErrInvalid, fmt.Sprintf(
-			"%s in the input folder is readable neither by others nor by the folder's owner (uid %d), whom the sandbox runs as for a private folder: make it readable by that owner or by all (chmod -R a+rX)",
-			describeRel(rel), owner.UID))
-	}
-	return owner, nil
+// inputMemory is the least memory_bytes with which a container can take a
+// copy of packed bytes: the controller holds the request line (base64) a
+// few times over while it decodes it, beside the unpacked files in
+// /workspace (measured: 4.5-5.5 times the tar at the peak), on top of
+// what the controller, zygote and spare kernels use (about 32 MiB without
+// the page cache, which the kernel reclaims first).
+func inputMemory(packed int64) int64 { return 6*packed + 32<<20 }
+
+// inputEntry is one entry of an input folder, as it will be unpacked.
+type inputEntry struct {
+	rel  string // slash path relative to the folder
+	kind byte   // kindDir, kindFile or kindLink
+	perm fs.FileMode
+	size int64
+	link string // a link's target
 }
 
-// firstUnreadable walks at most maxInputWalk entries of dir and returns the
-// first one (relative to dir, "." for dir itself) that who cannot read — a
-// directory needs r and x, a file r — or "" when all can be read. who nil
-// means a uid that owns nothing and is in no group: only the "other" bits
-// count. Symlinks are skipped (they resolve inside the container), as are
-// folders on another filesystem (the non-recursive bind shows them empty).
-func firstUnreadable(dir string, who *identity) (string, error) {
+// inputScan is an input folder walked on the host: what will be copied.
+type inputScan struct {
+	dir     string // the resolved folder
+	entries []inputEntry
+	bytes   int64    // the files' sizes together
+	pages   int64    // the same in whole tmpfs pages, what /workspace must hold
+	packed  int64    // the size of the tar it packs to
+	skipped []string // links out of the folder and special files, left out
+}
+
+// inputRefusal is a refused input folder: core.ErrInvalid with a message
+// that names entries relative to the folder, never its host path.
+func inputRefusal(msg string) error { return core.Errorf("", core.ErrInvalid, "the input folder "+msg) }
+
+// scanInput walks the resolved input folder dir: folders, regular files and
+// links that stay inside it; links leading out of it (their target could
+// name a host path) and special files are left out and listed in skipped;
+// folders on another filesystem are copied empty. An entry the server
+// cannot read, over maxEntries entries or a tar over maxPacked bytes is
+// refused, naming what was wrong. Nothing is read but metadata.
+func scanInput(dir string, maxEntries int, maxPacked int64) (*inputScan, error) {
 	var root syscall.Stat_t
 	if err := syscall.Stat(dir, &root); err != nil {
-		return "", core.Errorf("", core.ErrInvalid, "the input folder cannot be examined: "+errnoText(err))
+		return nil, inputRefusal("cannot be examined: " + errnoText(err))
 	}
-	seen, bad := 0, ""
+	if err := syscall.Access(dir, 5); err != nil { // r-x
+		return nil, inputRefusal("itself cannot be read by the server: " + errnoText(err))
+	}
+	s := &inputScan{dir: dir, packed: 1024} // the tar's two end blocks
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		rel, rerr := filepath.Rel(dir, p)
+		if rerr != nil {
+			return rerr
+		}
 		if err != nil {
-			return err
+			return inputRefusal(fmt.Sprintf("entry %q cannot be read: %s", filepath.ToSlash(rel), errnoText(err)))
 		}
-		seen++
-		if seen > maxInputWalk {
-			return fs.SkipAll
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
+		if rel == "." {
 			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if len(s.entries) >= maxEntries {
+			return inputRefusal(fmt.Sprintf("has more than %d entries (files, folders and links), the most copied into a sandbox: give a smaller folder", maxEntries))
+		}
+		if err := inputName(rel); err != nil {
+			return err
 		}
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return inputRefusal(fmt.Sprintf("entry %q cannot be examined: %s", rel, errnoText(err)))
 		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		var need uint32
+		e := inputEntry{rel: rel, perm: info.Mode().Perm()}
 		switch {
 		case info.IsDir():
-			if st.Dev != root.Dev {
-				return fs.SkipDir
+			e.kind = kindDir
+			if err := syscall.Access(p, 5); err != nil {
+				return inputRefusal(fmt.Sprintf("folder %q cannot be read by the server: %s", rel, errnoText(err)))
 			}
-			need = 5 // r-x
+			if err := s.add(e, maxPacked); err != nil {
+				return err
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Dev != root.Dev {
+				return fs.SkipDir // another filesystem: copied empty
+			}
+			return nil
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return inputRefusal(fmt.Sprintf("link %q cannot be read: %s", rel, errnoText(err)))
+			}
+			if !links.StaysIn(rel, target) || !links.ResolvesIn(dir, p) {
+				s.skipped = append(s.skipped, rel)
+				return nil
+			}
+			e.kind, e.link = kindLink, target
 		case info.Mode().IsRegular():
-			need = 4 // r--
+			if err := syscall.Access(p, 4); err != nil { // r--
+				return inputRefusal(fmt.Sprintf("file %q cannot be read by the server: %s", rel, errnoText(err)))
+			}
+			e.kind, e.size = kindFile, info.Size()
 		default:
+			s.skipped = append(s.skipped, rel)
 			return nil
 		}
-		if !mayAccess(st, who, need) {
-			bad, _ = filepath.Rel(dir, p)
-			return fs.SkipAll
-		}
-		return nil
+		return s.add(e, maxPacked)
 	})
+	var refused *core.Error
+	if errors.As(err, &refused) {
+		return nil, err
+	}
 	if err != nil {
-		return "", core.Errorf("", core.ErrInvalid, "the input folder cannot be examined: "+errnoText(err))
+		return nil, inputRefusal("cannot be examined: " + errnoText(err))
 	}
-	return bad, nil
+	return s, nil
 }
 
-// mayAccess applies the classic owner/group/other permission check.
-func mayAccess(st *syscall.Stat_t, who *identity, need uint32) bool {
-	perm := st.Mode & 0o777
-	bits := perm & 7
+// add counts e in, refusing the folder once its tar would pass maxPacked.
+func (s *inputScan) add(e inputEntry, maxPacked int64) error {
+	s.entries = append(s.entries, e)
+	s.bytes += e.size
+	s.pages += (e.size + tmpfsPage - 1) / tmpfsPage * tmpfsPage
+	s.packed += 512 + (e.size+511)/512*512
+	if len(e.rel) >= 100 || len(e.link) >= 100 {
+		s.packed += 1024 // a PAX header for the long name
+	}
+	if s.packed > maxPacked {
+		return inputRefusal(fmt.Sprintf("packs to more than %d bytes, the most copied into a sandbox (core.MaxArchiveBytes): give a smaller folder", maxPacked))
+	}
+	return nil
+}
+
+// inputName refuses a name the controller could not unpack (the archive
+// bounds of archive.go), naming it.
+func inputName(rel string) error {
 	switch {
-	case who != nil && int(st.Uid) == who.UID:
-		bits = perm >> 6 & 7
-	case who != nil && int(st.Gid) == who.GID:
-		bits = perm >> 3 & 7
+	case len(rel) > archiveMaxPath:
+		return inputRefusal(fmt.Sprintf("entry %.80q... has a path longer than %d bytes", rel, archiveMaxPath))
+	case strings.Count(rel, "/") >= archiveMaxDepth:
+		return inputRefusal(fmt.Sprintf("entry %q is nested deeper than %d folders", rel, archiveMaxDepth))
 	}
-	return bits&need == need
+	return nil
 }
 
-// describeRel names an entry of the input folder for a message.
-func describeRel(rel string) string {
-	if rel == "." {
-		return "the folder itself"
+// warnings describes what the copy left out, for the call's result.
+func (s *inputScan) warnings() []string {
+	if len(s.skipped) == 0 {
+		return nil
 	}
-	return fmt.Sprintf("%q", rel)
+	names := s.skipped
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(s.skipped)-5)
+	}
+	return []string{fmt.Sprintf("the input folder's links leading out of it and special files are not copied into the sandbox: %s%s",
+		strings.Join(names, ", "), more)}
+}
+
+// pack writes the scanned entries as an uncompressed tar. Files are opened
+// without following links and must still have their scanned size.
+func (s *inputScan) pack() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(s.packed, InputMaxBytes)))
+	tw := tar.NewWriter(&buf)
+	for _, e := range s.entries {
+		h := &tar.Header{Name: e.rel, Mode: int64(e.perm), Format: tar.FormatPAX}
+		switch e.kind {
+		case kindDir:
+			h.Typeflag, h.Name = tar.TypeDir, e.rel+"/"
+		case kindLink:
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		default:
+			h.Typeflag, h.Size = tar.TypeReg, e.size
+		}
+		if e.kind != kindFile {
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, fmt.Errorf("sandbox: pack the input folder: %w", err)
+			}
+			continue
+		}
+		if err := s.packFile(tw, h); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("sandbox: pack the input folder: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// packFile copies one regular file into tw.
+func (s *inputScan) packFile(tw *tar.Writer, h *tar.Header) error {
+	changed := inputRefusal(fmt.Sprintf("file %q changed while it was copied into the sandbox: try again", h.Name))
+	f, err := os.OpenFile(filepath.Join(s.dir, filepath.FromSlash(h.Name)), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+			return changed
+		}
+		return inputRefusal(fmt.Sprintf("file %q cannot be read by the server: %s", h.Name, errnoText(err)))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() != h.Size {
+		return changed
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return fmt.Errorf("sandbox: pack the input folder: %w", err)
+	}
+	if n, err := io.CopyN(tw, f, h.Size); err != nil || n != h.Size {
+		return changed
+	}
+	return nil
 }
 
 // errnoText describes a file-system error without the path it carries.

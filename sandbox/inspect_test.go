@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,9 @@ import (
 func TestInspectedHostConfig(t *testing.T) {
 	e := newTestEngine(t, nil)
 	mnt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mnt, "in.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	info, rej, err := e.OpenSession(ctx, core.Request{Owner: "o", Mount: mnt, Limits: core.Limits{Memory: 96 << 20, CPUs: 0.5, Pids: 40}})
 	if err != nil || rej != nil {
@@ -44,6 +49,7 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(h.Init != nil && !*h.Init, "no docker-init", h.Init)
 	check(h.AutoRemove, "auto-remove", h.AutoRemove)
 	check(cfg.StdinOnce && cfg.OpenStdin, "stdin once", cfg.StdinOnce)
+	check(strings.Join(cfg.Entrypoint, " ") == "python3 "+RunnerPath, "the controller is the entrypoint", cfg.Entrypoint)
 	check(h.IpcMode == "private", "ipc", h.IpcMode)
 	check(h.PidMode == "" && h.UTSMode == "" && h.UsernsMode == "" && h.CgroupnsMode != "host", "namespaces", []any{h.PidMode, h.UTSMode})
 	check(r.Memory == 96<<20 && r.MemorySwap == 96<<20, "memory = swap", []int64{r.Memory, r.MemorySwap})
@@ -57,10 +63,9 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(strings.Contains(h.Tmpfs["/work"], ",uid="+uid+",gid="+uid) && strings.Contains(h.Tmpfs["/tmp"], ",uid="+uid), "tmpfs owned by the container's uid", h.Tmpfs)
 	check(h.OomScoreAdj == SandboxOOMScoreAdj && h.OomScoreAdj > 0, "oom score adj", h.OomScoreAdj)
 	check(h.ShmSize == MaxShmBytes, "/dev/shm capped", h.ShmSize)
-	check(len(h.Mounts) == 1 && h.Mounts[0].ReadOnly && h.Mounts[0].Target == WorkspacePath, "read-only workspace", h.Mounts)
-	for _, m := range c.Mounts {
-		check(!strings.Contains(m.Source, "docker.sock"), "docker socket never mounted", m.Source)
-	}
+	// The input folder is copied into /workspace, a tmpfs of the container's own.
+	check(len(h.Mounts) == 0 && len(c.Mounts) == 0, "no host path mounted", c.Mounts)
+	check(strings.Contains(h.Tmpfs[WorkspacePath], ",uid="+uid) && strings.Contains(h.Tmpfs[WorkspacePath], "mode=0555"), "workspace tmpfs", h.Tmpfs)
 	ul := map[string]int64{}
 	for _, u := range r.Ulimits {
 		ul[u.Name] = u.Hard

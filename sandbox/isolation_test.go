@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // mode is one way a request reaches a container: every isolation test
@@ -23,16 +24,11 @@ type mode struct {
 	run  func(t *testing.T, req core.Request) core.Result
 }
 
-// modes builds a direct (shell image, no runner), cold runner, pooled and
-// session mode over engines that share cfg.
+// modes builds a by-language (shell calls in the shell image, Python
+// calls in the python one), cold, pooled and session mode over engines that
+// share cfg; the last three run every call in the python image.
 func modes(t *testing.T, mod func(*Config)) []mode {
 	cold := newTestEngine(t, mod)
-	direct := newTestEngine(t, func(c *Config) {
-		if mod != nil {
-			mod(c)
-		}
-		c.NoRunner = true
-	})
 	pooled := newTestEngine(t, func(c *Config) {
 		if mod != nil {
 			mod(c)
@@ -45,8 +41,8 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 		t.Fatalf("start pool: %v", err)
 	}
 	return []mode{
-		{"direct", func(t *testing.T, req core.Request) core.Result {
-			return run(t, direct, req)
+		{"by-language", func(t *testing.T, req core.Request) core.Result {
+			return run(t, cold, req)
 		}},
 		{"cold", func(t *testing.T, req core.Request) core.Result {
 			req.Image = cold.cfg.Images[core.Python]
@@ -75,28 +71,22 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 	}
 }
 
-// waitPool waits until a pool has a ready container, so the pooled mode
-// really runs on a warm one.
+// waitPool waits until the pool of every image has a ready container, so
+// the pooled mode really runs on a warm one.
 func waitPool(t *testing.T, e *Engine) {
 	t.Helper()
-	e.mu.Lock()
-	p := e.pools[e.cfg.Images[core.Python]]
-	e.mu.Unlock()
-	if p == nil {
-		t.Fatal("no pool")
+	for _, img := range e.cfg.Images {
+		e.mu.Lock()
+		p := e.pools[img]
+		e.mu.Unlock()
+		if p == nil {
+			t.Fatalf("no pool for %s", img)
+		}
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		p.mu.Lock()
-		n := len(p.generic)
-		p.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pool never filled")
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
+	defer cancel()
+	if err := e.WaitWarm(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -303,8 +293,8 @@ ls /dev`})
 		})
 		t.Run("invalid utf8 made safe", func(t *testing.T) {
 			r := m.run(t, core.Request{Language: core.Shell, Code: `printf 'a\xff\xfeb\000c'`})
-			// One U+FFFD per bad byte (controller) or per run (direct mode).
-			if r.Stdout != "a\uFFFDb\uFFFDc" && r.Stdout != "a\uFFFD\uFFFDb\uFFFDc" {
+			// One U+FFFD per bad byte, from the controller.
+			if r.Stdout != "a\uFFFD\uFFFDb\uFFFDc" {
 				t.Fatalf("stdout %q", r.Stdout)
 			}
 		})

@@ -14,9 +14,12 @@ type metrics struct {
 	bootCPU  *prometheus.HistogramVec
 	warm     *prometheus.CounterVec
 	idle     *prometheus.GaugeVec
-	unpack   prometheus.Histogram
-	shares   *prometheus.CounterVec
-	sources  [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
+	// warmMemory is the warm memory budget's use (Limits.Memory over the
+	// idle and booting warm containers), exact at every change.
+	warmMemory prometheus.Gauge
+	unpack     prometheus.Histogram
+	shares     *prometheus.CounterVec
+	sources    [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
 }
 
 // callSources are the values of the warm counter's source label.
@@ -61,6 +64,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		idle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "airlock_sandbox_idle_containers", Help: "Idle warm containers: generic, owned (an owner's interactive ones) or batch (an owner's batch-lane ones).",
 		}, []string{"image", "kind"}),
+		warmMemory: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "airlock_sandbox_warm_memory_bytes",
+			Help: "Memory limits of the idle warm containers and those booting for the pools together; never above the warm memory budget.",
+		}),
 		unpack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "airlock_sandbox_archive_unpack_seconds", Help: "Time the controller took to check and unpack a call's archive into /workspace.",
 			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5},
@@ -71,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "CPU-share updates of warm containers taken for batch-lane calls (Config.BatchCPUShares), by result: ok or failed.",
 	}, []string{"result"})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.unpack, m.shares} {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.warmMemory, m.unpack, m.shares} {
 			_ = reg.Register(c)
 		}
 	}

@@ -33,7 +33,8 @@ type pool struct {
 	demand  []time.Time           // recent generic takes and cold misses
 	out     int                   // one-shot containers handed out by acquire, not yet back
 	bootEst time.Duration         // running estimate of a boot's wall time
-	wake    chan struct{}
+	wake    chan struct{}         // kicks fill: a generic container was taken
+	idled   chan struct{}         // kicks expiry: a container went idle
 	stop    chan struct{}
 	closed  bool
 }
@@ -69,17 +70,23 @@ func (e *Engine) poolFor(image string) *pool {
 	if p, ok := e.pools[image]; ok {
 		return p
 	}
-	p := &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{},
-		bootEst: 2 * time.Second, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := newPool(e, image)
 	e.pools[image] = p
 	e.goBackground(p.fill)
+	e.goBackground(p.expiry)
 	return p
 }
 
+// newPool makes the (not yet running) pool of an image.
+func newPool(e *Engine, image string) *pool {
+	return &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second,
+		wake: make(chan struct{}, 1), idled: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
 // poolOf returns the pool that may serve c, or nil: pooled containers carry
-// the pool's limits and no mount.
+// the pool's limits (an input folder is copied in per call, like an archive).
 func (e *Engine) poolOf(c checked) *pool {
-	if e.cfg.PoolSize <= 0 || c.mount != "" || !c.runner {
+	if e.cfg.PoolSize <= 0 {
 		return nil
 	}
 	e.mu.Lock()
@@ -114,7 +121,9 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	if b != nil {
 		b.out = true
 		p.out++
+		p.e.outMem.Add(b.limits.Memory)
 	}
+	p.publishLocked()
 	return b, source
 }
 
@@ -137,12 +146,12 @@ func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration
 			} else {
 				ib, list = list[len(list)-1], list[:len(list)-1]
 			}
-			p.e.warmMem.Add(-ib.b.limits.Memory)
 			if ib.b.fresh(timeout) {
+				p.e.warm.give(ib.b.limits.Memory)
 				p.setOwned(k, list)
 				return ib.b, "owner"
 			}
-			p.e.retire(ib.b)
+			p.e.retireWarm(ib.b)
 		}
 		p.setOwned(k, list)
 	}
@@ -166,7 +175,7 @@ const spareSettle = 100 * time.Millisecond
 // kernel when they are shell calls and go by throughput.
 func (p *pool) spread(lane core.Lane, list []idleBox) bool {
 	return p.e.cfg.OwnerSpread && lane == core.LaneInteractive && len(list) == 1 && time.Since(list[0].since) < spareSettle &&
-		len(p.generic) > 0 && p.e.warmMem.Load()+2*p.limits.Memory <= p.e.cfg.WarmMemoryBudget
+		len(p.generic) > 0 && p.e.warm.free() >= 2*p.limits.Memory
 }
 
 // takeGenericLocked hands out a fresh generic container, now owner's for
@@ -176,14 +185,14 @@ func (p *pool) takeGenericLocked(owner string, lane core.Lane, timeout time.Dura
 	for len(p.generic) > 0 {
 		b := p.generic[0]
 		p.generic = p.generic[1:]
-		p.e.warmMem.Add(-b.limits.Memory)
 		if b.fresh(timeout) {
+			p.e.warm.give(b.limits.Memory)
 			b.owner, b.lane = owner, lane
 			// Labels cannot change after creation: log who took which container.
 			p.e.log.Debug("warm container taken", "container", short(b.id), "owner", owner, "lane", string(lane))
 			return b
 		}
-		p.e.retire(b)
+		p.e.retireWarm(b)
 	}
 	return nil
 }
@@ -193,6 +202,7 @@ func (p *pool) takeGeneric(owner string, life time.Duration) *box {
 	defer p.kick()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.publishLocked()
 	return p.takeGenericLocked(owner, core.LaneInteractive, life)
 }
 
@@ -206,30 +216,87 @@ func (p *pool) setOwned(k laneKey, list []idleBox) {
 
 // release returns a container that served owner's call of lane to that
 // idle set, or destroys it (single-use mode, dead, closing, not owner's
-// container of lane, or over the memory budget even after the generic
-// containers above PoolSize were let go: a container that just served a
+// container of lane, or over the memory budget with no generic container
+// above PoolSize in any pool to make way: a container that just served a
 // call is likelier to serve again soon than a surplus generic one).
 func (p *pool) release(b *box, owner string, lane core.Lane) {
+	k := laneKey{owner, lane}
+	p.mu.Lock()
+	p.back(b)
+	switch {
+	case p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane:
+		p.e.retire(b)
+		p.mu.Unlock()
+		return
+	case p.e.warm.take(b.limits.Memory):
+		p.idleLocked(k, b)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	// A surplus generic container makes way: its room passes to b once it
+	// is gone (until then it still holds its memory).
+	g := p.e.surplusGeneric(p)
+	if g == nil {
+		p.e.retire(b)
+		return
+	}
+	p.e.destroy(g.id, &g.hj, func() { p.adopt(k, b, g.limits.Memory) })
+}
+
+// surplusGeneric takes a generic container above PoolSize out of a pool
+// (first's first, then the engine's others) and marks it dead, or returns
+// nil. It holds one pool's lock at a time.
+func (e *Engine) surplusGeneric(first *pool) *box {
+	pools := []*pool{first}
+	e.mu.Lock()
+	for _, q := range e.pools {
+		if q != first {
+			pools = append(pools, q)
+		}
+	}
+	e.mu.Unlock()
+	for _, q := range pools {
+		q.mu.Lock()
+		if n := len(q.generic); n > e.cfg.PoolSize {
+			g := q.generic[n-1]
+			q.generic = q.generic[:n-1]
+			q.publishLocked()
+			q.mu.Unlock()
+			g.dead.Store(true)
+			return g
+		}
+		q.mu.Unlock()
+	}
+	return nil
+}
+
+// adopt makes b idle in the set k with the room (bytes) of a generic
+// container that made way for it and is now gone; b is let go instead
+// when the pool closed or b died meanwhile.
+func (p *pool) adopt(k laneKey, b *box, room int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.back(b)
-	if p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane {
+	if p.closed || b.dead.Load() {
+		p.e.warm.give(room)
 		p.e.retire(b)
 		return
 	}
-	for p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget && len(p.generic) > p.e.cfg.PoolSize {
-		g := p.generic[len(p.generic)-1]
-		p.generic = p.generic[:len(p.generic)-1]
-		p.e.warmMem.Add(-g.limits.Memory)
-		p.e.retire(g)
-	}
-	if p.e.warmMem.Load()+b.limits.Memory > p.e.cfg.WarmMemoryBudget {
+	if !p.e.warm.exchange(room, b.limits.Memory) { // the room is given back
 		p.e.retire(b)
 		return
 	}
-	p.e.warmMem.Add(b.limits.Memory)
-	k := laneKey{owner, lane}
+	p.idleLocked(k, b)
+}
+
+// idleLocked adds b, whose room is taken, to the idle set k; p.mu is held.
+func (p *pool) idleLocked(k laneKey, b *box) {
 	p.owned[k] = append(p.owned[k], idleBox{b: b, since: time.Now()})
+	p.publishLocked()
+	select {
+	case p.idled <- struct{}{}:
+	default:
+	}
 }
 
 // discard destroys a container a call could not give back clean.
@@ -245,6 +312,7 @@ func (p *pool) back(b *box) {
 	if b.out {
 		b.out = false
 		p.out--
+		p.e.outMem.Add(-b.limits.Memory)
 	}
 }
 
@@ -259,9 +327,10 @@ func (p *pool) kick() {
 // generic demand expected while one container boots (takes per second over
 // the last minute times the boot time), within PoolMax. Past PoolSize a
 // generic container is only worth booting when the memory budget also
-// holds the containers out on calls, which come back to their idle sets:
-// otherwise their return would evict it again (release), and a batch would
-// keep the pool booting containers it then throws away.
+// holds the containers out on calls (of every pool: the budget is the
+// engine's), which come back to their idle sets: otherwise their return
+// would evict it again (release), and a batch would keep the pool booting
+// containers it then throws away.
 func (p *pool) target(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -274,17 +343,17 @@ func (p *pool) target(now time.Time) int {
 	t := p.e.cfg.PoolSize + int(math.Ceil(rate*p.bootEst.Seconds()))
 	t = min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
 	if t > p.e.cfg.PoolSize && len(p.generic) >= p.e.cfg.PoolSize {
-		room := (p.e.cfg.WarmMemoryBudget - p.e.warmMem.Load()) / max(p.limits.Memory, 1)
-		t = min(t, len(p.generic)+max(0, int(room)-p.out))
+		room := (p.e.warm.free() - p.e.outMem.Load()) / max(p.limits.Memory, 1)
+		t = min(t, len(p.generic)+max(0, int(room)))
 		t = max(t, p.e.cfg.PoolSize)
 	}
 	return t
 }
 
 // fill keeps the generic set at its target (one boot at a time: on two
-// cores parallel boots did not raise throughput), expires idle owned
-// containers after OwnerIdle, replaces old or dead ones and drains the
-// pool when its image tag moves to a new image.
+// cores parallel boots did not raise throughput) and drains the pool when
+// its image tag moves to a new image. A boot takes its room in the memory
+// budget before it starts; the container keeps it once it is idle.
 func (p *pool) fill() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -292,7 +361,6 @@ func (p *pool) fill() {
 	checked := time.Now()
 	for {
 		now := time.Now()
-		p.expire(now)
 		if now.Sub(checked) > 15*time.Second {
 			checked = now
 			if p.imageChanged() {
@@ -302,10 +370,8 @@ func (p *pool) fill() {
 		p.mu.Lock()
 		have := len(p.generic)
 		p.mu.Unlock()
-		if have < p.target(now) && p.e.warmMem.Load()+p.limits.Memory <= p.e.cfg.WarmMemoryBudget {
-			p.e.warmMem.Add(p.limits.Memory)
+		if have < p.target(now) && p.e.warm.take(p.limits.Memory) {
 			err := p.startOne()
-			p.e.warmMem.Add(-p.limits.Memory)
 			if err == nil {
 				backoff = time.Second
 				continue
@@ -328,33 +394,74 @@ func (p *pool) fill() {
 	}
 }
 
-// expire destroys owned containers idle past OwnerIdle and generic ones
-// past recycleAfter.
-func (p *pool) expire(now time.Time) {
+// expiry runs expire on its own schedule: at the next container's due
+// time (and at least every second, for dead ones), woken early when one
+// goes idle, so neither a boot in progress (minutes on a busy host) nor a
+// boot's backoff holds it up.
+func (p *pool) expiry() {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.idled:
+		case <-t.C:
+		}
+		next := p.expire(time.Now())
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(min(time.Until(next), time.Second))
+	}
+}
+
+// expire destroys owned containers idle for OwnerIdle and generic ones
+// past recycleAfter, and returns when the next one is due.
+func (p *pool) expire(now time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	next := now.Add(recycleAfter)
 	for k, list := range p.owned {
 		keep := list[:0]
 		for _, ib := range list {
-			if now.Sub(ib.since) > p.e.cfg.OwnerIdle || ib.b.dead.Load() {
-				p.e.warmMem.Add(-ib.b.limits.Memory)
-				p.e.retire(ib.b)
+			due := ib.since.Add(p.e.cfg.OwnerIdle)
+			if !now.Before(due) || ib.b.dead.Load() {
+				p.e.retireWarm(ib.b)
 				continue
 			}
+			next = minTime(next, due)
 			keep = append(keep, ib)
 		}
 		p.setOwned(k, keep)
 	}
 	keep := p.generic[:0]
 	for _, b := range p.generic {
-		if now.Sub(b.created) > recycleAfter || b.dead.Load() {
-			p.e.warmMem.Add(-b.limits.Memory)
-			p.e.retire(b)
+		due := b.created.Add(recycleAfter)
+		if !now.Before(due) || b.dead.Load() {
+			p.e.retireWarm(b)
 			continue
 		}
+		next = minTime(next, due)
 		keep = append(keep, b)
 	}
 	p.generic = keep
+	p.publishLocked()
+	return next
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// publishLocked sets the idle-container gauges from the idle sets; p.mu is held.
+func (p *pool) publishLocked() {
 	owned, batch := 0, 0
 	for k, l := range p.owned {
 		if k.lane == core.LaneBatch {
@@ -368,7 +475,9 @@ func (p *pool) expire(now time.Time) {
 	p.e.metrics.idle.WithLabelValues(p.image, "batch").Set(float64(batch))
 }
 
-// startOne boots a generic container and adds it to the pool.
+// startOne boots a generic container and adds it to the pool. The caller
+// has taken its room in the memory budget: the container keeps it, or it
+// is given back when the boot fails or the pool is closing.
 func (p *pool) startOne() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -380,19 +489,20 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "", "pool", "", "", true, p.e.poolLife(), 0)
+	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0)
 	if err != nil {
+		p.e.warm.give(p.limits.Memory)
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bootEst = (3*p.bootEst + time.Since(start)) / 4
 	if p.closed {
-		p.e.retire(b)
+		p.e.retireWarm(b)
 		return nil
 	}
-	p.e.warmMem.Add(b.limits.Memory)
 	p.generic = append(p.generic, b)
+	p.publishLocked()
 	return nil
 }
 
@@ -421,17 +531,16 @@ func (p *pool) flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, b := range p.generic {
-		p.e.warmMem.Add(-b.limits.Memory)
-		p.e.retire(b)
+		p.e.retireWarm(b)
 	}
 	p.generic = nil
 	for k, list := range p.owned {
 		for _, ib := range list {
-			p.e.warmMem.Add(-ib.b.limits.Memory)
-			p.e.retire(ib.b)
+			p.e.retireWarm(ib.b)
 		}
 		delete(p.owned, k)
 	}
+	p.publishLocked()
 }
 
 // drain stops refilling and destroys the idle containers.
@@ -447,7 +556,16 @@ func (p *pool) drain() {
 // kills it; closing the attach already makes its controller exit).
 func (e *Engine) retire(b *box) {
 	b.dead.Store(true)
-	e.destroy(b.id, &b.hj)
+	e.destroy(b.id, &b.hj, nil)
+}
+
+// retireWarm removes a warm container that holds room in the memory
+// budget, and gives the room back only once the container is gone: until
+// then it still holds its memory, and a container booted into its room
+// would take the warm containers past the budget.
+func (e *Engine) retireWarm(b *box) {
+	b.dead.Store(true)
+	e.destroy(b.id, &b.hj, func() { e.warm.give(b.limits.Memory) })
 }
 
 // WaitWarm blocks until every pool has at least one generic container (or

@@ -22,7 +22,7 @@ func unitPool(t *testing.T, mod func(*Config)) *pool {
 	}
 	e := New(cfg, &fakeDocker{}, nil)
 	t.Cleanup(e.Settle)
-	return &pool{e: e, image: "img", limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second}
+	return newPool(e, "img")
 }
 
 func handBox(id string, lim int64) *box {
@@ -73,8 +73,9 @@ func TestPoolExpiryAndBudget(t *testing.T) {
 		t.Fatal("memory budget not applied")
 	}
 	p.expire(time.Now().Add(2 * time.Minute))
-	if !a.dead.Load() || !b.dead.Load() || len(p.owned) != 0 || p.e.warmMem.Load() != 0 {
-		t.Fatalf("idle owned boxes not expired: %v, warm %d", p.owned, p.e.warmMem.Load())
+	p.e.Settle() // their room comes back once they are removed
+	if !a.dead.Load() || !b.dead.Load() || len(p.owned) != 0 || p.e.warm.inUse() != 0 {
+		t.Fatalf("idle owned boxes not expired: %v, warm %d", p.owned, p.e.warm.inUse())
 	}
 	old := handBox("old", 1)
 	old.created = time.Now().Add(-time.Hour + 30*time.Second)
@@ -268,7 +269,7 @@ func TestPoolBudgetKeepsHotContainers(t *testing.T) {
 	p.limits.Memory = 1
 	g1, g2, g3 := handBox("g1", 1), handBox("g2", 1), handBox("g3", 1)
 	p.generic = []*box{g1, g2, g3}
-	p.e.warmMem.Add(3)
+	p.e.warm.take(3)
 	ia := handBox("ia", 1)
 	ia.owner, ia.lane = "B", core.LaneInteractive
 	p.release(ia, "B", core.LaneInteractive) // 4 of 4
@@ -286,22 +287,26 @@ func TestPoolBudgetKeepsHotContainers(t *testing.T) {
 	}
 	g4 := handBox("g4", 1) // booted anyway (e.g. before the batch took its containers)
 	p.generic = append(p.generic, g4)
-	p.e.warmMem.Add(1) // 3 of 4
+	p.e.warm.take(1) // 3 of 4
 	p.release(b1, "A", core.LaneBatch)
-	if b1.dead.Load() || g4.dead.Load() || p.e.warmMem.Load() != 4 {
-		t.Fatalf("b1 back within the budget: b1 dead %v, g4 dead %v, warm %d", b1.dead.Load(), g4.dead.Load(), p.e.warmMem.Load())
+	if b1.dead.Load() || g4.dead.Load() || p.e.warm.inUse() != 4 {
+		t.Fatalf("b1 back within the budget: b1 dead %v, g4 dead %v, warm %d", b1.dead.Load(), g4.dead.Load(), p.e.warm.inUse())
 	}
 	p.release(b2, "A", core.LaneBatch) // over: g4 (above PoolSize) goes, b2 stays
-	if b2.dead.Load() || !g4.dead.Load() || len(p.generic) != 1 || p.generic[0] != g3 || p.e.warmMem.Load() != 4 {
-		t.Fatalf("b2 dead %v, g4 dead %v, generic %v, warm %d: want b2 kept, g4 let go", b2.dead.Load(), g4.dead.Load(), p.generic, p.e.warmMem.Load())
+	if b2.dead.Load() || !g4.dead.Load() || len(p.generic) != 1 || p.generic[0] != g3 || p.e.warm.inUse() != 4 {
+		t.Fatalf("b2 dead %v, g4 dead %v, generic %v, warm %d: want b2 kept, g4 let go", b2.dead.Load(), g4.dead.Load(), p.generic, p.e.warm.inUse())
+	}
+	p.e.Settle() // g4 is gone: b2 is idle in its room
+	if n := len(p.owned[laneKey{"A", core.LaneBatch}]); n != 2 || p.e.warm.inUse() != 4 {
+		t.Fatalf("A's idle batch containers %d, warm %d: want b1 and b2 in g4's room", n, p.e.warm.inUse())
 	}
 	b3, _ := p.acquire("A", core.LaneBatch, time.Second)
 	c := handBox("cold", 1) // a cold box of A's batch coming back: the generic at PoolSize stays
 	c.owner, c.lane = "A", core.LaneBatch
 	p.release(b3, "A", core.LaneBatch)
 	p.release(c, "A", core.LaneBatch)
-	if !c.dead.Load() || g3.dead.Load() || p.out != 0 || p.e.warmMem.Load() != 4 {
-		t.Fatalf("cold dead %v, g3 dead %v, out %d, warm %d: want the budget kept by destroying the returning box", c.dead.Load(), g3.dead.Load(), p.out, p.e.warmMem.Load())
+	if !c.dead.Load() || g3.dead.Load() || p.out != 0 || p.e.warm.inUse() != 4 {
+		t.Fatalf("cold dead %v, g3 dead %v, out %d, warm %d: want the budget kept by destroying the returning box", c.dead.Load(), g3.dead.Load(), p.out, p.e.warm.inUse())
 	}
 	if n := p.target(time.Now()); n != 1 {
 		t.Fatalf("target %d with the budget full, want PoolSize 1", n)

@@ -17,8 +17,13 @@ type SessionInfo = core.SessionInfo
 type session struct {
 	info  SessionInfo
 	box   *box
-	check checked           // the limits and mount the container was made with
+	check checked           // the limits the container was made with
 	env   map[string]string // the session's env, sent with every call
+	// input is the session's input folder, scanned when it opened and
+	// copied into /workspace with its first exec (held under inputMu until
+	// the controller took it).
+	inputMu sync.Mutex
+	input   *inputScan
 }
 
 // sessions tracks live sessions and ends them on idle TTL or maximum life.
@@ -50,10 +55,6 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 	if err != nil || rej != nil {
 		return SessionInfo{}, rej, err
 	}
-	if !c.runner {
-		r := core.Result{Status: core.StatusRejected, ExitCode: -1, Message: fmt.Sprintf("image %s has no runner; sessions need the python image", c.image)}
-		return SessionInfo{}, &r, nil
-	}
 	s := e.sessions
 	slot, err := s.admit(c.Owner)
 	if err != nil {
@@ -65,14 +66,14 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 		b = p.takeGeneric(c.Owner, life)
 	}
 	if b == nil {
-		b, err = e.startBox(ctx, c.image, c.limits, c.mount, "session", c.JobID, c.Owner, false, life, 0)
+		b, err = e.startBox(ctx, c.image, c.limits, "session", c.JobID, c.Owner, false, life, 0)
 		if err != nil {
 			s.release(slot)
 			return SessionInfo{}, nil, err
 		}
 	}
 	now := time.Now()
-	ss := &session{box: b, check: c, env: c.Env, info: SessionInfo{ID: "s-" + newID(), Owner: c.Owner, Created: now,
+	ss := &session{box: b, check: c, env: c.Env, input: c.input, info: SessionInfo{ID: "s-" + newID(), Owner: c.Owner, Created: now,
 		LastUsed: now, ExpiresAt: now.Add(e.cfg.SessionMaxLife), Container: short(b.id)}}
 	s.mu.Lock()
 	delete(s.live, slot)
@@ -242,7 +243,7 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 		env[k] = v
 	}
 	e.sessions.touch(ss)
-	res, err := e.runOn(ctx, ss.box, c, true, env)
+	res, err := e.sessionRun(ctx, ss, c, env)
 	if res.SessionEnded || ss.box.dead.Load() {
 		res.SessionEnded = true
 		e.sessions.end(ss)
@@ -253,6 +254,29 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 		ss.info.ExecCount++
 	}
 	e.sessions.mu.Unlock()
+	return res, err
+}
+
+// sessionRun runs c on the session's container. The first exec also
+// carries the session's input folder, packed now, which the controller
+// unpacks into /workspace before the code runs; a call that fails before
+// the controller took it leaves it for the next one.
+func (e *Engine) sessionRun(ctx context.Context, ss *session, c checked, env map[string]string) (core.Result, error) {
+	ss.inputMu.Lock()
+	if ss.input == nil {
+		ss.inputMu.Unlock()
+		return e.runOn(ctx, ss.box, c, true, env)
+	}
+	defer ss.inputMu.Unlock()
+	c.input = ss.input
+	if rej, err := c.packInput(); err != nil || rej != nil {
+		return deref(rej), err
+	}
+	res, err := e.runOn(ctx, ss.box, c, true, env)
+	if err == nil {
+		ss.input = nil
+		res.Warnings = append(res.Warnings, c.input.warnings()...)
+	}
 	return res, err
 }
 

@@ -9,18 +9,23 @@ import (
 	"github.com/airlock-dev/airlock/core"
 )
 
-// TestShellOneShotWithoutKernel: a one-shot shell call through the
-// controller runs as a bash the controller spawned; the zygote and the
-// spare kernels beside it (they run zygote.py) are all out of its reach
-// (not dumpable: their environ cannot be read), oom_score_adj 1000,
-// SIGINT not ignored (so interrupts and timeouts reach it), none of the
-// controller's fds, the call's env; back-to-back calls reuse the
-// container; a leftover background process is gone by the next call; a
-// Python call after shell calls gets a fresh kernel; a stuck shell is
-// stopped at its timeout.
+// TestShellOneShotWithoutKernel: a one-shot shell call, in each image,
+// runs as a bash the image's controller spawned; the zygote and the spare
+// kernels beside it (they run zygote.py) are all out of its reach (not
+// dumpable: their environ cannot be read), oom_score_adj 1000, SIGINT not
+// ignored (so interrupts and timeouts reach it), none of the controller's
+// fds, the call's env; back-to-back calls reuse the container; a leftover
+// background process is gone by the next call; a Python call after shell
+// calls gets a fresh kernel; a stuck shell is stopped at its timeout.
 func TestShellOneShotWithoutKernel(t *testing.T) {
 	e := pooledEngine(t, nil)
-	img := e.cfg.Images[core.Python]
+	for _, lang := range []core.Language{core.Shell, core.Python} {
+		t.Run(string(lang)+"-image", func(t *testing.T) { shellOneShot(t, e, e.cfg.Images[lang]) })
+	}
+}
+
+// shellOneShot runs TestShellOneShotWithoutKernel's calls on img.
+func shellOneShot(t *testing.T, e *Engine, img string) {
 	sh := func(code string, lim core.Limits) core.Result {
 		return run(t, e, core.Request{Owner: "sh", Language: core.Shell, Image: img, Code: code, Limits: lim,
 			Env: map[string]string{"LANG": "C.UTF-8"}})

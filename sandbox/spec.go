@@ -6,7 +6,6 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
 )
 
@@ -25,22 +24,20 @@ const (
 	SandboxUser = sandboxUID + ":" + sandboxUID
 )
 
-// containerSpec is everything needed to create one sandbox container.
+// containerSpec is everything needed to create one sandbox container. Its
+// main process is always the image's controller (RunnerPath, set as the
+// entrypoint, whatever the image's own). It runs as
+// pid 1 (no docker-init, which user code could use to reach the
+// controller's stdio), its stdin closes when Airlock's attach goes away
+// (StdinOnce: the dead man's switch) and a stopped container removes itself
+// (AutoRemove). No host path is ever mounted: a call's input is copied into
+// the container's own /workspace tmpfs (input.go).
 type containerSpec struct {
 	Image   string
-	Cmd     []string
 	Env     []string
 	Limits  core.Limits
-	Mount   string // resolved host folder, or ""
 	Labels  map[string]string
 	Runtime string
-	Stdin   bool
-	// Controller: the container's main process is the controller. It runs
-	// as pid 1 (no docker-init, which user code could use to reach the
-	// controller's stdio), its stdin closes when Airlock's attach goes away
-	// (StdinOnce: the dead man's switch) and a stopped container removes
-	// itself (AutoRemove).
-	Controller bool
 	// CPUShares is the container's cgroup cpu.shares, its CPU weight
 	// against other containers when the cores are busy (0: the daemon's
 	// default, 1024; batch-lane calls get Config.BatchCPUShares).
@@ -55,36 +52,38 @@ type containerSpec struct {
 func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 	l := s.Limits
 	cfg := &container.Config{
-		Image:           s.Image,
-		Cmd:             s.Cmd,
+		Image: s.Image,
+		// The controller is the entrypoint, so no ENTRYPOINT of the image
+		// (an environment's, say) can wrap it or take pid 1; no arguments.
+		Entrypoint:      []string{"python3", RunnerPath},
 		Env:             s.Env,
 		User:            SandboxUser,
 		WorkingDir:      "/work",
 		Labels:          s.Labels,
 		NetworkDisabled: true,
-		AttachStdin:     s.Stdin,
+		AttachStdin:     true,
 		AttachStdout:    true,
 		AttachStderr:    true,
-		OpenStdin:       s.Stdin,
-		StdinOnce:       s.Controller,
+		OpenStdin:       true,
+		StdinOnce:       true,
 		Tty:             false,
 		StopSignal:      "SIGKILL",
 	}
-	useInit := !s.Controller
+	noInit := false
 	pids := l.Pids
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges:true"},
-		Init:           &useInit,
+		Init:           &noInit,
 		IpcMode:        "private",
 		CgroupnsMode:   "private",
 		PidMode:        "",
 		UTSMode:        "",
 		Privileged:     false,
 		Runtime:        s.Runtime,
-		AutoRemove:     s.Controller,
+		AutoRemove:     true,
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 		Tmpfs:          s.tmpfs(sandboxUID, sandboxUID),
 		Resources: container.Resources{
@@ -103,35 +102,24 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 			},
 		},
 	}
-	if s.Mount != "" {
-		host.Mounts = []mount.Mount{{
-			Type:        mount.TypeBind,
-			Source:      s.Mount,
-			Target:      WorkspacePath,
-			ReadOnly:    true,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate, NonRecursive: true},
-		}}
-	}
 	// Issue 10: per-container uid, OomScoreAdj, capped /dev/shm (tenant.go).
 	s.isolateTenant(cfg, host)
 	return cfg, host
 }
 
 // tmpfs returns the container's size-capped tmpfs mounts, owned by
-// uid:gid: /tmp, /work and, for a controller with no input folder, its own
-// /workspace, where it unpacks a call's archive (read-only, mode 0555,
-// until then; the controller opens it for unpacking only).
+// uid:gid: /tmp, /work and /workspace, where the controller unpacks a
+// call's input (read-only, mode 0555, until then; the controller opens it
+// for unpacking only). A tmpfs has its own superblock: /proc/self/mountinfo
+// shows "/" as its root and "tmpfs" as its source, no host path.
 func (s containerSpec) tmpfs(uid, gid string) map[string]string {
 	opts := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d", s.Limits.TmpfsBytes)
 	own := ",uid=" + uid + ",gid=" + gid
-	m := map[string]string{
-		"/tmp":  opts + own + ",mode=1777",
-		"/work": opts + own + ",mode=0755",
+	return map[string]string{
+		"/tmp":        opts + own + ",mode=1777",
+		"/work":       opts + own + ",mode=0755",
+		WorkspacePath: opts + own + ",mode=0555",
 	}
-	if s.Controller && s.Mount == "" {
-		m[WorkspacePath] = opts + own + ",mode=0555"
-	}
-	return m
 }
 
 func ptr[T any](v T) *T { return &v }

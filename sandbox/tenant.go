@@ -1,9 +1,7 @@
 package sandbox
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/docker/docker/api/types/container"
 )
@@ -45,19 +43,11 @@ func shmBytes(tmpfs int64) int64 {
 	return MaxShmBytes
 }
 
-// assignIdentity picks who a new container runs as: the input folder's
-// owner when only that owner can read the folder (see inputIdentity),
-// otherwise a uid of the engine's range that no live container of this
-// engine has. release gives a range uid back if the container is never created.
+// assignIdentity picks who a new container runs as: a uid of the engine's
+// range that no live container of this engine has (never a host account's:
+// an input folder is copied in, not mounted, so its owner does not matter).
+// release gives the uid back if the container is never created.
 func (e *Engine) assignIdentity(s *containerSpec) (release func(), err error) {
-	owner, err := inputIdentity(s.Mount)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	if owner.UID > 0 {
-		s.Identity = owner
-		return func() {}, nil
-	}
 	uid, err := e.uids.take()
 	if err != nil {
 		return nil, err
@@ -67,12 +57,4 @@ func (e *Engine) assignIdentity(s *containerSpec) (release func(), err error) {
 		s.Labels[LabelUID] = strconv.Itoa(uid)
 	}
 	return func() { e.uids.release(uid) }, nil
-}
-
-// scrubPath removes a host path from a daemon message that may reach a client.
-func scrubPath(msg, hostPath string) string {
-	if hostPath == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, hostPath, "<input folder>")
 }

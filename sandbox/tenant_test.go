@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,57 +44,6 @@ func TestUIDAllocator(t *testing.T) {
 func TestShmBytes(t *testing.T) {
 	if shmBytes(1<<30) != MaxShmBytes || shmBytes(4<<20) != 4<<20 || shmBytes(0) != MaxShmBytes {
 		t.Fatal("shm size is not min(tmpfs, 16 MiB)")
-	}
-}
-
-// privateTree makes dir/secret.txt (0600) and dir/sub/deep.txt (0600) in a
-// 0700 folder owned by uid:gid.
-func privateTree(t *testing.T, uid, gid int) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "proj-"+newID())
-	for _, d := range []string{dir, filepath.Join(dir, "sub")} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{"secret.txt", "sub/deep.txt"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("content of "+f), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, gid) })
-	// t.TempDir's own folder is 0700 root: the bind mount does not need it.
-	return dir
-}
-
-func TestInputIdentity(t *testing.T) {
-	open := filepath.Join(t.TempDir(), "open")
-	_ = os.MkdirAll(filepath.Join(open, "a"), 0o755)
-	_ = os.WriteFile(filepath.Join(open, "a", "f"), nil, 0o644)
-	if id, err := inputIdentity(open); err != nil || id != (identity{}) {
-		t.Fatalf("world-readable folder: %v %v, want the range uid", id, err)
-	}
-	if id, err := inputIdentity(privateTree(t, 4242, 4243)); err != nil || id != (identity{4242, 4243}) {
-		t.Fatalf("private folder of 4242: %v %v, want 4242:4243", id, err)
-	}
-	if id, err := inputIdentity(privateTree(t, 4242, 0)); err != nil || id != (identity{4242, 4242}) {
-		t.Fatalf("private folder of 4242 in group root: %v %v, want 4242:4242", id, err)
-	}
-	rootDir := privateTree(t, 0, 0)
-	_, err := inputIdentity(rootDir)
-	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "readable only by root") || !strings.Contains(err.Error(), "chmod -R a+rX") {
-		t.Fatalf("root-only folder: %v", err)
-	}
-	mixed := privateTree(t, 4242, 4242)
-	_ = os.Lchown(filepath.Join(mixed, "sub", "deep.txt"), 0, 0)
-	_, err = inputIdentity(mixed)
-	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `"sub/deep.txt"`) || !strings.Contains(err.Error(), "uid 4242") {
-		t.Fatalf("root-owned file in a private folder: %v", err)
-	}
-	for _, d := range []string{rootDir, mixed} {
-		if _, err := inputIdentity(d); strings.Contains(err.Error(), d) || strings.Contains(err.Error(), filepath.Base(d)) {
-			t.Fatalf("message quotes the host path: %v", err)
-		}
 	}
 }
 
@@ -176,49 +124,15 @@ func TestShmCapped(t *testing.T) {
 		tmpfs int64
 		want  string
 	}{{0, "16384"}, {8 << 20, "8192"}} {
-		r := run(t, e, core.Request{Language: core.Shell, Code: "df -k /dev/shm | tail -1 | awk '{print $2}'; cat /proc/self/oom_score_adj",
+		// The container's score is its pid 1's, the controller's; the code's
+		// own is 1000, so the OOM killer picks it first inside the container.
+		r := run(t, e, core.Request{Language: core.Shell, Code: "df -k /dev/shm | tail -1 | awk '{print $2}'; cat /proc/1/oom_score_adj /proc/self/oom_score_adj",
 			Limits: core.Limits{TmpfsBytes: tc.tmpfs}})
 		f := strings.Fields(r.Stdout)
-		if r.Status != core.StatusOK || len(f) != 2 || f[0] != tc.want || f[1] != strconv.Itoa(SandboxOOMScoreAdj) {
-			t.Fatalf("tmpfs %d: /dev/shm size and oom_score_adj %q, want %s KiB and %d: %s", tc.tmpfs, r.Stdout, tc.want, SandboxOOMScoreAdj, brief(r))
+		if r.Status != core.StatusOK || len(f) != 3 || f[0] != tc.want || f[1] != strconv.Itoa(SandboxOOMScoreAdj) || f[2] != "1000" {
+			t.Fatalf("tmpfs %d: /dev/shm size and oom_score_adj of the controller and the code %q, want %s KiB, %d and 1000: %s", tc.tmpfs, r.Stdout, tc.want, SandboxOOMScoreAdj, brief(r))
 		}
 	}
-}
-
-// TestPrivateInputFolder mounts real 0700/0600 folders: one owned by a
-// non-root user is readable (the sandbox runs as that owner), one owned by
-// root is refused with a message saying what to change.
-func TestPrivateInputFolder(t *testing.T) {
-	e := newTestEngine(t, nil)
-	dir := privateTree(t, 4242, 4242)
-	for _, lang := range []core.Language{core.Python, core.Shell} {
-		r := run(t, e, core.Request{Language: lang, Mount: dir, Code: pyOrSh(lang,
-			"import os; print(os.getuid(), open('/workspace/secret.txt').read(), open('/workspace/sub/deep.txt').read())",
-			"echo $(id -u) $(cat /workspace/secret.txt) $(cat /workspace/sub/deep.txt)")})
-		if r.Status != core.StatusOK || !strings.Contains(r.Stdout, "4242 content of secret.txt content of sub/deep.txt") {
-			t.Fatalf("%s: private folder of uid 4242 not readable: %s", lang, brief(r))
-		}
-	}
-	root := privateTree(t, 0, 0)
-	r := run(t, e, core.Request{Language: core.Shell, Mount: root, Code: "ls /workspace"})
-	if r.Status != core.StatusRejected || !strings.Contains(r.Message, "chmod -R a+rX") || strings.Contains(r.Message, root) {
-		t.Fatalf("root-only private folder: want a refusal saying what to change, got %s", brief(r))
-	}
-	info, rej, err := e.OpenSession(context.Background(), core.Request{Owner: "o", Mount: root})
-	if err != nil || rej == nil || rej.Status != core.StatusRejected || info.ID != "" {
-		t.Fatalf("session on a root-only folder: %v %+v", err, rej)
-	}
-	r = run(t, e, core.Request{Language: core.Shell, Mount: filepath.Join(root, "missing"), Code: "true"})
-	if r.Status != core.StatusRejected || !strings.Contains(r.Message, "does not exist") || strings.Contains(r.Message, root) {
-		t.Fatalf("missing folder: %s", brief(r))
-	}
-}
-
-func pyOrSh(l core.Language, py, sh string) string {
-	if l == core.Python {
-		return py
-	}
-	return sh
 }
 
 // uidForTest is the range uid the engine reserved for b's container.
@@ -226,43 +140,6 @@ func (b *box) uidForTest(e *Engine) int {
 	e.uids.mu.Lock()
 	defer e.uids.mu.Unlock()
 	return e.uids.byCtr[b.id]
-}
-
-// TestMountinfoHostPaths pins what a sandbox's /proc/self/mountinfo still
-// tells about the host. The cgroup lines carry no container id (private
-// cgroup namespace). The input folder's host path appears exactly once, as
-// the root field of the /workspace line: a bind mount (also a Docker local
-// volume with o=bind) always shows the source's path within its
-// filesystem, so hiding it needs a fresh superblock (see doc.go). When that
-// is fixed this test must change to want 0.
-func TestMountinfoHostPaths(t *testing.T) {
-	e := newTestEngine(t, nil)
-	dir := filepath.Join(t.TempDir(), "hostname-marker-"+newID())
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := run(t, e, core.Request{Language: core.Shell, Mount: dir, Code: "cat /proc/self/mountinfo; echo ===; cat /proc/self/cgroup"})
-	if r.Status != core.StatusOK {
-		t.Fatal(brief(r))
-	}
-	mountinfo, cgroup, _ := strings.Cut(r.Stdout, "===")
-	var ws []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		if strings.Contains(line, filepath.Base(dir)) {
-			ws = append(ws, line)
-		}
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], "/sys/fs/cgroup") && f[3] != "/" {
-			t.Errorf("cgroup mount shows a host cgroup path: %q", line)
-		}
-	}
-	if len(ws) != 1 || strings.Fields(ws[0])[4] != WorkspacePath || strings.Fields(ws[0])[3] != dir {
-		t.Fatalf("the input folder's host path should appear only as the /workspace root field, got %q", ws)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(cgroup), "\n") {
-		if parts := strings.SplitN(line, ":", 3); len(parts) != 3 || parts[2] != "/" {
-			t.Errorf("/proc/self/cgroup shows a host path: %q", line)
-		}
-	}
 }
 
 func atoiOr0(s string) int {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +16,9 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 func TestResolveLimits(t *testing.T) {
@@ -285,28 +289,34 @@ func TestLeftover(t *testing.T) {
 	}
 }
 
-// TestDirectExecWithFakeDocker checks the container a request asks for and
-// that it is removed whatever happens.
-func TestDirectExecWithFakeDocker(t *testing.T) {
+// TestExecWithFakeDocker checks the container a request asks for (the
+// image's controller as pid 1 with its dead man's switch, every isolation
+// default, no host path mounted), that an input folder reaches the
+// controller as an archive of its files, and that the container is removed.
+func TestExecWithFakeDocker(t *testing.T) {
 	var cfg *container.Config
 	var host *container.HostConfig
+	var got ctlRequest
 	f := &fakeDocker{
 		create: func(c *container.Config, h *container.HostConfig) (container.CreateResponse, error) {
 			cfg, host = c, h
 			return container.CreateResponse{ID: "c1"}, nil
 		},
 		attach: func(string) (types.HijackedResponse, error) {
-			return pipeAttach(append(frame(streamStdout, "hi\n"), frame(streamStderr, "oops\n")...)), nil
+			return fakeController(func(req ctlRequest) []ctlFrame {
+				got = req
+				return []ctlFrame{{T: "out", S: "stdout", D: "hi\n"}, {T: "out", S: "stderr", D: "oops\n"}, {T: "done", Status: "error", ExitCode: 3}}
+			}), nil
 		},
 		start: func(string) error { return nil },
-		inspect: func(string) (container.InspectResponse, error) {
-			return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{State: &container.State{ExitCode: 3}}}, nil
-		},
 	}
 	ecfg := DefaultConfig()
 	ecfg.Runtime = "runsc"
 	e := New(ecfg, f, nil)
 	mnt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mnt, "in.txt"), []byte("input"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "x", Mount: mnt, Env: map[string]string{"TZ": "UTC"},
 		Limits: core.Limits{Memory: 64 << 20, CPUs: 0.5, Pids: 10}})
 	e.Settle()
@@ -316,25 +326,34 @@ func TestDirectExecWithFakeDocker(t *testing.T) {
 	if f.called("remove") != 1 {
 		t.Fatalf("container not removed: %v", f.calls)
 	}
-	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled || cfg.Image != "airlock/shell:latest" || cfg.Cmd[0] != "/bin/bash" {
+	if got.Op != "exec" || got.Lang != "shell" || got.Code != "x" || got.Env["TZ"] != "UTC" || got.ArchiveMaxEntries != InputMaxEntries {
+		t.Fatalf("request to the controller %+v", got)
+	}
+	tr := tar.NewReader(bytes.NewReader(got.Archive))
+	if h, err := tr.Next(); err != nil || h.Name != "in.txt" {
+		t.Fatalf("the input folder's archive: %v %v", h, err)
+	}
+	if data, _ := io.ReadAll(tr); string(data) != "input" {
+		t.Fatalf("in.txt arrived as %q", data)
+	}
+	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled ||
+		cfg.Image != "airlock/shell:latest" || strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 || !cfg.StdinOnce || !cfg.OpenStdin {
 		t.Fatalf("config %+v", cfg)
 	}
-	if !strings.Contains(strings.Join(cfg.Env, " "), "TZ=UTC") || cfg.Labels[LabelManaged] != "true" {
-		t.Fatalf("env %v labels %v", cfg.Env, cfg.Labels)
+	env := strings.Join(cfg.Env, " ")
+	if !strings.Contains(env, "AIRLOCK_PRELOAD=0") || !strings.Contains(env, "AIRLOCK_WORKSPACE=tmpfs") || strings.Contains(env, "TZ=") || cfg.Labels[LabelManaged] != "true" {
+		t.Fatalf("env %v labels %v: the call's env goes with the call, not the container", cfg.Env, cfg.Labels)
 	}
 	r := host.Resources
 	switch {
 	case host.NetworkMode != "none", !host.ReadonlyRootfs, host.Privileged, host.Runtime != "runsc",
-		len(host.CapDrop) != 1 || host.CapDrop[0] != "ALL", host.Init == nil || !*host.Init,
+		len(host.CapDrop) != 1 || host.CapDrop[0] != "ALL", host.Init == nil || *host.Init, !host.AutoRemove,
 		!strings.Contains(strings.Join(host.SecurityOpt, ","), "no-new-privileges"),
 		strings.Contains(strings.Join(host.SecurityOpt, ","), "unconfined"),
 		r.Memory != 64<<20 || r.MemorySwap != 64<<20, r.NanoCPUs != 5e8, r.PidsLimit == nil || *r.PidsLimit != 10,
-		len(r.Devices) != 0, len(host.Binds) != 0, host.IpcMode != "private", host.PidMode != "", host.UTSMode != "",
-		host.LogConfig.Config["max-size"] == "":
+		len(r.Devices) != 0, len(host.Binds) != 0, len(host.Mounts) != 0, host.IpcMode != "private", host.PidMode != "", host.UTSMode != "",
+		host.LogConfig.Config["max-size"] == "", host.Tmpfs[WorkspacePath] == "":
 		t.Fatalf("host config %+v", host)
-	}
-	if len(host.Mounts) != 1 || !host.Mounts[0].ReadOnly || host.Mounts[0].Source != mnt || host.Mounts[0].Target != WorkspacePath {
-		t.Fatalf("mounts %+v", host.Mounts)
 	}
 	ul := map[string]int64{}
 	for _, u := range r.Ulimits {
@@ -342,6 +361,35 @@ func TestDirectExecWithFakeDocker(t *testing.T) {
 	}
 	if ul["core"] != 0 || ul["nofile"] == 0 || ul["fsize"] == 0 || len(ul) != 3 {
 		t.Fatalf("ulimits %v", ul)
+	}
+}
+
+// TestImageWithoutController: an image that lacks the controller label is
+// refused with ErrNoController (a platform error naming the image and what
+// to do) before any container is created; so is one whose label names
+// another runner.
+func TestImageWithoutController(t *testing.T) {
+	for _, labels := range []map[string]string{nil, {LabelRunner: "/opt/airlock/runner.py"}} {
+		f := &fakeDocker{image: func(string) (image.InspectResponse, error) {
+			return image.InspectResponse{Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: labels}}}, nil
+		}}
+		cfg := DefaultConfig()
+		cfg.PoolSize = 1
+		e := New(cfg, f, nil)
+		res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true"})
+		if !errors.Is(err, ErrNoController) || !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "airlock/shell:latest") ||
+			!strings.Contains(err.Error(), "make images") || res.Status != "" {
+			t.Fatalf("labels %v: %+v %v", labels, res, err)
+		}
+		if _, _, err := e.OpenSession(context.Background(), core.Request{Owner: "o"}); !errors.Is(err, ErrNoController) {
+			t.Fatalf("labels %v: session: %v", labels, err)
+		}
+		if err := e.Start(context.Background()); !errors.Is(err, ErrNoController) {
+			t.Fatalf("labels %v: pools started on an image without the controller: %v", labels, err)
+		}
+		if f.called("create") != 0 {
+			t.Fatalf("labels %v: a container was created: %v", labels, f.calls)
+		}
 	}
 }
 

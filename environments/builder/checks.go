@@ -248,7 +248,7 @@ func runtimeChecks(ctx context.Context, r Runner, id string, base baseInfo, spec
 	}
 	if base.runner() != "" {
 		mark := "@@probe-" + nonce() + " "
-		mods, _ := json.Marshal(spec.CheckImports)
+		mods, _ := json.Marshal(append([]string{}, spec.CheckImports...)) // [] not null: a shell base has the controller too
 		code := "MODULES = " + string(mods) + "\nMARK = " + fmt.Sprintf("%q", mark) + "\n" + probeCode
 		res, err := call(core.Python, code)
 		if err != nil {

@@ -998,8 +998,6 @@ class Controller:
 
         t0 = now()
         data, req["archive"] = req.get("archive"), None
-        if mode != "oneshot":
-            return refuse("an archive can only come with a one-shot call")
         if not WORKSPACE_OWNED:
             return refuse("this container's /workspace is an input folder, not its own: it cannot "
                           "take an archive", "internal")
