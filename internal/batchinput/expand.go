@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/links"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -117,15 +118,15 @@ func Folders(root, input, each string, max int) ([]Folder, error) {
 }
 
 // inside resolves p's links and returns its real path when it is a folder
-// within realRoot.
+// that stays within realRoot (links.ResolvesIn: the one rule of the
+// packers), never a link out of the input folder.
 func inside(realRoot, p string) (string, bool) {
+	if !links.ResolvesIn(realRoot, p) {
+		return "", false
+	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return "", false
-	}
-	rel, err := filepath.Rel(realRoot, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", false // a symlink out of the input folder is never mounted
 	}
 	st, err := os.Stat(real)
 	return real, err == nil && st.IsDir()
