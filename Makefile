@@ -6,7 +6,7 @@ ADDR    ?= 127.0.0.1:8080
 # package count in flight low on small machines.
 TESTFLAGS ?= -race -count=1 -timeout 25m -p 2
 
-.PHONY: build images run test test-unit vet tidy-check deps-run deps-test fmt bench compose-config compose-images compose-up compose-down clean
+.PHONY: build images run test test-busy test-unit vet tidy-check deps-run deps-test fmt bench compose-config compose-images compose-up compose-down clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/airlock
@@ -37,6 +37,15 @@ tidy-check:
 test: deps-test
 	@$(MAKE) --no-print-directory images vet
 	$(GO) test $(TESTFLAGS) ./...
+
+# The suite on a busy machine: the tests of BUSY_PKGS (default all) beside a
+# CPU hog keeping every core busy (scripts/busy.sh), with every timing bound
+# stretched by AIRLOCK_TEST_SCALE (internal/testscale; 3 unless set) and a
+# longer -timeout. CI runs every package but e2e this way after `make test`.
+BUSY_PKGS ?= ./...
+BUSY_TESTFLAGS ?= -race -count=1 -timeout 50m -p 2
+test-busy:
+	AIRLOCK_TEST_SCALE=$${AIRLOCK_TEST_SCALE:-3} bash scripts/busy.sh $(GO) test $(BUSY_TESTFLAGS) $(BUSY_PKGS)
 
 test-unit:
 	$(GO) test -short -count=1 ./...

@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,11 +28,7 @@ func TestRedisStallRefusesCallsFast(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	disp := &fakeDispatcher{}
 	r := newRealAPI(t, func(_ *Config, d *Deps) { d.State, d.Dispatcher = state.NewRedis(rdb, "stall:"), disp })
-	pid := srv.PID()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	srv.Pause(t)
 
 	body := `{"id":"call_stall","type":"function","function":{"name":"run_python","arguments":{"code":"print(1)"}}}`
 	req, _ := http.NewRequest("POST", r.url+"/v1/tool-calls", strings.NewReader(body))

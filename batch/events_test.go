@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -27,7 +28,7 @@ func TestItemEventsAndCPUSeconds(t *testing.T) {
 		b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 		// The final snapshot is logged just after the record changes.
 		var es []state.Entry
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(testscale.D(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if es, err = m.Events(ctx, "alice", b.ID, 0, 0); err != nil {
 				t.Fatal(err)
 			}

@@ -162,12 +162,7 @@ func TestUploadedArchivesLiveInTheStore(t *testing.T) {
 	}
 	waitStatus(t, m, "alice", b2.ID, wire.BatchCompleted)
 	_ = st.Delete(ctx, archiveKey("alice", b2.ID, 1), 0)
-	it, _ := m.items(ctx, "alice", b2.ID)
-	failed := it[0].item
-	failed.Status = ItemFailed
-	if err := m.putItem(ctx, "alice", b2.ID, &failed, it[0].version); err != nil {
-		t.Fatal(err)
-	}
+	failFirstItem(t, m, "alice", b2.ID)
 	if _, err := m.Retry(ctx, "alice", b2.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -221,12 +216,7 @@ func TestRetryExtendsArchiveTTL(t *testing.T) {
 	}
 	waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	offset.Store(int64(90 * time.Minute)) // past the window, 30 min of retention left
-	it, _ := m.items(ctx, "alice", b.ID)
-	failed := it[0].item
-	failed.Status = ItemFailed
-	if err := m.putItem(ctx, "alice", b.ID, &failed, it[0].version); err != nil {
-		t.Fatal(err)
-	}
+	failFirstItem(t, m, "alice", b.ID)
 	if _, err := m.Retry(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -147,9 +147,12 @@ type Manager struct {
 
 	mu     sync.Mutex
 	active map[string]context.CancelFunc // batch id → its local runner
-	slots  *slots
-	wg     sync.WaitGroup
-	base   context.Context
+	// again holds the ids of running batches a Retry reopened:
+	// their runner processes the batch once more before it ends.
+	again map[string]bool
+	slots *slots
+	wg    sync.WaitGroup
+	base  context.Context
 }
 
 // New builds a Manager; runs may be nil.
@@ -159,7 +162,7 @@ func New(cfg Config, store state.Store, disp Dispatcher, runs Runs) (*Manager, e
 	}
 	cfg = cfg.withDefaults()
 	return &Manager{cfg: cfg, store: store, disp: disp, runs: runs,
-		active: map[string]context.CancelFunc{}, slots: newSlots(store, cfg.OwnerConcurrency, cfg.SlotTTL, cfg.Logger),
+		active: map[string]context.CancelFunc{}, again: map[string]bool{}, slots: newSlots(store, cfg.OwnerConcurrency, cfg.SlotTTL, cfg.Logger),
 		base: context.Background()}, nil
 }
 
@@ -208,24 +211,54 @@ func (m *Manager) scan(ctx context.Context) {
 func (m *Manager) kick(owner, id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.active[id]; !ok {
+		m.startLocked(owner, id)
+	}
+}
+
+// kickAgain starts the local runner of a batch, or has the running one
+// process the batch once more before it ends: a runner may be past its
+// last look at the batch (finishing it) when a Retry reopens it.
+func (m *Manager) kickAgain(owner, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if _, ok := m.active[id]; ok {
+		m.again[id] = true
 		return
 	}
+	m.startLocked(owner, id)
+}
+
+// startLocked starts the local runner of a batch; m.mu is held.
+func (m *Manager) startLocked(owner, id string) {
 	ctx, cancel := context.WithCancel(m.base)
 	m.active[id] = cancel
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() {
-			m.mu.Lock()
-			delete(m.active, id)
-			m.mu.Unlock()
-			cancel()
-		}()
-		if err := m.process(ctx, owner, id); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("batch: runner", "batch", id, "err", err)
+		defer cancel()
+		for {
+			if err := m.process(ctx, owner, id); err != nil && ctx.Err() == nil {
+				m.cfg.Logger.Warn("batch: runner", "batch", id, "err", err)
+			}
+			if !m.endRunner(ctx, id) {
+				return
+			}
 		}
 	}()
+}
+
+// endRunner unregisters the runner of batch id, unless it was kicked again
+// while it ran: then it reports true and the runner goes on.
+func (m *Manager) endRunner(ctx context.Context, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	again := m.again[id] && ctx.Err() == nil
+	delete(m.again, id)
+	if !again {
+		delete(m.active, id)
+	}
+	return again
 }
 
 // Spec is a validated batch to create.
@@ -412,7 +445,7 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 		return Batch{}, fmt.Errorf("batch: index %s: %w", id, err)
 	}
 	m.event(ctx, b)
-	m.kick(owner, id)
+	m.kickAgain(owner, id)
 	return b, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -47,7 +48,7 @@ func (d *echoDispatcher) Run(ctx context.Context, c dispatcher.Call) dispatcher.
 		select {
 		case <-ctx.Done():
 			return dispatcher.Result{Status: dispatcher.StatusInternal, Err: ctx.Err()}
-		case <-time.After(5 * time.Second):
+		case <-time.After(testscale.D(5 * time.Second)):
 		}
 	}
 	time.Sleep(2 * time.Millisecond)
@@ -68,7 +69,7 @@ func items(n int, args func(i int) string) []Item {
 
 func waitStatus(t *testing.T, m *Manager, owner, id string, want ...wire.BatchStatus) Batch {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testscale.D(20 * time.Second))
 	for time.Now().Before(deadline) {
 		b, err := m.Get(context.Background(), owner, id)
 		if err != nil {

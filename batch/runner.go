@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -34,172 +32,56 @@ func (m *Manager) claim(ctx context.Context, owner, id string) (Batch, error) {
 
 // process runs the batch to its end while this replica holds the lease.
 func (m *Manager) process(ctx context.Context, owner, id string) error {
+	b, all, err := m.open(ctx, owner, id)
+	if err != nil || b == nil {
+		return err
+	}
+	r := m.newPass(ctx, owner, id, *b, all)
+	defer r.stop()
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		r.progressLoop(ctx)
+	}()
+	r.runItems(ctx, b.Concurrency, all)
+	r.stop()
+	<-progressDone
+	if ctx.Err() != nil || r.lost.Load() {
+		return ctx.Err() // shutdown or lease lost: another replica resumes
+	}
+	return m.finish(ctx, owner, id, r.cancelled.Load())
+}
+
+// open claims the batch's lease and reads its items, backfilling lines and
+// item events a dead runner left out. A nil batch means there is nothing
+// to run here: another replica holds the lease, or the batch is gone or
+// already final (then it leaves the index).
+func (m *Manager) open(ctx context.Context, owner, id string) (*Batch, []versioned, error) {
 	b, err := m.claim(ctx, owner, id)
 	if errors.Is(err, errLeaseHeld) {
-		return nil
+		return nil, nil, nil
 	}
 	if errors.Is(err, core.ErrNotFound) || core.CodeOf(err) == core.ErrNotFound {
 		_ = m.store.Delete(ctx, state.Key{Kind: kindIndex, ID: id}, 0)
-		return nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if b.Status.Terminal() {
-		return m.release(ctx, owner, id)
+		return nil, nil, m.release(ctx, owner, id)
 	}
 	m.event(ctx, b)
 	all, err := m.items(ctx, owner, id)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Lines and item events missing from the logs (a runner died between
 	// storing a result and logging it) are added once.
 	if err := m.backfill(ctx, owner, id, all); err != nil {
-		return err
+		return nil, nil, err
 	}
-	var done, failed atomic.Int64
-	var pending []versioned
-	for _, v := range all {
-		switch v.item.Status {
-		case ItemPending:
-			pending = append(pending, v)
-		case ItemCompleted:
-			done.Add(1)
-		case ItemFailed:
-			failed.Add(1)
-		}
-	}
-
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var cancelled atomic.Bool
-	expiry := time.Unix(b.ExpiresAt, 0)
-	if b.Status == wire.BatchCancelling {
-		cancelled.Store(true)
-		stop()
-	}
-
-	// The progress loop: renews the lease, publishes counts, notices a
-	// cancel from any replica and the completion window.
-	progressDone := make(chan struct{})
-	var lost atomic.Bool
-	go func() {
-		defer close(progressDone)
-		t := time.NewTicker(m.progressEvery())
-		defer t.Stop()
-		var last wire.BatchCounts
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
-			c := wire.BatchCounts{Total: len(all), Completed: int(done.Load()), Failed: int(failed.Load())}
-			nb, err := m.update(ctx, owner, id, func(b *Batch) error {
-				if b.Lease != nil && b.Lease.Holder != m.cfg.Replica && m.cfg.Now().Before(b.Lease.Until) {
-					return errLeaseHeld
-				}
-				b.Lease = &Lease{Holder: m.cfg.Replica, Until: m.cfg.Now().Add(m.cfg.LeaseTTL)}
-				b.RequestCounts = c
-				return nil
-			})
-			if errors.Is(err, errLeaseHeld) {
-				lost.Store(true)
-				stop()
-				return
-			}
-			if err != nil {
-				continue
-			}
-			if nb.Status == wire.BatchCancelling {
-				cancelled.Store(true)
-				stop()
-			}
-			if m.cfg.Now().After(expiry) {
-				stop()
-			}
-			if c != last {
-				m.event(ctx, nb)
-				last = c
-			}
-		}
-	}()
-
-	work := make(chan versioned)
-	var wg sync.WaitGroup
-	for w := 0; w < b.Concurrency; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lease := newSlotLease(m.slots, owner)
-			defer lease.drop()
-			for {
-				var v versioned
-				var more bool
-				select {
-				case v, more = <-work:
-				default: // no item ready: the slot is not held while waiting
-					lease.drop()
-					v, more = <-work
-				}
-				if !more {
-					return
-				}
-				if runCtx.Err() != nil {
-					lease.drop()
-					continue
-				}
-				line, ok := m.runItem(runCtx, owner, id, v.item, lease)
-				if !ok || (runCtx.Err() != nil && line.Failed()) {
-					continue // stopped by cancel, expiry or shutdown: left pending
-				}
-				it := v.item
-				it.Result = line
-				it.Status = ItemCompleted
-				if line.Failed() {
-					it.Status = ItemFailed
-				}
-				// The CAS on the item record makes the result exactly once;
-				// while the store is unreachable the write is retried.
-				err := m.persist(ctx, "item", func() error { return m.putItem(ctx, owner, id, &it, v.version) })
-				if err != nil {
-					if !errors.Is(err, state.ErrConflict) && ctx.Err() == nil {
-						m.cfg.Logger.Warn("batch: store item", "batch", id, "err", err)
-					}
-					continue
-				}
-				if err := m.persist(ctx, "line", func() error { return m.appendLine(ctx, owner, id, line, len(all)) }); err != nil {
-					m.cfg.Logger.Warn("batch: append line", "batch", id, "err", err)
-				}
-				if err := m.persist(ctx, "event", func() error { return m.itemEvent(ctx, owner, id, line, len(all)) }); err != nil {
-					m.cfg.Logger.Warn("batch: item event", "batch", id, "err", err)
-				}
-				if it.Status == ItemFailed {
-					failed.Add(1)
-				} else {
-					done.Add(1)
-				}
-			}
-		}()
-	}
-	for _, v := range pending {
-		if runCtx.Err() != nil {
-			break
-		}
-		select {
-		case work <- v:
-		case <-runCtx.Done():
-		}
-	}
-	close(work)
-	wg.Wait()
-	stop()
-	<-progressDone
-	if ctx.Err() != nil || lost.Load() {
-		return ctx.Err() // shutdown or lease lost: another replica resumes
-	}
-	return m.finish(ctx, owner, id, cancelled.Load())
+	return &b, all, nil
 }
 
 // finish settles the items left pending (cancelled or expired) and moves
@@ -277,9 +159,26 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 	return m.release(ctx, owner, id)
 }
 
-// release drops the batch from the index of unfinished batches.
+// release drops the batch from the index of unfinished batches, unless
+// a Retry reopened it meanwhile: only the index version read while the
+// batch was final is deleted.
 func (m *Manager) release(ctx context.Context, owner, id string) error {
-	if err := m.store.Delete(ctx, state.Key{Kind: kindIndex, ID: id}, 0); err != nil {
+	k := state.Key{Kind: kindIndex, ID: id}
+	idx, err := m.store.Get(ctx, k)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("batch: unindex %s: %w", id, err)
+	}
+	b, _, err := m.getBatch(ctx, owner, id)
+	switch {
+	case err == nil && !b.Status.Terminal():
+		return nil
+	case err != nil && core.CodeOf(err) != core.ErrNotFound:
+		return fmt.Errorf("batch: unindex %s: %w", id, err)
+	}
+	if err := m.store.Delete(ctx, k, idx.Version); err != nil && !errors.Is(err, state.ErrConflict) {
 		return fmt.Errorf("batch: unindex %s: %w", id, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -68,7 +69,7 @@ func TestCancelStopsItemRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); runs.started() < 2; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); runs.started() < 2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d runs started, want 2", runs.started())
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -61,7 +62,8 @@ func TestOwnerCapSharedAcrossReplicas(t *testing.T) {
 	for name, st := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			d := &peakDispatcher{delay: 40 * time.Millisecond}
-			cfg := Config{LeaseTTL: 2 * time.Second, OwnerConcurrency: 3, SlotTTL: 2 * time.Second}
+			// A slot renewed later than its TTL would let a third item in.
+			cfg := Config{LeaseTTL: testscale.D(2 * time.Second), OwnerConcurrency: 3, SlotTTL: testscale.D(2 * time.Second)}
 			ctx := context.Background()
 			var ms [2]*Manager
 			var ids [2]string
@@ -137,13 +139,14 @@ func TestDeadReplicaSlotsExpire(t *testing.T) {
 // keeps its slot (renewed), so a second item of the owner waits.
 func TestSlotRenewedWhileItemRuns(t *testing.T) {
 	st := state.NewMemory(time.Now)
-	s := newSlots(st, 1, 300*time.Millisecond, discard())
+	ttl := testscale.D(300 * time.Millisecond) // renewed every third of it
+	s := newSlots(st, 1, ttl, discard())
 	ctx := context.Background()
 	release, err := s.acquire(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, time.Second) // > 3 TTLs
+	wctx, cancel := context.WithTimeout(ctx, 3*ttl+ttl/3)
 	defer cancel()
 	if _, err := s.acquire(wctx, "alice"); err == nil {
 		t.Fatal("a second item took the owner's only slot while the first held it")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // The first article's task.
@@ -226,6 +227,7 @@ func contains(list []string, s string) bool {
 // --mount DIR --json` against the scripted model; the answer must carry
 // the line count the sandbox computed from files the test made at random.
 func TestAgentCountLinesCLI(t *testing.T) {
+	t.Parallel()
 	dc := requireDocker(t)
 	tr := makePyTree(t)
 	model := countModel()
@@ -233,7 +235,7 @@ func TestAgentCountLinesCLI(t *testing.T) {
 
 	p := startProc(t, "airlock run", "run", "--base-url", model.URL, "--model", "test",
 		"--mount", tr.dir, "--json", countGoal)
-	if code := p.wait(5 * time.Minute); code != 0 {
+	if code := p.wait(testscale.D(5 * time.Minute)); code != 0 {
 		t.Fatalf("airlock run exited %d:\n%s", code, p.stderr.String())
 	}
 	var evs []event
@@ -257,6 +259,7 @@ func TestAgentCountLinesCLI(t *testing.T) {
 // allowed input folder (--input), POST /v1/runs, the SSE event stream,
 // GET /v1/runs/{id}, and resuming the stream with Last-Event-ID.
 func TestAgentCountLinesAPI(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	tr := makePyTree(t)
 	model := countModel()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -31,6 +32,15 @@ func faultJSONL() []byte {
 	return []byte(b.String())
 }
 
+// faultTimings are the fault tests' queue visibility timeout and batch
+// lease: short, so a killed worker's jobs and a killed replica's batch are
+// taken over in seconds (the defaults, 30 s and 15 s, made these tests
+// wait most of their two minutes); scaled, so a heartbeat late on a busy
+// machine does not hand work over needlessly.
+func faultTimings() []string {
+	return []string{"--visibility-timeout", testscale.D(5 * time.Second).String()}
+}
+
 // faultSetup starts a Redis with appendonly yes and returns it with a
 // fresh queue name.
 func faultSetup(t *testing.T) (*redistest.Server, string) {
@@ -39,10 +49,19 @@ func faultSetup(t *testing.T) (*redistest.Server, string) {
 	return redistest.Start(t, true), fmt.Sprintf("e2ebf%d", time.Now().UnixNano())
 }
 
+// startFaultServe starts `airlock serve` driving batches on the queue.
+func startFaultServe(t *testing.T, redisURL, qname string) *server {
+	t.Helper()
+	args := append([]string{"--redis", redisURL, "--queue", qname, "--concurrency", "0",
+		"--batch-lease", testscale.D(3 * time.Second).String()}, faultTimings()...)
+	return startServe(t, args...)
+}
+
 // startFaultWorker starts `airlock worker` on the queue.
 func startFaultWorker(t *testing.T, name, redisURL, qname string) *proc {
 	t.Helper()
-	w := startProc(t, name, "worker", "--redis", redisURL, "--queue", qname, "--concurrency", "2", "--pool", "1")
+	args := append([]string{"worker", "--redis", redisURL, "--queue", qname, "--concurrency", "2", "--pool", "1"}, faultTimings()...)
+	w := startProc(t, name, args...)
 	w.waitLog("worker started", startTimeout)
 	return w
 }
@@ -59,7 +78,7 @@ func submitFault(t *testing.T, s *server) string {
 func waitResults(t *testing.T, base, id string, n int) int {
 	t.Helper()
 	got := 0
-	poll(t, 3*time.Minute, fmt.Sprintf("%d results of %s", n, id), func() bool {
+	poll(t, testscale.D(3*time.Minute), fmt.Sprintf("%d results of %s", n, id), func() bool {
 		got = len(results(t, base+"/v1/batches/"+id+"/results"))
 		return got >= n
 	})
@@ -76,7 +95,7 @@ func waitResults(t *testing.T, base, id string, n int) int {
 // per item, dense ids, and Last-Event-ID resuming after an id.
 func checkExactlyOnce(t *testing.T, base string, redis *redistest.Server, id string) {
 	t.Helper()
-	b := waitBatch(t, base, id, 4*time.Minute, "completed", "failed", "expired", "cancelled")
+	b := waitBatch(t, base, id, testscale.D(4*time.Minute), "completed", "failed", "expired", "cancelled")
 	if b["status"] != "completed" {
 		t.Fatalf("batch ended %v: %v", b["status"], b)
 	}
@@ -183,15 +202,16 @@ func readBatchEvents(t *testing.T, base, id string, after int64) ([]int64, map[s
 // batch mid-batch; the other replica takes the batch over when its lease
 // expires and completes it with exactly one result per item.
 func TestBatchSurvivesServeKill(t *testing.T) {
+	t.Parallel()
 	rs, qname := faultSetup(t)
 	start := time.Now()
-	a := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	a := startFaultServe(t, rs.URL(), qname)
 	startFaultWorker(t, "airlock worker", rs.URL(), qname)
 	id := submitFault(t, a) // only A runs: it holds the batch's lease
-	b := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	b := startFaultServe(t, rs.URL(), qname)
 	n := waitResults(t, b.URL, id, 8)
 	a.proc.signal(syscall.SIGKILL)
-	a.proc.wait(10 * time.Second)
+	a.proc.wait(testscale.D(10 * time.Second))
 	killed := time.Now()
 	t.Logf("killed the driving replica with %d of %d results", n, faultItems)
 	checkExactlyOnce(t, b.URL, rs, id)
@@ -201,15 +221,16 @@ func TestBatchSurvivesServeKill(t *testing.T) {
 // TestBatchSurvivesWorkerKill: kill -9 of one of two workers mid-batch;
 // its jobs go to the other worker and the batch completes exactly once.
 func TestBatchSurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
 	rs, qname := faultSetup(t)
 	start := time.Now()
-	s := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	s := startFaultServe(t, rs.URL(), qname)
 	w1 := startFaultWorker(t, "airlock worker 1", rs.URL(), qname)
 	startFaultWorker(t, "airlock worker 2", rs.URL(), qname)
 	id := submitFault(t, s)
 	n := waitResults(t, s.URL, id, 8)
 	w1.signal(syscall.SIGKILL)
-	w1.wait(10 * time.Second)
+	w1.wait(testscale.D(10 * time.Second))
 	killed := time.Now()
 	t.Logf("killed worker 1 with %d of %d results", n, faultItems)
 	checkExactlyOnce(t, s.URL, rs, id)
@@ -220,9 +241,10 @@ func TestBatchSurvivesWorkerKill(t *testing.T) {
 // mid-batch; serve and the worker reconnect and the batch completes
 // exactly once.
 func TestBatchSurvivesRedisRestart(t *testing.T) {
+	t.Parallel()
 	rs, qname := faultSetup(t)
 	start := time.Now()
-	s := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	s := startFaultServe(t, rs.URL(), qname)
 	startFaultWorker(t, "airlock worker", rs.URL(), qname)
 	id := submitFault(t, s)
 	n := waitResults(t, s.URL, id, 8)

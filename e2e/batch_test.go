@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // batchLine is one result line of a batch.
@@ -121,6 +123,7 @@ func counts(b map[string]any) (total, completed, failed int) {
 // generated repositories (each mounted read-only at /workspace) and
 // checks every result against the test's own counts.
 func TestBatchMapOverRepos(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	n := 300 // AIRLOCK_TEST_BATCH_REPOS lowers it on a loaded machine
 	if v, err := strconv.Atoi(os.Getenv("AIRLOCK_TEST_BATCH_REPOS")); err == nil && v > 0 {
@@ -144,7 +147,7 @@ func TestBatchMapOverRepos(t *testing.T) {
 		t.Fatalf("not a batch: %v", b)
 	}
 	id := b["id"].(string)
-	b = waitBatch(t, s.URL, id, 10*time.Minute, "completed", "failed")
+	b = waitBatch(t, s.URL, id, testscale.D(10*time.Minute), "completed", "failed")
 	t.Logf("%d repos in %s", n, time.Since(start).Round(time.Millisecond))
 	if tot, ok, bad := counts(b); tot != n || ok != n || bad != 0 {
 		t.Fatalf("request_counts %d/%d/%d, want %d completed", tot, ok, bad, n)
@@ -198,6 +201,7 @@ func TestBatchMapOverRepos(t *testing.T) {
 // shape, validation errors, cancel mid-batch, retry of failed items only
 // and refused archives, on one server.
 func TestBatchOpenAIShapeCancelRetryZipSlip(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	s := startServe(t)
 	post := func(body string) response {
@@ -228,7 +232,7 @@ func TestBatchOpenAIShapeCancelRetryZipSlip(t *testing.T) {
 	}
 	b := post(body.String()).must(t, 201).JSON(t)
 	id := b["id"].(string)
-	b = waitBatch(t, s.URL, id, 2*time.Minute, "completed")
+	b = waitBatch(t, s.URL, id, testscale.D(2*time.Minute), "completed")
 	if tot, ok, bad := counts(b); tot != 10 || ok != 7 || bad != 3 {
 		t.Fatalf("counts %d/%d/%d", tot, ok, bad)
 	}
@@ -247,7 +251,7 @@ func TestBatchOpenAIShapeCancelRetryZipSlip(t *testing.T) {
 		t.Errorf("errors view has %d lines, want 3", len(errs))
 	}
 	do(t, "POST", s.URL+"/v1/batches/"+id+"/retry", nil).must(t, 200)
-	waitBatch(t, s.URL, id, 2*time.Minute, "completed")
+	waitBatch(t, s.URL, id, testscale.D(2*time.Minute), "completed")
 	lines := results(t, s.URL+"/v1/batches/"+id+"/results")
 	if len(lines) != 10 {
 		t.Fatalf("after retry %d lines", len(lines))
@@ -273,7 +277,7 @@ func TestBatchOpenAIShapeCancelRetryZipSlip(t *testing.T) {
 		t.Fatalf("cancel answered %v", st)
 	}
 	start := time.Now()
-	c = waitBatch(t, s.URL, cid, time.Minute, "cancelled")
+	c = waitBatch(t, s.URL, cid, testscale.D(time.Minute), "cancelled")
 	if _, ok, _ := counts(c); ok > 4 {
 		t.Errorf("%d items completed after cancel", ok)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
 	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // plotCode is what the scripted assistant runs: it reads the uploaded CSV,
@@ -36,6 +37,7 @@ var bestLine = regexp.MustCompile(`BEST (\S+) (\d+)`)
 // assistant question runs run_python with a plot, and the steps, the plot
 // and the final answer (carrying the sandbox's number) appear.
 func TestBrowserRealStack(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 
 	// A CSV with random sales; the test knows the sum and the best month.
@@ -72,7 +74,7 @@ func TestBrowserRealStack(t *testing.T) {
 	defer model.Close()
 	srv := startServe(t, "--base-url", model.URL, "--model", "test")
 
-	br := browsertest.Start(t, 1100, 1500, 8*time.Minute)
+	br := browsertest.Start(t, 1100, 1500, testscale.D(8*time.Minute))
 	ctx := br.Ctx
 
 	do := br.Do
@@ -80,7 +82,7 @@ func TestBrowserRealStack(t *testing.T) {
 	// default 30 s poll (a hang guard, not a timing assertion).
 	pollJS := func(name, expr string) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(3*time.Minute))); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(testscale.D(3*time.Minute)))); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -162,14 +164,14 @@ func TestBrowserRealStack(t *testing.T) {
 	start := time.Now()
 	do("run the sleep cell", chromedp.Click(chromedp.CSS("#cells .cell:nth-child(3) .run")))
 	pollJS("live line", `(document.querySelector('#cells .cell:nth-child(3) .output .live') || {textContent: ''}).textContent.includes('started')`)
-	if d := time.Since(start); d > 1500*time.Millisecond {
-		t.Errorf("live output took %v, want under 1.5 s", d)
+	if d, bound := time.Since(start), testscale.D(1500*time.Millisecond); d > bound {
+		t.Errorf("live output took %v, want under %v", d, bound)
 	}
 	start = time.Now()
 	do("interrupt", chromedp.Click(chromedp.ID("interrupt")))
 	pollJS("interrupted", `document.querySelector('#cells .cell:nth-child(3)').dataset.status !== 'running'`)
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("interrupt took %v, want under 1 s", d)
+	if d, bound := time.Since(start), testscale.D(time.Second); d > bound {
+		t.Errorf("interrupt took %v, want under %v", d, bound)
 	}
 	if out := eval(`document.querySelector('#cells .cell:nth-child(3) .output').textContent`); !strings.Contains(out, "KeyboardInterrupt") {
 		t.Errorf("interrupted cell output %q", out)

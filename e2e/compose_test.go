@@ -11,23 +11,29 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // composeKey is the API key the compose test's stack accepts.
 const composeKey = "airlock-compose-test-key-0001"
 
+// composeVisibility is the compose workers' visibility timeout.
+const composeVisibility = 5 * time.Second
+
 // stack is a docker-compose project brought up from the repository's
 // docker-compose.yml.
 type stack struct {
-	t       *testing.T
-	root    string
-	project string
-	env     []string
+	t        *testing.T
+	root     string
+	project  string
+	env      []string
+	override string // a compose file applied over docker-compose.yml
 }
 
 // compose runs docker-compose for the project and returns its output.
 func (s *stack) compose(ctx context.Context, args ...string) (string, error) {
-	argv := append([]string{"-p", s.project, "-f", filepath.Join(s.root, "docker-compose.yml")}, args...)
+	argv := append([]string{"-p", s.project, "-f", filepath.Join(s.root, "docker-compose.yml"), "-f", s.override}, args...)
 	cmd := exec.CommandContext(ctx, "docker-compose", argv...)
 	cmd.Dir = s.root
 	cmd.Env = s.env
@@ -38,7 +44,7 @@ func (s *stack) compose(ctx context.Context, args ...string) (string, error) {
 // mustCompose is compose that fails the test on an error.
 func (s *stack) mustCompose(args ...string) string {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
 	out, err := s.compose(ctx, args...)
 	if err != nil {
@@ -78,24 +84,55 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// buildComposeImages builds airlock/server (from a static binary built
-// now), airlock/redis and airlock/haproxy with images/build.sh, the way
-// `make compose-images` does.
+// composeOverride writes the compose file the test applies over
+// docker-compose.yml, and the keys file it mounts into the API replicas.
+//   - Its own queue name, so that another Airlock on this Docker daemon
+//     using the default one (another compose stack, say) does not take
+//     this stack's workers for dead ones of its own queue and reap their
+//     sandboxes mid-call (seen: "the sandbox container exited during the
+//     call").
+//   - The API key from a keys file whose policy grants timeout_seconds up
+//     to 120: the call that survives its worker's kill runs longer than the
+//     server default ceiling (10 s) allows.
+//   - The workers' visibility timeout short, so that call is taken over in
+//     seconds rather than 30-45 s.
+//   - The sandbox images pinned for the test run (AIRLOCK_PYTHON_IMAGE,
+//     AIRLOCK_SHELL_IMAGE), like every other test, not whatever :latest is.
+func composeOverride(t *testing.T, project string) string {
+	t.Helper()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if err := os.Mkdir(keys, 0o755); err != nil { // read by the replicas' user
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keys, "keys"), []byte("compose:"+composeKey+" timeout_seconds=120\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api := "    environment:\n      AIRLOCK_QUEUE: " + project + "\n"
+	worker := api + "      AIRLOCK_VISIBILITY_TIMEOUT: " + composeVisibility.String() + "\n"
+	api += "      AIRLOCK_KEYS_FILE: /etc/airlock-test/keys\n    volumes:\n      - " + keys + ":/etc/airlock-test:ro\n"
+	for _, k := range []string{"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE"} {
+		if v := os.Getenv(k); v != "" {
+			worker += fmt.Sprintf("      %s: %q\n", k, v)
+		}
+	}
+	yml := "version: \"3.8\"\nservices:\n  api1:\n" + api + "  api2:\n" + api + "  worker1:\n" + worker + "  worker2:\n" + worker
+	p := filepath.Join(dir, "compose.test.yml")
+	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// buildComposeImages builds airlock/server (from the static binary
+// TestMain built), airlock/redis and airlock/haproxy with images/build.sh,
+// the way `make compose-images` does.
 func buildComposeImages(t *testing.T, root string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "airlock-static")
-	build := exec.Command(goTool(), "build", "-trimpath", "-o", bin, "./cmd/airlock")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	start := time.Now()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("static build: %v\n%s", err, out)
-	}
-	t.Logf("static airlock binary built in %s", time.Since(start).Round(100*time.Millisecond))
-	start = time.Now()
 	img := exec.Command("bash", filepath.Join(root, "images", "build.sh"), "server", "redis", "haproxy")
 	img.Dir = root
-	img.Env = append(os.Environ(), "AIRLOCK_SERVER_BIN="+bin)
+	img.Env = append(os.Environ(), "AIRLOCK_SERVER_BIN="+airlockBin)
 	out, err := img.CombinedOutput()
 	if err != nil {
 		t.Fatalf("images/build.sh server redis haproxy: %v\n%s", err, tail(string(out), 4000))
@@ -110,6 +147,7 @@ func buildComposeImages(t *testing.T, root string) {
 // the load balancer, a worker container killed mid-call does not lose the
 // call (the job is re-delivered), and `down -v` leaves no container.
 func TestComposeStack(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		missing(t, "docker-compose is not installed")
 	}
@@ -123,11 +161,12 @@ func TestComposeStack(t *testing.T) {
 	port := func() string { a := freeAddr(t); return a[strings.LastIndex(a, ":")+1:] }
 	lbPort, api1Port, api2Port := port(), port(), port()
 	s := &stack{t: t, root: root, project: fmt.Sprintf("airlocktest%d", time.Now().UnixNano()%1_000_000_000),
-		env: append(os.Environ(), "AIRLOCK_API_KEYS="+composeKey, "AIRLOCK_PORT="+lbPort,
+		env: append(os.Environ(), "AIRLOCK_API_KEYS=", "AIRLOCK_PORT="+lbPort,
 			"AIRLOCK_API1_PORT="+api1Port, "AIRLOCK_API2_PORT="+api2Port)}
+	s.override = composeOverride(t, s.project)
 	var sandboxHosts []string // the workers' hostnames, which label their sandboxes
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 		defer cancel()
 		if t.Failed() {
 			out, _ := s.compose(ctx, "logs", "--no-color", "--tail", "40")
@@ -157,7 +196,7 @@ func TestComposeStack(t *testing.T) {
 	lb, api1, api2 := "http://127.0.0.1:"+lbPort, "http://127.0.0.1:"+api1Port, "http://127.0.0.1:"+api2Port
 	auth := []string{"Authorization", "Bearer " + composeKey}
 	for _, base := range []string{api1, api2, lb} {
-		poll(t, 3*time.Minute, base+"/readyz", func() bool {
+		poll(t, testscale.D(3*time.Minute), base+"/readyz", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			r, err := send(ctx, "GET", base+"/readyz", nil, auth...)
@@ -240,20 +279,10 @@ func TestComposeStack(t *testing.T) {
 		return m
 	}
 	before := jobs()
-	type answer struct {
-		r   response
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		r, err := send(ctx, "POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
-			map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
-		done <- answer{r, err}
-	}()
+	done := sendAsync("POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
+		map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
 	var job, first string
-	poll(t, time.Minute, "the call's job to start on a worker", func() bool {
+	poll(t, testscale.D(time.Minute), "the call's job to start on a worker", func() bool {
 		for k, w := range jobs() {
 			if _, old := before[k]; !old && w != "" {
 				job, first = k, w

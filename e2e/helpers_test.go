@@ -21,13 +21,16 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
-// Hang guards. They bound waits; no test asserts how long anything took.
-const (
-	startTimeout = 2 * time.Minute // a process comes up and answers
-	stopTimeout  = 2 * time.Minute // a process exits after SIGTERM
-	callTimeout  = 5 * time.Minute // one HTTP request
+// Hang guards: they bound waits (the few bounds a test asserts on how long
+// something took are its own, also from testscale).
+var (
+	startTimeout = testscale.D(2 * time.Minute) // a process comes up and answers
+	stopTimeout  = testscale.D(2 * time.Minute) // a process exits after SIGTERM
+	callTimeout  = testscale.D(5 * time.Minute) // one HTTP request
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
@@ -76,7 +79,7 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		p.stop(30 * time.Second)
+		p.stop(testscale.D(30 * time.Second))
 		if t.Failed() {
 			t.Logf("--- %s (pid %d) stderr ---\n%s", name, p.pid(), tail(p.stderr.String(), 6000))
 		}
@@ -323,6 +326,25 @@ func do(t *testing.T, method, url string, body any, hdr ...string) response {
 	return res
 }
 
+// answer is a finished HTTP exchange, or its transport error.
+type answer struct {
+	r   response
+	err error
+}
+
+// sendAsync sends a request in a goroutine, bounded by callTimeout; its
+// answer arrives on the returned channel.
+func sendAsync(method, url string, body any, hdr ...string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		r, err := send(ctx, method, url, body, hdr...)
+		ch <- answer{r, err}
+	}()
+	return ch
+}
+
 // send is do without a test: the error is returned.
 func send(ctx context.Context, method, url string, body any, hdr ...string) (response, error) {
 	req, err := request(ctx, method, url, body, hdr...)
@@ -393,7 +415,7 @@ func (c callResult) mustOK(t *testing.T) string {
 // (running or not), by their labels.
 func containers(t *testing.T, dc *client.Client, pid int) []container.Summary {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
 	list, err := dc.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", "airlock.managed=true"),

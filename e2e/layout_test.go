@@ -10,6 +10,7 @@ import (
 // leaf types and the client) link no Docker package, so only sandbox/ and
 // the commands that wire it talk to the daemon.
 func TestLayoutNoDockerAboveSandbox(t *testing.T) {
+	t.Parallel()
 	for _, pkg := range []string{"core", "api", "dispatcher", "agent", "client", "internal/jobs", "internal/policy", "queue", "environments"} {
 		out, err := exec.Command("go", "list", "-deps", "github.com/airlock-dev/airlock/"+pkg).CombinedOutput()
 		if err != nil {
@@ -26,6 +27,7 @@ func TestLayoutNoDockerAboveSandbox(t *testing.T) {
 
 // TestLayoutCoreIsALeaf: core imports nothing of this module.
 func TestLayoutCoreIsALeaf(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", "github.com/airlock-dev/airlock/core").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

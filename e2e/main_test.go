@@ -13,13 +13,18 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// airlockBin is the airlock binary TestMain built for this run.
+// airlockBin is the airlock binary TestMain built for this run: static
+// (CGO_ENABLED=0, -trimpath), so the same build also goes into the compose
+// test's server image.
 var airlockBin string
 
-// TestMain builds ./cmd/airlock once into a temporary folder.
+// TestMain builds ./cmd/airlock once into a temporary folder. One build
+// for every test: a second, static one for the compose images compiled
+// the whole module again (15 min of a 25 min run on a busy machine).
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -38,8 +43,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command(goTool(), "build", "-o", airlockBin, "./cmd/airlock")
+	build := exec.Command(goTool(), "build", "-trimpath", "-o", airlockBin, "./cmd/airlock")
 	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/airlock: %v\n%s", err, out)
 		return 1
@@ -90,7 +96,7 @@ func requireDocker(t *testing.T) *client.Client {
 		missing(t, "no Docker client: %v", err)
 	}
 	t.Cleanup(func() { _ = dc.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	if _, err := dc.Ping(ctx); err != nil {
 		missing(t, "the Docker daemon does not answer: %v", err)

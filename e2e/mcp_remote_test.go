@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // remoteMCP is an `airlock mcp --server` subprocess and its client session.
@@ -56,7 +58,7 @@ var sessionLog = regexp.MustCompile(`msg="mcp: session opened" owner=\S+ session
 func (r *remoteMCP) remoteSession(t *testing.T) string {
 	t.Helper()
 	var id string
-	poll(t, 10*time.Second, "the MCP server to log its remote session", func() bool {
+	poll(t, testscale.D(10*time.Second), "the MCP server to log its remote session", func() bool {
 		if m := sessionLog.FindStringSubmatch(r.stderr.String()); m != nil {
 			id = m[1]
 		}
@@ -66,6 +68,7 @@ func (r *remoteMCP) remoteSession(t *testing.T) string {
 }
 
 func TestMCPRemoteStdio(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	const keyA, keyB = "alice:key-alice-0123456789abcdef", "bob:key-bob-0123456789abcdef00"
 	srv := startKeyed(t, keyA, keyB)
@@ -137,13 +140,14 @@ func TestMCPRemoteStdio(t *testing.T) {
 
 	// Ending A's MCP session deletes its remote session.
 	_ = ma.cs.Close()
-	poll(t, 30*time.Second, "the remote session to be deleted", func() bool {
+	poll(t, testscale.D(30*time.Second), "the remote session to be deleted", func() bool {
 		r, err := send(context.Background(), http.MethodGet, srv.URL+"/v1/sessions/"+sid, nil, "Authorization", "Bearer "+a)
 		return err == nil && r.Status == http.StatusNotFound
 	})
 }
 
 func TestMCPRemoteRefusesMount(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(airlockBin, "mcp", "--server", "http://127.0.0.1:1", "--mount", t.TempDir())
 	cmd.Env = childEnv()
 	out, err := cmd.CombinedOutput()

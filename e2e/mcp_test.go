@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // mcpCall runs one tool call and fails the test on a protocol error.
@@ -147,7 +148,7 @@ func exerciseMCP(t *testing.T, cs *mcp.ClientSession) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled call: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testscale.D(30 * time.Second)):
 		t.Fatal("cancelled call did not return")
 	}
 	// The MCP session stays usable and the sandbox session kept its state:
@@ -159,6 +160,7 @@ func exerciseMCP(t *testing.T, cs *mcp.ClientSession) {
 }
 
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("mounted-ok"), 0o644); err != nil {
@@ -227,6 +229,7 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestMCPStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	const keyA, keyB = "alice:key-alice-0123456789abcdef", "bob:key-bob-0123456789abcdef00"
 	srv := startKeyed(t, keyA, keyB)

@@ -24,6 +24,7 @@ const debianPython = "/usr/bin/python3"
 // against its sha256), the streamed call or its graceful skip, and the
 // 404 after closing the session.
 func TestPythonExampleClient(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(debianPython); err != nil {
 		missing(t, "%s is not installed: %v", debianPython, err)
 	}

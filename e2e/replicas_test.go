@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // TestStatelessReplicas is issue 13's stateless replicas with real
@@ -18,6 +19,7 @@ import (
 // that served the last request is killed with -9 and the session goes on
 // through the other, which finally deletes it.
 func TestStatelessReplicas(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	rs := redistest.Start(t, true)
 	qname := fmt.Sprintf("e2erep%d", time.Now().UnixNano())
@@ -76,7 +78,7 @@ func TestStatelessReplicas(t *testing.T) {
 	// A served the last request: kill it; the session goes on through B,
 	// with its Python state intact.
 	a.proc.signal(syscall.SIGKILL)
-	a.proc.wait(10 * time.Second)
+	a.proc.wait(testscale.D(10 * time.Second))
 	if got := call(b, "c2", "print(x * 2)"); got != "hello from Bhello from B\n" {
 		t.Errorf("call on B after A died printed %q", got)
 	}
@@ -109,13 +111,14 @@ func mustPNG(t *testing.T, base, url string, size int64) {
 // keeps its state in a Bolt file under --data-dir, so an artifact made
 // before a restart is still downloadable after it.
 func TestEmbeddedRestartKeepsArtifacts(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := t.TempDir()
 	s1 := startServe(t, "--data-dir", dir, "--pool", "1")
 	url, size := plotCall(t, s1)
 	mustPNG(t, s1.URL, url, size)
 	s1.proc.signal(syscall.SIGTERM)
-	s1.proc.wait(60 * time.Second)
+	s1.proc.wait(testscale.D(60 * time.Second))
 	s2 := startServe(t, "--data-dir", dir, "--pool", "1")
 	mustPNG(t, s2.URL, url, size)
 }

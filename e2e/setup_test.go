@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // The fresh-machine check of issue 16: scripts/deps.sh runs in a clean
@@ -23,10 +25,11 @@ import (
 // fakeTools is a shell prelude that writes the fakes into /tmp/fake:
 // go, docker (answering `docker info` as $DOCKER_STATE says), apt-get
 // (logs its arguments to /tmp/apt.log and, for install, puts an
-// executable named after each package into /tmp/fake) and, when
-// $WITH_SUDO is set, a sudo that logs and runs its command.
+// executable named after each package into /tmp/fake, and for a python3-X
+// package a module X on PYTHONPATH) and, when $WITH_SUDO is set, a sudo
+// that logs and runs its command.
 const fakeTools = `set -e
-mkdir -p /tmp/fake
+mkdir -p /tmp/fake/py
 cat >/tmp/fake/go <<'X'
 #!/bin/sh
 echo "go version go1.26 linux/amd64"
@@ -46,6 +49,7 @@ echo "apt-get $*" >>/tmp/apt.log
 if [ "$1" = install ]; then
   for a in "$@"; do
     case "$a" in install|-*) ;; *) printf '#!/bin/sh\n' >"/tmp/fake/$a"; chmod +x "/tmp/fake/$a" ;; esac
+    case "$a" in python3-*) m=$(echo "${a#python3-}" | tr - _); : >"/tmp/fake/py/$m.py" ;; esac
   done
 fi
 X
@@ -59,13 +63,17 @@ X
 fi
 chmod +x /tmp/fake/*
 [ -z "$NO_DOCKER" ] || rm /tmp/fake/docker
-export PATH=/tmp/fake:/usr/sbin:/usr/bin:/sbin:/bin AIRLOCK_CHROMIUM=/tmp/fake/chromium
+export PATH=/tmp/fake:/usr/sbin:/usr/bin:/sbin:/bin AIRLOCK_CHROMIUM=/tmp/fake/chromium PYTHONPATH=/tmp/fake/py
 set +e
 bash /src/scripts/deps.sh "$MODE"
 echo "rc=$?"
 echo "--- apt.log"
 cat /tmp/apt.log 2>/dev/null || true
 `
+
+// testPkgs are the packages `scripts/deps.sh test` adds to what `run`
+// needs: Redis, Chromium and the Jupyter clients of the gateway tests.
+const testPkgs = "redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket"
 
 // depsRun is one run of scripts/deps.sh in a fresh container.
 type depsRun struct {
@@ -107,7 +115,7 @@ func (d *depsRun) run(t *testing.T, img string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	args := []string{"run", "--rm", "--network", "none", "--user", d.user,
 		"-v", filepath.Clean(root) + ":/src:ro", "-e", "MODE=" + d.mode}
@@ -149,11 +157,12 @@ func (d *depsRun) run(t *testing.T, img string) {
 // one apt-get command naming exactly the missing packages, and nothing is
 // run.
 func TestSetupDepsNonRootPrintsCommand(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	for _, tc := range []struct {
 		mode, pkgs string
 	}{
-		{"test", "debootstrap redis-server chromium"},
+		{"test", "debootstrap " + testPkgs},
 		{"run", "debootstrap"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -182,6 +191,7 @@ func TestSetupDepsNonRootPrintsCommand(t *testing.T) {
 // TestSetupDepsRootInstalls: as root the script runs apt-get update, then
 // installs exactly the missing packages, checks they arrived and exits 0.
 func TestSetupDepsRootInstalls(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	d := &depsRun{user: "0:0", mode: "test"}
 	d.run(t, img)
@@ -190,7 +200,7 @@ func TestSetupDepsRootInstalls(t *testing.T) {
 	}
 	want := []string{
 		"apt-get update -qq",
-		"apt-get install -y -qq --no-install-recommends debootstrap redis-server chromium",
+		"apt-get install -y -qq --no-install-recommends debootstrap " + testPkgs,
 	}
 	if !slices.Equal(d.aptLog, want) {
 		t.Fatalf("apt-get calls %q, want %q", d.aptLog, want)
@@ -203,6 +213,7 @@ func TestSetupDepsRootInstalls(t *testing.T) {
 // TestSetupDepsPasswordlessSudo: a user with passwordless sudo gets the
 // packages installed through `sudo -n`.
 func TestSetupDepsPasswordlessSudo(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	d := &depsRun{user: "10001:10001", mode: "run", env: []string{"WITH_SUDO=1"}}
 	d.run(t, img)
@@ -224,6 +235,7 @@ func TestSetupDepsPasswordlessSudo(t *testing.T) {
 // TestSetupDepsDocker: no docker command, a stopped daemon and a refused
 // socket each fail with what to do.
 func TestSetupDepsDocker(t *testing.T) {
+	t.Parallel()
 	img := freshBase(t)
 	for _, tc := range []struct {
 		name string
@@ -250,6 +262,7 @@ func TestSetupDepsDocker(t *testing.T) {
 // TestSetupDockerfilesMatchPackages: the registry Dockerfiles install the
 // same packages as the offline build's packages.txt.
 func TestSetupDockerfilesMatchPackages(t *testing.T) {
+	t.Parallel()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -289,6 +302,7 @@ func TestSetupDockerfilesMatchPackages(t *testing.T) {
 // TestSetupImagesHardened: the built images hold no setuid/setgid file and
 // only the python image carries Python settings.
 func TestSetupImagesHardened(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	for _, tc := range []struct {
 		img    string
@@ -297,7 +311,7 @@ func TestSetupImagesHardened(t *testing.T) {
 		{envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), false},
 		{envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), true},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 		out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", "--user", "0:0", tc.img,
 			"sh", "-c", "find / -xdev -perm /6000 -type f; echo ---; env").CombinedOutput()
 		cancel()

@@ -100,6 +100,7 @@ func (c *contract) do(method, path string, body any, hdr ...string) response {
 // every main route of a fresh `airlock serve --insecure-local` answers as
 // documented, checked against the served OpenAPI document.
 func TestServeSmoke(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	srv := startServe(t)
 	api := newContract(t, srv.URL)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // stallFor is the workers-only Redis stall of issue 13's fault run (over
@@ -22,6 +23,7 @@ const stallFor = 15 * time.Second
 // the session's, and it goes when the session is closed. Both processes
 // reap every second, so an over-eager reaper would show too.
 func TestWorkersOnlyRedisStall(t *testing.T) {
+	t.Parallel()
 	dc := requireDocker(t)
 	rs := redistest.Start(t, false)
 	rdb := rs.Client(t)
@@ -45,14 +47,10 @@ func TestWorkersOnlyRedisStall(t *testing.T) {
 
 	proxy.stall(true)
 	stalledAt := time.Now()
-	type answer struct {
-		r   response
-		err error
-	}
 	during := make(chan answer, 1)
 	go func() {
 		time.Sleep(2 * time.Second) // well inside the stall
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 		defer cancel()
 		r, err := call(ctx, "x += 1\nprint(x)")
 		during <- answer{r, err}
@@ -88,7 +86,7 @@ func TestWorkersOnlyRedisStall(t *testing.T) {
 		t.Fatalf("the worker's containers after the stall: %s, want the session's %.12s alone", describe(after), before[0].ID)
 	}
 	do(t, "DELETE", srv.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusNoContent)
-	poll(t, time.Minute, "the closed session's container to go", func() bool { return len(containers(t, dc, w.pid())) == 0 })
+	poll(t, testscale.D(time.Minute), "the closed session's container to go", func() bool { return len(containers(t, dc, w.pid())) == 0 })
 }
 
 // workerIDOf is the worker id a worker process logged at start.
@@ -99,4 +97,27 @@ func workerIDOf(t *testing.T, p *proc) string {
 		t.Fatalf("%s logged no worker id", p.name)
 	}
 	return m[1]
+}
+
+// TestRedisStallRefusesNewCalls: with Redis stalled (SIGSTOP), a new tool
+// call to serve --redis is refused with 503 within the state store's and
+// the queue's 2 s bounds. It took 10 s: the idempotency reservation waited
+// on the client's read timeout and its retry, twice (issue 26).
+func TestRedisStallRefusesNewCalls(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, false)
+	qname := fmt.Sprintf("stallnew%d", time.Now().UnixNano())
+	srv := startServe(t, "--redis", rs.URL(), "--queue", qname, "--concurrency", "0")
+	do(t, "GET", srv.URL+"/readyz", nil) // connections open before the stall
+	rs.Pause(t)
+	start := time.Now()
+	r := do(t, "POST", srv.URL+"/v1/tool-calls", toolCall("call_stalled", "run_python", map[string]any{"code": "print(1)"}))
+	took := time.Since(start)
+	if r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a call during a Redis stall: %d %.300s, want 503", r.Status, r.Body)
+	}
+	t.Logf("a call during a Redis stall was refused after %s: %.200s", took.Round(10*time.Millisecond), r.Body)
+	if bound := 2*time.Second + testscale.D(2*time.Second); took > bound {
+		t.Errorf("a call during a Redis stall was refused after %s, want within %s", took, bound)
+	}
 }

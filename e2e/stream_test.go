@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // requireKernel asserts the sandbox knows the kernel's session
@@ -75,6 +77,7 @@ func streamCall(t *testing.T, ctx context.Context, url string, body any) ([]stre
 // event, then the result event with the same answer as a plain call.
 // Needs the kernel branch's sandbox (live events).
 func TestStreamingSessionCall(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	srv := startServe(t)
 	sid := do(t, "POST", srv.URL+"/v1/sessions", map[string]any{}).must(t, http.StatusCreated).JSON(t)["id"].(string)
@@ -105,8 +108,8 @@ func TestStreamingSessionCall(t *testing.T) {
 		}
 		lines = append(lines, ev.Text)
 	}
-	if first < 0 || first > 1500*time.Millisecond {
-		t.Fatalf("first line after %v (want ≤ 1.5 s); events %+v", first, evs)
+	if bound := testscale.D(1500 * time.Millisecond); first < 0 || first > bound {
+		t.Fatalf("first line after %v (want ≤ %v); events %+v", first, bound, evs)
 	}
 	if strings.Join(lines, "") != "0\n1\n2\n3\n4\n" || len(lines) < 3 {
 		t.Fatalf("streamed lines %q", lines)
@@ -131,6 +134,7 @@ func TestStreamingSessionCall(t *testing.T) {
 // long session call leaves the session alive with its state; an interrupt
 // ends a running sleep quickly and keeps state too.
 func TestDisconnectThenInterruptKeepSession(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	srv := startServe(t)
 	base := srv.URL + "/v1/sessions/"
@@ -163,7 +167,7 @@ func TestDisconnectThenInterruptKeepSession(t *testing.T) {
 		done <- c
 	}()
 	var hit bool
-	poll(t, 30*time.Second, "the sleeping call to be interruptible", func() bool {
+	poll(t, testscale.D(30*time.Second), "the sleeping call to be interruptible", func() bool {
 		m := do(t, "POST", base+sid+"/interrupt", nil).must(t, http.StatusOK).JSON(t)
 		hit, _ = m["interrupted"].(bool)
 		return hit
@@ -174,10 +178,10 @@ func TestDisconnectThenInterruptKeepSession(t *testing.T) {
 		if !strings.Contains(c.Result.Stderr, "KeyboardInterrupt") {
 			t.Fatalf("interrupted call: %+v", c.Result)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testscale.D(5 * time.Second)):
 		t.Fatal("the interrupted call did not return")
 	}
-	if d := time.Since(at); d > time.Second {
+	if d := time.Since(at); d > testscale.D(time.Second) {
 		t.Fatalf("interrupt took %v", d)
 	}
 	if got := decodeCall(t, do(t, "POST", calls, py("e", "print(x, y)"))).mustOK(t); got != "41 7\n" {

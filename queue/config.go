@@ -51,7 +51,8 @@ type Config struct {
 	// it refreshes every third of it; when the key stays expired for half a
 	// TTL more, the worker's sessions are lost. Default VisibilityTimeout
 	// (30s), so a Redis stall that does not reclaim a worker's jobs does
-	// not end its sessions either.
+	// not end its sessions either. A worker whose process died is known
+	// sooner, by its pulse subscription (about 4 s; see the package doc).
 	LivenessTTL time.Duration
 	// SessionTTL (Redis) is how long a session binding lives without use.
 	// Default 24h.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // reserveHandler runs the reserve contract's jobs: a payload "hold:X"
@@ -186,7 +188,7 @@ func runReserveContract(t *testing.T, newQ newQueueFunc) {
 				t.Fatalf("batch job %d: %q, %v", i, r.out, r.err)
 			}
 		}
-		if el := time.Since(start); el > 10*time.Second {
+		if el := time.Since(start); el > testscale.D(10*time.Second) {
 			t.Fatalf("20 no-op batch jobs took %v, want well under 10s", el)
 		}
 		if m := maxSeen.Load(); m != 2 {

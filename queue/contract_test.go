@@ -11,19 +11,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // newQueueFunc builds a fresh, isolated queue for one contract test; the
 // factory closes it at the end of the test.
 type newQueueFunc func(t *testing.T, cfg Config, reg prometheus.Registerer) Queue
 
-// contractConfig keeps the contract's timeouts small but generous.
+// contractConfig keeps the contract's timeouts small but generous: a
+// heartbeat (a third of them) late by more than two thirds would make a
+// job run twice, so they stretch with the test scale.
 func contractConfig() Config {
-	return Config{VisibilityTimeout: time.Second, LivenessTTL: time.Second, DefaultTimeout: 30 * time.Second}
+	return Config{VisibilityTimeout: testscale.D(time.Second), LivenessTTL: testscale.D(time.Second), DefaultTimeout: testscale.D(30 * time.Second)}
 }
 
 // waitTimeout bounds any wait for something that must happen.
-const waitTimeout = 20 * time.Second
+var waitTimeout = testscale.D(20 * time.Second)
 
 // runWorker runs a worker until the returned stop is called (or the test
 // ends); stop waits for Run to return.
@@ -99,7 +103,7 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 			seen <- j
 			return Reply{Payload: append([]byte("re:"), j.Payload...)}, nil
 		}))
-		dl := time.Now().Add(10 * time.Second).Truncate(time.Millisecond)
+		dl := time.Now().Add(testscale.D(10 * time.Second)).Truncate(time.Millisecond)
 		out, err := q.Do(testCtx(t), Job{ID: "j1", Owner: "alice", Payload: []byte("hi\x00there"), Deadline: dl})
 		if err != nil || string(out) != "re:hi\x00there" {
 			t.Fatalf("Do = %q, %v", out, err)
@@ -200,7 +204,7 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 			observed <- ctx.Err()
 			return Reply{}, ctx.Err()
 		}))
-		_, err := q.Do(testCtx(t), Job{Deadline: time.Now().Add(300 * time.Millisecond)})
+		_, err := q.Do(testCtx(t), Job{Deadline: time.Now().Add(testscale.D(300 * time.Millisecond))})
 		if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v", err)
 		}

@@ -90,7 +90,8 @@
 // anyway), script-inner commands included. Per-owner limits (MaxPerOwner > 0) add 4 (owner set
 // ZADD, ZCOUNT, PEXPIRETIME at submit, ZREM at finish); session jobs add 3
 // at submit (GET of the binding outside, GET and EXISTS inside) and 1–2
-// to bind or unbind at finish.
+// to bind or unbind at finish, and their callers 2 per second of waiting
+// (EVALSHA and PUBSUB NUMSUB: the pulse check).
 //
 // Heartbeats (every third of min(VisibilityTimeout, LivenessTTL)) reset a
 // running entry's idle time with XCLAIM JUSTID only while this worker still
@@ -118,9 +119,15 @@
 // if it has not been read (it never runs), and publishes the outcome on
 // the cancel channel: a worker running the job cancels the handler's
 // context (the sandbox handler then kills its container), and other
-// processes' waiters wake. Session callers also check every LivenessTTL/2
-// that the holder's liveness key exists, and end the job with
-// ErrSessionLost when it does not.
+// processes' waiters wake. Session callers also watch the worker holding
+// the session (redis_holder.go), and end the job with ErrSessionLost when
+// it is gone: its pulse (a subscription to its own channel, which Redis
+// drops the moment the worker's process dies and its connection closes,
+// kill -9 included, and keeps through a stall or a partition) missing at
+// four checks a second apart, or its liveness key missing at two checks
+// LivenessTTL/2 apart (a host gone without closing its connections). A
+// killed worker's callers so learn it within about 4 s, while a worker
+// whose Redis link stalls keeps its sessions for LivenessTTL.
 //
 // Redis down: submissions fail with ErrUnavailable within a dial attempt;
 // callers already waiting keep waiting (until their deadline) and resume
@@ -129,7 +136,9 @@
 // every writing script starts with "#!lua", which Redis refuses as a whole
 // before running any of it, so a submission is refused (ErrUnavailable,
 // not run) with nothing written; heartbeats use no command Redis refuses
-// when full, so leases hold and nothing finished runs again. With
+// when full (leases with XCLAIM in a script without a shebang, liveness
+// and bindings with PEXPIRE; SET only for a liveness key that is missing),
+// so leases and sessions hold and nothing finished runs again. With
 // appendonly yes, jobs accepted before a restart are kept (appendfsync
 // everysec can lose the last second if Redis itself crashes; use always
 // to close that window).

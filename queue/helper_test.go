@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"github.com/airlock-dev/airlock/internal/redistest"
-
 	"bufio"
 	"context"
 	"fmt"
@@ -16,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // helperEnv selects the helper worker main in a re-executed test binary.
@@ -29,6 +30,15 @@ func envInt(k string, def int) int {
 	return def
 }
 
+// envMS reads a duration in milliseconds from the environment, scaled by
+// the test scale; def (already scaled) when unset.
+func envMS(k string, def time.Duration) time.Duration {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return testscale.D(time.Duration(v) * time.Millisecond)
+	}
+	return def
+}
+
 // helperMain runs one Redis worker process until SIGTERM. Its handler
 // follows the payload (see testHandler) and prints "started <id>
 // <attempt>" before running a job; logs go to stdout as text.
@@ -37,8 +47,8 @@ func helperMain() int {
 	q, err := NewRedis(Config{
 		RedisURL:          os.Getenv("AQ_REDIS"),
 		Name:              os.Getenv("AQ_NAME"),
-		VisibilityTimeout: time.Duration(envInt("AQ_VIS_MS", 1000)) * time.Millisecond,
-		LivenessTTL:       time.Duration(envInt("AQ_LIVE_MS", 1000)) * time.Millisecond,
+		VisibilityTimeout: envMS("AQ_VIS_MS", testscale.D(time.Second)),
+		LivenessTTL:       envMS("AQ_LIVE_MS", testscale.D(time.Second)),
 		MaxDeliveries:     envInt("AQ_MAXDEL", 3),
 	}, Deps{Logger: log})
 	if err != nil {
@@ -48,7 +58,7 @@ func helperMain() int {
 	defer q.Close()
 	id := os.Getenv("AQ_ID")
 	w, err := q.NewWorker(WorkerConfig{
-		ID: id, Concurrency: envInt("AQ_CONC", 1), Grace: 5 * time.Second, ReadBlock: 200 * time.Millisecond,
+		ID: id, Concurrency: envInt("AQ_CONC", 1), Grace: testscale.D(5 * time.Second), ReadBlock: 200 * time.Millisecond,
 	}, testHandler(id, func(j Job) { fmt.Printf("started %s %d\n", j.ID, j.Attempt) }))
 	if err != nil {
 		fmt.Println("helper:", err)

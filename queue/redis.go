@@ -23,9 +23,9 @@ import (
 // key, so a notice lost while Redis restarts is recovered by re-reading
 // every waiter's result after the subscription is re-established. Nothing
 // polls on the normal path: a waiter wakes on a notice, its deadline, its
-// context, (session jobs) every LivenessTTL/2 to check that the session's
-// worker is alive, or (a caller that attached to a job another process
-// submitted) on a slow re-read of the stored outcome.
+// context, (session jobs) every second and every LivenessTTL/2 to check
+// that the session's worker is alive, or (a caller that attached to a job
+// another process submitted) on a slow re-read of the stored outcome.
 type Redis struct {
 	cfg      Config
 	rdb      redis.UniversalClient

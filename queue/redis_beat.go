@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -26,11 +27,12 @@ func (w *redisWorker) heartbeatLoop(ctx context.Context) {
 // beat renews every running job's lease, then refreshes the liveness key
 // and session bindings and sweeps old members of the active set. The two
 // are independent: leases first, in their own pipeline, so a liveness
-// write that fails (a full Redis refuses SET) never lets a running job's
-// lease lapse and the job run twice.
+// write that fails never lets a running job's lease lapse and the job run
+// twice. Neither uses a command a full Redis (maxmemory, noeviction)
+// refuses: the liveness key is extended with PEXPIRE and SET only when it
+// is missing (the first beat, or after a stall longer than LivenessTTL).
 func (w *redisWorker) beat(ctx context.Context) {
-	q := w.q
-	ctx, cancel := context.WithTimeout(ctx, q.cfg.SubmitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.q.cfg.SubmitTimeout)
 	defer cancel()
 	w.mu.Lock()
 	tasks := make([]*task, 0, len(w.tasks))
@@ -43,33 +45,48 @@ func (w *redisWorker) beat(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	if len(tasks) > 0 {
-		pipe := q.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(tasks))
-		keys := func(t *task) []string { return []string{t.stream, q.keys.active()} }
-		for i, t := range tasks {
-			cmds[i] = heartbeatScript.EvalSha(ctx, pipe, keys(t), group, w.cfg.ID, t.msgID, t.token, t.job.ID)
+		w.renewLeases(ctx, tasks)
+	}
+	w.refreshLiveness(ctx, sessions)
+}
+
+// renewLeases runs the lease heartbeat of every task in one pipeline and
+// cancels the tasks whose job ended or went to another worker.
+func (w *redisWorker) renewLeases(ctx context.Context, tasks []*task) {
+	q := w.q
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(tasks))
+	keys := func(t *task) []string { return []string{t.stream, q.keys.active()} }
+	for i, t := range tasks {
+		cmds[i] = heartbeatScript.EvalSha(ctx, pipe, keys(t), group, w.cfg.ID, t.msgID, t.token, t.job.ID)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, t := range tasks {
+		r, err := cmds[i].Int()
+		if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
+			r, err = heartbeatScript.Run(ctx, q.rdb, keys(t), group, w.cfg.ID, t.msgID, t.token, t.job.ID).Int()
 		}
-		_, _ = pipe.Exec(ctx)
-		for i, t := range tasks {
-			r, err := cmds[i].Int()
-			if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
-				r, err = heartbeatScript.Run(ctx, q.rdb, keys(t), group, w.cfg.ID, t.msgID, t.token, t.job.ID).Int()
-			}
-			switch {
-			case err != nil:
-				w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
-			case r == -1:
-				w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
-				t.cancel(errLeaseLost)
-			case r == 0:
-				t.cancel(errJobOver)
-			}
+		switch {
+		case err != nil:
+			w.log.Warn("lease heartbeat failed", "job", t.job.ID, "err", err)
+		case r == -1:
+			w.log.Warn("lease lost to another worker; cancelling", "job", t.job.ID)
+			t.cancel(errLeaseLost)
+		case r == 0:
+			t.cancel(errJobOver)
 		}
 	}
+}
+
+// refreshLiveness extends the worker's liveness key, its own stream and
+// its sessions' bindings, and sweeps the active set: every command of it
+// a full Redis still runs. Only a missing liveness key is SET.
+func (w *redisWorker) refreshLiveness(ctx context.Context, sessions []string) {
+	q := w.q
 	now := time.Now().UnixMilli()
 	old := now - q.cfg.ResultTTL.Milliseconds()
 	pipe := q.rdb.Pipeline()
-	pipe.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL)
+	alive := pipe.PExpire(ctx, q.keys.alive(w.cfg.ID), q.cfg.LivenessTTL)
 	pipe.PExpire(ctx, w.ownStream, workerStreamTTL)
 	for _, s := range sessions {
 		pipe.PExpire(ctx, q.keys.session(s), q.cfg.SessionTTL)
@@ -78,7 +95,11 @@ func (w *redisWorker) beat(ctx context.Context) {
 	// one-outcome CAS and dedupe) until ResultTTL past their deadline.
 	pipe.ZRemRangeByScore(ctx, q.keys.active(), "-inf", "("+itoa(terminalScore(old)))
 	pipe.ZRemRangeByScore(ctx, q.keys.active(), "0", "("+itoa(old))
-	if _, err := pipe.Exec(ctx); err != nil {
+	_, err := pipe.Exec(ctx)
+	if alive.Err() == nil && !alive.Val() {
+		err = errors.Join(err, q.rdb.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL).Err())
+	}
+	if err != nil {
 		w.log.Warn("liveness heartbeat failed", "err", err)
 	}
 }
@@ -169,7 +190,7 @@ func (w *redisWorker) drainOwn() {
 				if err != nil {
 					continue
 				}
-				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", false, w.cfg.ID, w.ownStream, m.ID, true)
+				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", checkNone, w.cfg.ID, w.ownStream, m.ID, true)
 			}
 		}
 	}

@@ -142,19 +142,14 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 func (q *Redis) await(ctx context.Context, j Job, sub submission, w *waiter) ([]byte, error) {
 	timer := time.NewTimer(time.Until(j.Deadline))
 	defer timer.Stop()
-	var liveness <-chan time.Time
-	if sub.worker != "" {
-		t := time.NewTicker(q.cfg.LivenessTTL / 2)
-		defer t.Stop()
-		liveness = t.C
-	}
+	holder := q.watchHolder(sub.worker)
+	defer holder.stop()
 	var poll, retry <-chan time.Time
 	pollEvery := 100 * time.Millisecond
 	if sub.kind == "exists" {
 		poll = time.After(pollEvery)
 	}
 	var bo backoff
-	missing := 0
 	check := sub.kind == "exists"
 	for {
 		if v, ok := q.notified(w); ok {
@@ -195,18 +190,18 @@ func (q *Redis) await(ctx context.Context, j Job, sub submission, w *waiter) ([]
 				err = fmt.Errorf("%w: %w", ErrCanceled, ctx.Err())
 			}
 			return out, err
-		case <-liveness:
-			if q.workerAlive(sub.worker) {
-				missing = 0
+		case <-holder.pulseC():
+			if !holder.pulseGone() {
 				continue
 			}
-			// Declared lost only when the key is still gone a tick
-			// later: a short Redis stall or a late refresh is no loss.
-			if missing++; missing < 2 {
+			if out, err, done := q.checkSession(j, sub, checkPulse); done {
+				return out, err
+			}
+		case <-holder.livenessC():
+			if !holder.keyGone() {
 				continue
 			}
-			out, err, done := q.checkSession(j, sub)
-			if done {
+			if out, err, done := q.checkSession(j, sub, checkAlive); done {
 				return out, err
 			}
 		case <-q.closeCh:
@@ -234,7 +229,7 @@ func (q *Redis) readOutcome(id string) (kind, v string, err error) {
 // outcome won. If Redis cannot be reached, state is returned anyway and
 // the job may still run once; its late result is discarded.
 func (q *Redis) abort(j Job, state string, sub submission) ([]byte, error) {
-	kind, v, err := q.runAbort(j, state, "", false, sub.worker, sub.stream, sub.entry, false)
+	kind, v, err := q.runAbort(j, state, "", checkNone, sub.worker, sub.stream, sub.entry, false)
 	if err != nil {
 		q.log.Warn("could not record job end; it may still run", "job", j.ID, "state", state, "err", err)
 		return nil, outcomeErr(state, "")
@@ -249,36 +244,11 @@ func (q *Redis) abort(j Job, state string, sub submission) ([]byte, error) {
 	return nil, outcomeErr(state, "")
 }
 
-// workerAlive reports whether worker's liveness key exists; an error
-// (Redis unreachable) counts as alive: nothing is known to be lost.
-func (q *Redis) workerAlive(worker string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
-	defer cancel()
-	n, err := q.rdb.Exists(ctx, q.keys.alive(worker)).Result()
-	return err != nil || n == 1
-}
-
-// checkSession ends a session job as lost if its worker's liveness key is
-// gone; done reports that the job has an outcome to return.
-func (q *Redis) checkSession(j Job, sub submission) (out []byte, err error, done bool) {
-	msg := "worker " + sub.worker + " is gone"
-	kind, v, err := q.runAbort(j, stateLost, msg, true, sub.worker, sub.stream, sub.entry, false)
-	switch {
-	case err != nil || kind == "alive":
-		return nil, nil, false
-	case kind == "ok" || kind == "gone":
-		return nil, outcomeErr(stateLost, msg), true
-	default: // "done": the real outcome arrived meanwhile
-		out, err := decodeResult(v)
-		return out, err, true
-	}
-}
-
 // runAbort runs abortScript for j: state and msg are the outcome to
-// record; checkAlive only if worker's liveness key is gone; stream and
-// msgID name the job's entry to delete (and acknowledge, with ack) if
-// known.
-func (q *Redis) runAbort(j Job, state, msg string, checkAlive bool, worker, stream, msgID string, ack bool) (kind, v string, err error) {
+// record; check makes it conditional on worker being gone (checkAlive,
+// checkPulse); stream and msgID name the job's entry to delete (and
+// acknowledge, with ack) if known.
+func (q *Redis) runAbort(j Job, state, msg string, check holderCheck, worker, stream, msgID string, ack bool) (kind, v string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.SubmitTimeout)
 	defer cancel()
 	active := q.keys.active()
@@ -289,14 +259,14 @@ func (q *Redis) runAbort(j Job, state, msg string, checkAlive bool, worker, stre
 	if msgID != "" {
 		strm = stream
 	}
-	if checkAlive {
+	if check != checkNone {
 		alive, sess = q.keys.alive(worker), q.keys.session(j.Session)
 	}
 	res, err := abortScript.Run(ctx, q.rdb,
 		[]string{active, q.keys.res(j.ID), ownerKey, strm, alive, sess},
 		j.ID, "", encodeOutcome(state, msg, nil),
 		q.cfg.ResultTTL.Milliseconds(), q.keys.cancel(), noticePrefix(j.ID), msgID,
-		flag(checkAlive), worker, flag(q.cfg.MaxPerOwner > 0), flag(ack), group).StringSlice()
+		string(check), worker, flag(q.cfg.MaxPerOwner > 0), flag(ack), group, q.keys.pulse(worker)).StringSlice()
 	if err != nil {
 		return "", "", err
 	}

@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"github.com/airlock-dev/airlock/internal/redistest"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,14 +14,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // faultQueue returns a caller-side Redis queue for fault tests.
 func faultQueue(t *testing.T, srv *redistest.Server, name string, cfg Config) *Redis {
 	t.Helper()
 	cfg.RedisURL, cfg.Name = srv.URL(), name
-	cfg.VisibilityTimeout = cmpDur(cfg.VisibilityTimeout, time.Second)
-	cfg.LivenessTTL = cmpDur(cfg.LivenessTTL, time.Second)
+	cfg.VisibilityTimeout = cmpDur(cfg.VisibilityTimeout, testscale.D(time.Second))
+	cfg.LivenessTTL = cmpDur(cfg.LivenessTTL, testscale.D(time.Second))
 	q, err := NewRedis(cfg, Deps{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func assertDrained(t *testing.T, rdb *redis.Client, name string) {
 		t.Errorf("live jobs = %d, %v; want 0", n, err)
 	}
 	var last string
-	deadline := time.Now().Add(3 * ackFlushEvery)
+	deadline := time.Now().Add(testscale.D(3 * ackFlushEvery))
 	for {
 		last = ""
 		for _, s := range []string{k.stream(), k.batchStream()} {
@@ -214,11 +215,11 @@ func TestRedisDownRefusesQuickly(t *testing.T) {
 func TestRedisRestartLosesNothing(t *testing.T) {
 	srv := redistest.Start(t, true)
 	const name, jobs, maxCallers = "restart", 500, 64
-	q := faultQueue(t, srv, name, Config{VisibilityTimeout: 3 * time.Second, LivenessTTL: 3 * time.Second})
+	q := faultQueue(t, srv, name, Config{VisibilityTimeout: testscale.D(3 * time.Second), LivenessTTL: testscale.D(3 * time.Second)})
 	for _, id := range []string{"W1", "W2", "W3"} {
 		startWorkerProc(t, srv, name, id, "AQ_CONC=4", "AQ_VIS_MS=3000", "AQ_LIVE_MS=3000")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	var (
 		mu        sync.Mutex

@@ -13,6 +13,8 @@ package queue
 //	<p>:{<q>}:owner:<owner>    zset     one owner's live job IDs (in-flight limit)
 //	<p>:{<q>}:sess:<session>   string   session → worker ID (TTL SessionTTL)
 //	<p>:{<q>}:alive:<worker>   string   worker liveness (TTL LivenessTTL)
+//	<p>:{<q>}:pulse:<worker>   channel  never published to: the worker's subscription
+//	                                    to it lives exactly as long as its connection
 //	<p>:{<q>}:dead             stream   dead-lettered jobs (capped)
 //	<p>:{<q>}:reply:<client>   channel  progress and done notices for one caller process
 //	<p>:{<q>}:cancel           channel  done notices of jobs ended by a caller (workers
@@ -56,6 +58,11 @@ func (k keyspace) session(s string) string { return k.base + ":sess:" + s }
 
 // alive is worker w's liveness key.
 func (k keyspace) alive(w string) string { return k.base + ":alive:" + w }
+
+// pulse is worker w's pulse channel: Redis holds w's subscription to it
+// while w's connection is open, and drops it the moment the connection
+// closes (the worker's process died).
+func (k keyspace) pulse(w string) string { return k.base + ":pulse:" + w }
 
 // dead is the dead-letter stream.
 func (k keyspace) dead() string { return k.base + ":dead" }

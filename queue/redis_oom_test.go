@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // TestRedisFullRefusesSubmit: with Redis full (maxmemory, noeviction) a
@@ -63,5 +64,45 @@ func TestRedisFullRefusesSubmit(t *testing.T) {
 	out, err := q.Do(ctx, Job{ID: "full-1", Payload: []byte("echo:b")})
 	if err != nil || !strings.HasSuffix(string(out), ":1:b") {
 		t.Fatalf("after freeing: %q, %v; want a first run", out, err)
+	}
+}
+
+// TestRedisFullKeepsSessionsAlive: with Redis really full (maxmemory
+// reached, noeviction) for four liveness TTLs while a session job runs,
+// the worker's liveness key never lapses (its heartbeat uses no command a
+// full Redis refuses) and the job's caller gets the job's result once
+// memory is freed, not ErrSessionLost. The liveness write was a SET,
+// refused when full: the key expired while the worker was alive, and the
+// session call got session_lost (issue 26).
+func TestRedisFullKeepsSessionsAlive(t *testing.T) {
+	srv := redistest.Start(t, false)
+	rdb := srv.Client(t)
+	live := testscale.D(time.Second)
+	name := fmt.Sprintf("oomsess%d", queueSeq.Add(1))
+	q := faultQueue(t, srv, name, Config{LivenessTTL: live, VisibilityTimeout: live})
+	runWorker(t, q, WorkerConfig{ID: "holder"}, testHandler("holder", func(Job) {}))
+	ctx := testCtx(t)
+	if out, err := q.Do(ctx, Job{Payload: []byte("open:s1")}); err != nil || string(out) != "holder:1:s1" {
+		t.Fatalf("open = %q, %v", out, err)
+	}
+	full := 4 * live
+	res := doAsync(ctx, q, Job{ID: "sj", Session: "s1", Payload: fmt.Appendf(nil, "sleep:%d:z", (full / 2).Milliseconds())})
+	free := srv.Fill(t)
+	if err := rdb.Set(ctx, "probe", "1", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM ") {
+		t.Fatalf("SET on the filled Redis: %v, want OOM", err)
+	}
+	alive := q.keys.alive("holder")
+	for end := time.Now().Add(full); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if n, err := rdb.Exists(ctx, alive).Result(); err != nil || n != 1 {
+			free()
+			t.Fatalf("the live worker's liveness key is gone while Redis is full: %d, %v", n, err)
+		}
+	}
+	free()
+	if r := recv(t, res, "the session job"); r.err != nil || string(r.out) != "holder:1:z" {
+		t.Fatalf("session job across a full Redis = %q, %v; want its result", r.out, r.err)
+	}
+	if out, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("echo:after")}); err != nil || string(out) != "holder:1:after" {
+		t.Fatalf("the next session job = %q, %v", out, err)
 	}
 }

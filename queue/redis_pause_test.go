@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // TestRedisPausedRetrySameIDRunsOnce: Redis stopped (SIGSTOP) 15 s while a
@@ -57,8 +58,8 @@ func TestRedisPausedRetrySameIDRunsOnce(t *testing.T) {
 	defer func() { resumed.Stop(); _ = syscall.Kill(pid, syscall.SIGCONT) }()
 	refused := 0
 	var out []byte
-	for deadline := time.Now().Add(40 * time.Second); ; {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for deadline := time.Now().Add(testscale.D(40 * time.Second)); ; {
+		cctx, cancel := context.WithTimeout(ctx, testscale.D(30*time.Second))
 		out, err = q.Do(cctx, Job{ID: "retry-1", Payload: []byte("x")})
 		cancel()
 		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {

@@ -117,22 +117,24 @@ return verdict
 `)
 
 // abortScript ends a job from outside a run: its caller cancelled or timed
-// out, its session's worker is gone (only if that worker's liveness key is
-// gone, when checking), or its worker is leaving. It optionally deletes
-// (and acknowledges) the job's stream entry, so an unread job never runs.
+// out, its session's worker is gone (when checking: only if that worker's
+// liveness key is gone, or only if no connection holds its pulse
+// subscription), or its worker is leaving. It optionally deletes (and
+// acknowledges) the job's stream entry, so an unread job never runs.
 //
 // KEYS: active, result, owner set, stream, alive key, session key (unused
 // ones are the active key).
 // ARGV: id, (unused), encoded outcome, result TTL ms, cancel channel,
-// notice prefix, message ID ("" when unknown), check-alive flag, session's
-// worker, owner flag, ack flag, group. The terminal score is derived from
-// the live score (the job's own deadline): an attached caller does not
-// know it.
+// notice prefix, message ID ("" when unknown), check ("", "alive" or
+// "pulse"), session's worker, owner flag, ack flag, group, the worker's
+// pulse channel. The terminal score is derived from the live score (the
+// job's own deadline): an attached caller does not know it.
 //
 // Returns {"ok"}, {"done", outcome} (another outcome won), {"gone"} or
 // {"alive"}.
 var abortScript = redis.NewScript(`#!lua
-if ARGV[8] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then return {'alive'} end
+if ARGV[8] == 'alive' and redis.call('EXISTS', KEYS[5]) == 1 then return {'alive'} end
+if ARGV[8] == 'pulse' and redis.call('PUBSUB', 'NUMSUB', ARGV[13])[2] > 0 then return {'alive'} end
 local won = 0
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if sc and tonumber(sc) >= 0 then
@@ -143,7 +145,7 @@ if ARGV[7] ~= '' then
   if ARGV[11] == '1' then redis.call('XACK', KEYS[4], ARGV[12], ARGV[7]) end
   redis.call('XDEL', KEYS[4], ARGV[7])
 end
-if ARGV[8] == '1' and redis.call('GET', KEYS[6]) == ARGV[9] then redis.call('DEL', KEYS[6]) end
+if ARGV[8] ~= '' and redis.call('GET', KEYS[6]) == ARGV[9] then redis.call('DEL', KEYS[6]) end
 if won == 0 then
   local v = redis.call('GET', KEYS[2])
   if v then return {'done', v} end
@@ -229,6 +231,15 @@ local sc = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not sc then return {'gone'} end
 if tonumber(sc) < 0 then return {'expired'} end
 return {'live'}
+`)
+
+// pulseScript counts the connections subscribed to a worker's pulse
+// channel. A script only so that Redis Cluster routes it by its key to the
+// queue's node, where the worker subscribed.
+//
+// KEYS: any key of the queue. ARGV: the pulse channel.
+var pulseScript = redis.NewScript(`#!lua flags=no-writes
+return redis.call('PUBSUB', 'NUMSUB', ARGV[1])[2]
 `)
 
 // unbindScript deletes a session binding if it still points at the worker.

@@ -2,17 +2,17 @@ package queue
 
 import (
 	"context"
-	"time"
-
-	"github.com/airlock-dev/airlock/internal/redistest"
-
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // testLogger sends logs to the test log.
@@ -75,7 +75,7 @@ func TestRedisLiveWorkers(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(testscale.D(time.Minute))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition never held")

@@ -105,63 +105,67 @@ func (w *redisWorker) Run(ctx context.Context) error {
 	}
 	w.started = true
 	w.mu.Unlock()
-	rdb := w.q.rdb
 	if !w.ensureGroups(ctx) {
 		return nil
 	}
 	w.drainOwn() // session jobs left by a crashed predecessor with this ID
 	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "interactive_reserve", w.cfg.InteractiveReserve)
+	stopBackground := w.startBackground(ctx)
 
+	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardStop(nil)
+	var wg sync.WaitGroup
+	w.serve(ctx, base, &wg)
+
+	w.log.Info("worker stopping", "grace", w.cfg.Grace)
+	w.unbindAll()
+	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })
+	w.drainOwn()
+	w.unbindAll()
+	w.flushAcks(context.Background())
+	w.cleanup()
+	stopBackground()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// startBackground runs the first heartbeat and starts the heartbeat, ack
+// and cancel loops, which outlive ctx until the returned stop is called.
+func (w *redisWorker) startBackground(ctx context.Context) (stop func()) {
 	bgCtx, bgStop := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	w.beat(bgCtx)
 	bg.Go(func() { w.heartbeatLoop(bgCtx) })
 	bg.Go(func() { w.ackLoop(bgCtx) })
-	ps := rdb.Subscribe(bgCtx, w.q.keys.cancel())
+	// The pulse subscription tells session callers this process lives.
+	ps := w.q.rdb.Subscribe(bgCtx, w.q.keys.cancel(), w.q.keys.pulse(w.cfg.ID))
 	bg.Go(func() { w.cancelLoop(bgCtx, ps) })
+	return func() {
+		bgStop()
+		_ = ps.Close()
+		bg.Wait()
+	}
+}
 
-	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer hardStop(nil)
+// serve reads deliveries for the slots free and hands each to a goroutine
+// (counted in wg, run under base) until ctx is done.
+func (w *redisWorker) serve(ctx, base context.Context, wg *sync.WaitGroup) {
 	slots := make(chan struct{}, w.cfg.slots())
-	var wg sync.WaitGroup
 	var bo backoff
 	nextClaim := time.Now()
 	for ctx.Err() == nil {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		free := w.takeSlots(ctx, slots)
+		if free == 0 {
 			continue
 		}
-		free := 1
-		for free < w.cfg.slots() {
-			select {
-			case slots <- struct{}{}:
-				free++
-				continue
-			default:
-			}
-			break
-		}
-		room := w.batchRoom() // only grows until the dispatch below
-		ds, err := w.fetch(ctx, free, room, &nextClaim)
-		if err == nil && w.repend {
-			// A read that failed client-side (a Redis stall) may still
-			// have been served, delivering entries to this consumer that
-			// nobody runs: take back this consumer's unstarted ones now
-			// rather than after the visibility timeout.
-			var pend []delivery
-			if pend, err = w.ownPending(ctx, free, room-w.countBatch(ds)); err == nil {
-				w.repend = false
-				ds = append(pend, ds...)
-			}
-		}
+		ds, err := w.collect(ctx, free, &nextClaim)
 		if err != nil {
 			w.repend = true
 			for range free {
 				<-slots
 			}
 			if ctx.Err() != nil {
-				break
+				return
 			}
 			if bo.n == 0 {
 				w.log.Warn("reading jobs failed; retrying", "err", err)
@@ -171,67 +175,102 @@ func (w *redisWorker) Run(ctx context.Context) error {
 		}
 		bo.reset()
 		for i, d := range ds {
-			reserved := i < free
-			key := d.stream + " " + d.msg.ID
-			w.mu.Lock()
-			dup := w.handed[key]
-			w.handed[key] = true
-			w.mu.Unlock()
-			if dup { // recovered while still being handled here
-				if reserved {
-					<-slots
-				}
-				continue
-			}
-			batch := d.stream == w.lanes[1]
-			if batch {
-				w.batchRunning.Add(1)
-			}
-			wg.Go(func() {
-				defer func() {
-					w.mu.Lock()
-					delete(w.handed, key)
-					w.mu.Unlock()
-				}()
-				if !reserved { // an extra (own stream, repend): wait for a slot
-					select {
-					case slots <- struct{}{}:
-					case <-base.Done():
-						if batch {
-							w.batchRunning.Add(-1)
-						}
-						return
-					}
-				}
-				w.process(base, d)
-				if batch {
-					// Room first, then the slot: a loop taking the slot
-					// sees the room; one blocked in a read is woken.
-					w.batchRunning.Add(-1)
-					<-slots
-					w.wakeForRoom(base)
-				} else {
-					<-slots
-				}
-			})
+			w.dispatch(base, wg, slots, d, i < free)
 		}
 		for range free - min(free, len(ds)) {
 			<-slots
 		}
 	}
+}
 
-	w.log.Info("worker stopping", "grace", w.cfg.Grace)
-	w.unbindAll()
-	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })
-	w.drainOwn()
-	w.unbindAll()
-	w.flushAcks(context.Background())
-	w.cleanup()
-	bgStop()
-	_ = ps.Close()
-	bg.Wait()
-	w.log.Info("worker stopped")
-	return nil
+// takeSlots waits for one free slot and takes every other one free now;
+// it returns how many it took (0 when ctx ended first).
+func (w *redisWorker) takeSlots(ctx context.Context, slots chan struct{}) int {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	free := 1
+	for free < w.cfg.slots() {
+		select {
+		case slots <- struct{}{}:
+			free++
+			continue
+		default:
+		}
+		break
+	}
+	return free
+}
+
+// collect fetches up to free deliveries (see fetch) and, after a failed
+// read, this consumer's unstarted pending ones.
+func (w *redisWorker) collect(ctx context.Context, free int, nextClaim *time.Time) ([]delivery, error) {
+	room := w.batchRoom() // only grows until the dispatch
+	ds, err := w.fetch(ctx, free, room, nextClaim)
+	if err != nil || !w.repend {
+		return ds, err
+	}
+	// A read that failed client-side (a Redis stall) may still have been
+	// served, delivering entries to this consumer that nobody runs: take
+	// back this consumer's unstarted ones now rather than after the
+	// visibility timeout.
+	pend, err := w.ownPending(ctx, free, room-w.countBatch(ds))
+	if err != nil {
+		return nil, err
+	}
+	w.repend = false
+	return append(pend, ds...), nil
+}
+
+// dispatch runs delivery d in a goroutine counted in wg, unless it is
+// already being handled here (recovered while running). reserved says
+// whether a slot was taken for it; an extra one (own stream, repend)
+// waits for a slot first.
+func (w *redisWorker) dispatch(base context.Context, wg *sync.WaitGroup, slots chan struct{}, d delivery, reserved bool) {
+	key := d.stream + " " + d.msg.ID
+	w.mu.Lock()
+	dup := w.handed[key]
+	w.handed[key] = true
+	w.mu.Unlock()
+	if dup {
+		if reserved {
+			<-slots
+		}
+		return
+	}
+	batch := d.stream == w.lanes[1]
+	if batch {
+		w.batchRunning.Add(1)
+	}
+	wg.Go(func() {
+		defer func() {
+			w.mu.Lock()
+			delete(w.handed, key)
+			w.mu.Unlock()
+		}()
+		if !reserved {
+			select {
+			case slots <- struct{}{}:
+			case <-base.Done():
+				if batch {
+					w.batchRunning.Add(-1)
+				}
+				return
+			}
+		}
+		w.process(base, d)
+		if batch {
+			// Room first, then the slot: a loop taking the slot sees the
+			// room; one blocked in a read is woken.
+			w.batchRunning.Add(-1)
+			<-slots
+			w.wakeForRoom(base)
+		} else {
+			<-slots
+		}
+	})
 }
 
 // ensureGroups creates the consumer groups, retrying until ctx ends; it

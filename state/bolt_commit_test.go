@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 func openGroupBolt(t *testing.T, dir string) *Bolt {
@@ -47,7 +48,7 @@ func holdCommitter(t *testing.T, b *Bolt) (release func()) {
 // waitQueued waits until n writes are queued for the committer.
 func waitQueued(t *testing.T, b *Bolt, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for {
 		b.mu.Lock()
 		got := len(b.queue)
@@ -287,7 +288,7 @@ func TestBoltCloseWithQueuedWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(testscale.D(20 * time.Second)):
 		t.Fatal("Close hangs with writes queued")
 	}
 	for i := 0; i < n; i++ {
@@ -296,7 +297,7 @@ func TestBoltCloseWithQueuedWrites(t *testing.T) {
 			if err != nil {
 				t.Fatalf("queued write: %v; want committed", err)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(testscale.D(20 * time.Second)):
 			t.Fatalf("%d queued writes not answered after Close", n-i)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/state/statetest"
 )
@@ -32,7 +33,7 @@ func TestBoltContract(t *testing.T) {
 }
 
 func bctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), testscale.D(20*time.Second))
 	t.Cleanup(cancel)
 	return c
 }
@@ -175,7 +176,7 @@ func TestBoltLockedByAnotherProcess(t *testing.T) {
 	if !strings.Contains(string(out), path) || !strings.Contains(string(out), "locked by another process") {
 		t.Fatalf("child's error does not name the path and the lock:\n%s", out)
 	}
-	if took > 10*time.Second {
+	if took > testscale.D(10*time.Second) {
 		t.Fatalf("child took %v to fail", took)
 	}
 	t.Logf("second process: %s", strings.TrimSpace(string(out)))
@@ -200,7 +201,7 @@ func TestBoltCloseWakesRange(t *testing.T) {
 		if !errors.Is(err, state.ErrUnavailable) {
 			t.Fatalf("Range after Close = %v; want ErrUnavailable", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testscale.D(5 * time.Second)):
 		t.Fatal("Close did not wake the waiting Range")
 	}
 }
@@ -258,6 +259,8 @@ func TestBoltKill9(t *testing.T) {
 	start := time.Now()
 	b := openBolt(t, path)
 	defer b.Close()
+	// Not scaled: it must stay under the ~1 s a store still locked would
+	// take to refuse (the lock died with the process).
 	if d := time.Since(start); d > 900*time.Millisecond {
 		t.Fatalf("reopen after kill -9 took %v", d)
 	}

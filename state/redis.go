@@ -39,18 +39,35 @@ import (
 // been applied, so callers retry with conditions (IfVersion) or idempotent
 // values.
 type Redis struct {
-	rdb    redis.UniversalClient
-	prefix string
-	closed atomic.Bool
+	rdb       redis.UniversalClient
+	prefix    string
+	opTimeout time.Duration
+	closed    atomic.Bool
 }
+
+// OpTimeout bounds an operation of the Redis store on one record, log or
+// counter (plus a second per 4 MiB it sends), and List's first round trip,
+// whatever deadline the caller's context has, as the queue's SubmitTimeout
+// bounds a submission: a stalled Redis is an outage (ErrUnavailable)
+// within it, not a wait on the client's read timeout and its retry. Reads
+// of many values at once (List's values, Range), whose replies may be
+// large, are left to the caller's deadline and the client's read timeout;
+// a blocking Range waits as asked, each block bounded by its length plus
+// OpTimeout.
+const OpTimeout = 2 * time.Second
 
 // NewRedis returns a Store on rdb with every key under prefix (for
 // example "airlock:state:"). The client stays the caller's: Close does
-// not close it. Build it with ContextTimeoutEnabled (as queue.Dial does) so
-// a caller's deadline bounds a call to a stalled Redis; without it the
-// client's read timeout does.
+// not close it. Build it with ContextTimeoutEnabled (queue.NewRedisClient
+// does) so that OpTimeout and a caller's deadline bound a call to a
+// stalled Redis; without it only the client's read timeout does.
 func NewRedis(rdb redis.UniversalClient, prefix string) *Redis {
-	return &Redis{rdb: rdb, prefix: prefix}
+	return &Redis{rdb: rdb, prefix: prefix, opTimeout: OpTimeout}
+}
+
+// bound returns ctx bounded for one round trip that sends n bytes.
+func (r *Redis) bound(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opTimeout+time.Duration(n)*time.Second/(4<<20))
 }
 
 // maxBlockChunk bounds one XREAD BLOCK, so a Range abandoned by its
@@ -142,6 +159,8 @@ func (r *Redis) Put(ctx context.Context, k Key, value []byte, opt PutOptions) (i
 	if err := checkSize("put", k, len(value)); err != nil {
 		return 0, err
 	}
+	ctx, cancel := r.bound(ctx, len(value))
+	defer cancel()
 	v, err := scriptPut.Run(ctx, r.rdb, []string{r.recKey(k), r.idxKey(k.Kind, k.Owner)},
 		value, opt.IfVersion, ms(opt.TTL), k.ID).Int64()
 	if err != nil {
@@ -161,6 +180,8 @@ func (r *Redis) Get(ctx context.Context, k Key) (Item, error) {
 	if err := r.check("get", k.Kind); err != nil {
 		return Item{}, err
 	}
+	ctx, cancel := r.bound(ctx, 0)
+	defer cancel()
 	res, err := scriptGet.Run(ctx, r.rdb, []string{r.recKey(k)}).Slice()
 	if errors.Is(err, redis.Nil) {
 		return Item{}, fmt.Errorf("get %s/%s: %w", k.Kind, k.ID, ErrNotFound)
@@ -211,6 +232,8 @@ func (r *Redis) Delete(ctx context.Context, k Key, ifVersion int64) error {
 	if err := r.check("delete", k.Kind); err != nil {
 		return err
 	}
+	ctx, cancel := r.bound(ctx, 0)
+	defer cancel()
 	res, err := scriptDelete.Run(ctx, r.rdb, []string{r.recKey(k), r.idxKey(k.Kind, k.Owner)}, ifVersion, k.ID).Int64()
 	if err != nil {
 		return r.mapErr(ctx, "delete "+k.Kind+"/"+k.ID, err)
@@ -239,10 +262,14 @@ func (r *Redis) List(ctx context.Context, kind, owner, after string, limit int) 
 		if after != "" {
 			min = "(" + after
 		}
-		ids, err := r.rdb.ZRangeByLex(ctx, idx, &redis.ZRangeBy{Min: min, Max: "+", Count: int64(batch)}).Result()
+		bctx, cancel := r.bound(ctx, 0)
+		ids, err := r.rdb.ZRangeByLex(bctx, idx, &redis.ZRangeBy{Min: min, Max: "+", Count: int64(batch)}).Result()
 		if err != nil {
-			return nil, r.mapErr(ctx, "list "+kind, err)
+			err = r.mapErr(bctx, "list "+kind, err)
+			cancel()
+			return nil, err
 		}
+		cancel()
 		if len(ids) == 0 {
 			return out, nil
 		}
@@ -298,6 +325,8 @@ func (r *Redis) Append(ctx context.Context, k Key, data []byte, maxLen int, ttl 
 	if err := checkSize("append", k, len(data)); err != nil {
 		return 0, err
 	}
+	ctx, cancel := r.bound(ctx, len(data))
+	defer cancel()
 	if maxLen <= 0 {
 		maxLen = DefaultMaxLogLen
 	}
@@ -343,7 +372,9 @@ func (r *Redis) Range(ctx context.Context, k Key, after int64, limit int, wait t
 		}
 		done := make(chan result, 1)
 		go func() {
-			s, err := r.rdb.XRead(context.WithoutCancel(ctx), &redis.XReadArgs{Streams: []string{key, strconv.FormatInt(after, 10) + "-1"},
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chunk+r.opTimeout)
+			defer cancel()
+			s, err := r.rdb.XRead(bctx, &redis.XReadArgs{Streams: []string{key, strconv.FormatInt(after, 10) + "-1"},
 				Count: int64(limit), Block: max(chunk, time.Millisecond)}).Result()
 			done <- result{s, err}
 		}()
@@ -389,6 +420,8 @@ func (r *Redis) DeleteLog(ctx context.Context, k Key) error {
 	if err := r.check("delete log", k.Kind); err != nil {
 		return err
 	}
+	ctx, cancel := r.bound(ctx, 0)
+	defer cancel()
 	return r.mapErr(ctx, "delete log "+k.Kind+"/"+k.ID, r.rdb.Del(ctx, r.logKey(k)).Err())
 }
 
@@ -397,6 +430,8 @@ func (r *Redis) Add(ctx context.Context, k Key, delta, limit int64, ttl time.Dur
 	if err := r.check("add", k.Kind); err != nil {
 		return 0, err
 	}
+	ctx, cancel := r.bound(ctx, 0)
+	defer cancel()
 	res, err := scriptAdd.Run(ctx, r.rdb, []string{r.ctrKey(k)}, delta, limit, ms(ttl)).Int64Slice()
 	if err != nil {
 		return 0, r.mapErr(ctx, "add "+k.Kind+"/"+k.ID, err)
@@ -416,6 +451,8 @@ func (r *Redis) Ping(ctx context.Context) error {
 	if r.closed.Load() {
 		return fmt.Errorf("state: redis ping: closed: %w", ErrUnavailable)
 	}
+	ctx, cancel := r.bound(ctx, 0)
+	defer cancel()
 	return r.mapErr(ctx, "ping", r.rdb.Set(ctx, r.prefix+"{_}:ping", "1", 10*time.Second).Err())
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/testscale"
+	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/state/statetest"
 )
@@ -145,7 +146,7 @@ func TestRedisDown(t *testing.T) {
 	defer rdb.Close()
 	s := state.NewRedis(rdb, "down:")
 	srv.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	start := time.Now()
 	_, err := s.Put(ctx, state.Key{Kind: "run", ID: "x"}, []byte("x"), state.PutOptions{})
@@ -158,7 +159,7 @@ func TestRedisDown(t *testing.T) {
 	if err := s.Ping(ctx); !errors.Is(err, state.ErrUnavailable) {
 		t.Fatalf("ping on a stopped Redis = %v", err)
 	}
-	if d := time.Since(start); d > 8*time.Second {
+	if d := time.Since(start); d > testscale.D(8*time.Second) {
 		t.Fatalf("took %v", d)
 	}
 }
@@ -172,7 +173,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 	srv := redistest.Start(t, false)
 	a := state.NewRedis(srv.Client(t), "rep:")
 	b := state.NewRedis(srv.Client(t), "rep:")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(20*time.Second))
 	defer cancel()
 	k := state.Key{Kind: "session", Owner: "alice", ID: "s1"}
 	if _, err := a.Put(ctx, k, []byte("from a"), state.PutOptions{IfVersion: -1}); err != nil {
@@ -190,7 +191,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 	}
 	done := make(chan []state.Entry, 1)
 	go func() {
-		es, _ := b.Range(ctx, k, 0, 0, 10*time.Second)
+		es, _ := b.Range(ctx, k, 0, 0, testscale.D(10*time.Second))
 		done <- es
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -202,7 +203,7 @@ func TestRedisTwoReplicas(t *testing.T) {
 		if len(es) != 1 || es[0].Seq != 1 || string(es[0].Data) != "ev1" {
 			t.Fatalf("b's Range = %+v", es)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testscale.D(5 * time.Second)):
 		t.Fatal("b's Range was not woken by a's Append")
 	}
 	if err := b.Delete(ctx, k, 2); err != nil {
@@ -297,44 +298,66 @@ func TestRedisPaused(t *testing.T) {
 	if _, err := s.Put(context.Background(), k, []byte("x"), state.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pid, err := rdb.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var proc int
-	for _, line := range strings.Split(pid, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			fmt.Sscan(v, &proc)
-		}
-	}
-	if proc == 0 {
-		t.Fatal("no process_id in INFO")
-	}
-	if err := syscall.Kill(proc, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(proc, syscall.SIGCONT)
-		}
-	}
-	defer resume()
+	resume := srv.Pause(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	start := time.Now()
-	_, err = s.Put(ctx, k, []byte("y"), state.PutOptions{})
+	_, err := s.Put(ctx, k, []byte("y"), state.PutOptions{})
 	cancel()
 	if !errors.Is(err, state.ErrUnavailable) || core.CodeOf(err) != core.ErrUnavailable {
 		t.Fatalf("put on a paused Redis = %v; want ErrUnavailable", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > testscale.D(2*time.Second) {
 		t.Fatalf("put on a paused Redis took %v", d)
 	}
 	resume()
-	c2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	c2, cancel2 := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel2()
 	if _, err := s.Get(c2, k); err != nil {
 		t.Fatalf("get after resume: %v", err)
+	}
+}
+
+// TestRedisStalledRefusesWithinOpTimeout: with Redis stalled (SIGSTOP),
+// the operations a request makes (an idempotency reservation is a create
+// then a read; readiness a ping) return ErrUnavailable within OpTimeout
+// even when the caller's context has no deadline, on a client configured
+// as serve's is (queue.NewRedisClient). They waited for the client's read
+// timeout and its retry: new calls were refused only after 10 s during a
+// 15 s stall, while the queue refused after 2 s (issue 26).
+func TestRedisStalledRefusesWithinOpTimeout(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, false)
+	rdb, err := queue.NewRedisClient(srv.URL(), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	s := state.NewRedis(rdb, "stall:")
+	k := state.Key{Kind: "idem", Owner: "alice", ID: "call_1"}
+	ctx := context.Background()
+	if _, err := s.Get(ctx, k); !errors.Is(err, state.ErrNotFound) { // warms a pooled connection
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	bound := state.OpTimeout + testscale.D(time.Second)
+	for name, op := range map[string]func() error{
+		"create": func() error {
+			_, err := s.Put(ctx, k, []byte("x"), state.PutOptions{TTL: time.Minute, IfVersion: -1})
+			return err
+		},
+		"get":  func() error { _, err := s.Get(ctx, k); return err },
+		"ping": func() error { return s.Ping(ctx) },
+		"list": func() error { _, err := s.List(ctx, "idem", "alice", "", 10); return err },
+	} {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		t.Logf("%s on a stalled Redis: %v after %v", name, err, took.Round(10*time.Millisecond))
+		if !errors.Is(err, state.ErrUnavailable) || core.CodeOf(err) != core.ErrUnavailable {
+			t.Errorf("%s on a stalled Redis = %v; want ErrUnavailable", name, err)
+		}
+		if took > bound {
+			t.Errorf("%s on a stalled Redis took %v, want within %v", name, took, bound)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		Checks:      st.readinessChecks(store),
 		State:       store,
 		Batches:     store,
-		BatchConfig: batch.Config{MountInputs: o.batchMount},
+		BatchConfig: batch.Config{MountInputs: o.batchMount, LeaseTTL: o.batchLease},
 		Gatherer:    st.metrics,
 		Registerer:  st.metrics,
 		Logger:      log,
@@ -131,6 +131,9 @@ type serveOptions struct {
 	dataDir string
 	// batchMount mounts batch folder items instead of packing them.
 	batchMount bool
+	// batchLease is how long a replica's lease on a batch lasts without
+	// renewal (0: batch's default).
+	batchLease time.Duration
 }
 
 // parseServeFlags parses the flags of `airlock serve`, with environment
@@ -148,6 +151,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
 	fs.BoolVar(&o.batchMount, "batch-mount-inputs", false, "mount batch folder items read-only instead of packing them into an archive unpacked in the sandbox")
+	fs.DurationVar(&o.batchLease, "batch-lease", envDuration("AIRLOCK_BATCH_LEASE", 0), "how long a replica's lease on a batch lasts unrenewed: another replica resumes the batch of a replica gone that long (0: the default, 15s; env AIRLOCK_BATCH_LEASE)")
 	fs.StringVar(&o.dataDir, "data-dir", state.DefaultDataDir(), "directory of the embedded state store (sessions, artifacts, idempotency keys) used without --redis (env AIRLOCK_DATA_DIR)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return o, code, false

@@ -115,7 +115,7 @@ func newStack(log *slog.Logger) *stack {
 // the engine newEngine builds; with Redis it also starts the reaper. On an
 // error everything started is closed again.
 func (s *stack) run(ctx context.Context, f *stackFlags, conc int, newEngine engineFactory) error {
-	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName}, queue.Deps{Logger: s.log, Registerer: s.metrics})
+	q, err := queue.Open(queue.Config{RedisURL: f.redis, Name: f.queueName, VisibilityTimeout: f.visibility}, queue.Deps{Logger: s.log, Registerer: s.metrics})
 	if err != nil {
 		s.close()
 		return fmt.Errorf("queue: %w", err)

@@ -43,6 +43,9 @@ type stackFlags struct {
 	// interactive and session jobs only (0: none).
 	interactiveReserve int
 	grace              time.Duration // for in-flight jobs at shutdown (0: the queue's default)
+	// visibility is the Redis queue's VisibilityTimeout (and so its
+	// LivenessTTL); 0 keeps the queue's default.
+	visibility time.Duration
 	// local marks a command run by the operator on this host (exec,
 	// session, mcp, run, and serve --insecure-local): its calls may use up
 	// to the server maximum, where serve's with keys are bounded by the
@@ -76,6 +79,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, local bool, pool int) {
 	f.interactiveReserve = envInt(reserveEnv, 1)
 	if !local { // a one-call command has no batch to make room beside
 		registerReserve(fs, &f.interactiveReserve)
+		registerVisibility(fs, &f.visibility)
 	}
 	f.registerSecretsFile(fs)
 }
@@ -86,6 +90,7 @@ func (f *stackFlags) registerWorker(fs *flag.FlagSet) {
 	registerQueue(fs, &f.redis, &f.queueName, "required")
 	f.registerConcurrency(fs, 2)
 	registerReserve(fs, &f.interactiveReserve)
+	registerVisibility(fs, &f.visibility)
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
 	f.registerSecretsFile(fs)
 }
@@ -136,6 +141,12 @@ const reserveEnv = "AIRLOCK_INTERACTIVE_RESERVE"
 func registerReserve(fs *flag.FlagSet, v *int) {
 	fs.IntVar(v, "interactive-reserve", envInt(reserveEnv, 1),
 		"worker slots on top of --concurrency that only interactive and session jobs use, so a call starts at once while batch items fill the others (0: none; env "+reserveEnv+")")
+}
+
+// registerVisibility defines --visibility-timeout on fs.
+func registerVisibility(fs *flag.FlagSet, v *time.Duration) {
+	fs.DurationVar(v, "visibility-timeout", envDuration("AIRLOCK_VISIBILITY_TIMEOUT", 0),
+		"with --redis: how long a running job may go without its worker's heartbeat before another worker takes it over, and the lifetime of a worker's liveness key (0: the default, 30s; env AIRLOCK_VISIBILITY_TIMEOUT)")
 }
 
 // checkReserve reports a negative --interactive-reserve.

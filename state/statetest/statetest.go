@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -61,7 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	t.Cleanup(cancel)
 	return c
 }
@@ -169,12 +170,13 @@ func testRecordTTL(t *testing.T, s state.Store) {
 		t.Fatalf("expires %v; want about a minute after %v", it.Expires, before)
 	}
 	k := key("ttl")
-	mustPut(t, s, k, "short", state.PutOptions{TTL: 300 * time.Millisecond})
+	// Scaled: the rewrite of "keep" must land within its first TTL.
+	mustPut(t, s, k, "short", state.PutOptions{TTL: testscale.D(300 * time.Millisecond)})
 	// A rewrite without TTL keeps it for good.
 	keep := key("keep")
-	mustPut(t, s, keep, "a", state.PutOptions{TTL: 500 * time.Millisecond})
+	mustPut(t, s, keep, "a", state.PutOptions{TTL: testscale.D(500 * time.Millisecond)})
 	mustPut(t, s, keep, "b", state.PutOptions{IfVersion: 1})
-	time.Sleep(900 * time.Millisecond)
+	time.Sleep(testscale.D(900 * time.Millisecond))
 	_, err = s.Get(ctx(t), k)
 	wantErr(t, err, state.ErrNotFound, "get expired")
 	if v := mustPut(t, s, k, "new", state.PutOptions{IfVersion: -1}); v != 1 {
@@ -441,14 +443,16 @@ func testLogDelete(t *testing.T, s state.Store) {
 	}
 	appendN(t, s, k, 1, 1, 0, 0) // starts over at 1
 	tk := key("ttl-log")
-	appendN(t, s, tk, 1, 2, 0, time.Second)
-	time.Sleep(600 * time.Millisecond)
-	appendN(t, s, tk, 3, 3, 0, time.Second) // refreshes the TTL
-	time.Sleep(600 * time.Millisecond)
+	// Scaled: each step must land within the TTL the previous one set.
+	ttl := testscale.D(time.Second)
+	appendN(t, s, tk, 1, 2, 0, ttl)
+	time.Sleep(ttl * 6 / 10)
+	appendN(t, s, tk, 3, 3, 0, ttl) // refreshes the TTL
+	time.Sleep(ttl * 6 / 10)
 	if got := rangeOf(t, s, tk, 0, 0); got != "1,2,3," {
 		t.Fatalf("log with a refreshed TTL = %q", got)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(ttl * 12 / 10)
 	if got := rangeOf(t, s, tk, 0, 0); got != "" {
 		t.Fatalf("expired log = %q", got)
 	}
@@ -465,7 +469,7 @@ func testLogWait(t *testing.T, s state.Store) {
 	}
 	got := make(chan res, 1)
 	go func() {
-		es, err := s.Range(context.Background(), k, 2, 10, 10*time.Second)
+		es, err := s.Range(context.Background(), k, 2, 10, testscale.D(10*time.Second))
 		got <- res{es, err, time.Now()}
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -489,16 +493,16 @@ func testLogWait(t *testing.T, s state.Store) {
 		if s := seqs(t, r.es); s != "3," {
 			t.Fatalf("woken Range = %q; want 3", s)
 		}
-		if d := r.at.Sub(sent); d > 3*time.Second {
+		if d := r.at.Sub(sent); d > testscale.D(3*time.Second) {
 			t.Fatalf("woken %v after the append", d)
 		}
-	case <-time.After(8 * time.Second):
+	case <-time.After(testscale.D(8 * time.Second)):
 		t.Fatal("Range was not woken by the append")
 	}
 	// Entries already there return at once despite wait.
 	start := time.Now()
 	es, err := s.Range(ctx(t), k, 0, 2, 10*time.Second)
-	if err != nil || seqs(t, es) != "1,2," || time.Since(start) > 3*time.Second {
+	if err != nil || seqs(t, es) != "1,2," || time.Since(start) > testscale.D(3*time.Second) {
 		t.Fatalf("Range with entries waiting: %v, %v after %v", es, err, time.Since(start))
 	}
 }
@@ -512,7 +516,7 @@ func testLogWaitTimeout(t *testing.T, s state.Store) {
 	if err != nil || len(es) != 0 {
 		t.Fatalf("Range on a quiet log = %v, %v; want empty, no error", es, err)
 	}
-	if d < 250*time.Millisecond || d > 5*time.Second {
+	if d < 250*time.Millisecond || d > testscale.D(5*time.Second) {
 		t.Fatalf("Range waited %v; want about 300ms", d)
 	}
 	// A log that does not exist yet waits too.
@@ -534,7 +538,7 @@ func testLogWaitCancel(t *testing.T, s state.Store) {
 	select {
 	case err := <-done:
 		wantErr(t, err, context.Canceled, "cancelled Range")
-	case <-time.After(3 * time.Second):
+	case <-time.After(testscale.D(3 * time.Second)):
 		t.Fatal("Range did not return after its context was cancelled")
 	}
 }
@@ -573,18 +577,20 @@ func testCounterLimit(t *testing.T, s state.Store) {
 
 func testCounterTTL(t *testing.T, s state.Store) {
 	k := key("window")
-	if _, err := s.Add(ctx(t), k, 2, 0, time.Second); err != nil {
+	// Scaled: each step must land within the TTL the previous one set.
+	ttl := testscale.D(time.Second)
+	if _, err := s.Add(ctx(t), k, 2, 0, ttl); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
-	if v, err := s.Add(ctx(t), k, 1, 0, time.Second); err != nil || v != 3 {
+	time.Sleep(ttl * 6 / 10)
+	if v, err := s.Add(ctx(t), k, 1, 0, ttl); err != nil || v != 3 {
 		t.Fatalf("Add within TTL = %d, %v; want 3", v, err)
 	}
-	time.Sleep(600 * time.Millisecond) // refreshed: still there
+	time.Sleep(ttl * 6 / 10) // refreshed: still there
 	if v, err := s.Add(ctx(t), k, 1, 0, 0); err != nil || v != 4 {
 		t.Fatalf("Add after refresh = %d, %v; want 4", v, err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(ttl * 12 / 10)
 	if v, err := s.Add(ctx(t), k, 1, 0, 0); err != nil || v != 1 {
 		t.Fatalf("Add after expiry = %d, %v; want 1", v, err)
 	}
