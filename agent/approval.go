@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // awaitApprovals pauses the run while some calls of the turn wait for a
@@ -39,10 +40,10 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		waiting[p.Token] = i
 		r.update(func(r *run) {
 			r.pending = append(r.pending, p.Token)
-			r.status = RunWaitingApproval
+			r.status = wire.RunWaitingApproval
 		})
 		recordToken(r, i, p.Token)
-		r.log.emit(EventApprovalNeeded, step, map[string]any{
+		r.log.emit(wire.EventApprovalNeeded, step, map[string]any{
 			"token": p.Token, "id": p.CallID, "name": p.Name, "arguments": p.Arguments, "content": res.Content,
 		})
 	}
@@ -76,8 +77,8 @@ func (l *loop) awaitApprovals(ctx context.Context, r *run, step int, calls []too
 		}
 	}
 	r.update(func(r *run) {
-		if r.status == RunWaitingApproval {
-			r.status = RunRunning
+		if r.status == wire.RunWaitingApproval {
+			r.status = wire.RunRunning
 		}
 	})
 	if r.save != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // approvalTools holds execute_shell for approval and counts executions.
@@ -41,8 +42,8 @@ func waitApproval(t *testing.T, h *harness, id string) string {
 		t.Fatal(err)
 	}
 	for ev := range ch {
-		if ev.Type == EventApprovalNeeded {
-			d := ofType([]Event{ev}, EventApprovalNeeded)[0]
+		if ev.Type == wire.EventApprovalNeeded {
+			d := ofType([]wire.RunEvent{ev}, wire.EventApprovalNeeded)[0]
 			return d["token"].(string)
 		}
 	}
@@ -65,7 +66,7 @@ func TestApprovalPauseAndResumeRunsOnce(t *testing.T) {
 		t.Fatalf("token = %q", token)
 	}
 	mid, _ := h.m.Get("alice", v.ID)
-	if mid.Status != RunWaitingApproval || len(mid.PendingApprovals) != 1 || mid.PendingApprovals[0] != token {
+	if mid.Status != wire.RunWaitingApproval || len(mid.PendingApprovals) != 1 || mid.PendingApprovals[0] != token {
 		t.Fatalf("paused view = %+v", mid)
 	}
 	if err := h.m.Approve("bob", v.ID, token, true, ""); !errors.Is(err, ErrNotFound) {
@@ -86,7 +87,7 @@ func TestApprovalPauseAndResumeRunsOnce(t *testing.T) {
 		t.Fatalf("approve errors = %v", errs)
 	}
 	end, evs := h.wait(v.ID)
-	if end.Status != RunDone || end.FinalAnswer != "cleaned" || len(end.PendingApprovals) != 0 {
+	if end.Status != wire.RunDone || end.FinalAnswer != "cleaned" || len(end.PendingApprovals) != 0 {
 		t.Fatalf("view = %+v", end)
 	}
 	if n := executed.Load(); n != 2 { // run_python once + the approved shell call once
@@ -99,7 +100,7 @@ func TestApprovalPauseAndResumeRunsOnce(t *testing.T) {
 	if err := h.m.Approve("alice", v.ID, token, true, ""); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("approve after the end: %v", err)
 	}
-	if len(ofType(evs, EventApprovalNeeded)) != 1 {
+	if len(ofType(evs, wire.EventApprovalNeeded)) != 1 {
 		t.Fatal("approval_needed missing from the replay")
 	}
 }
@@ -120,7 +121,7 @@ func TestApprovalRejectedReachesModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		end, _ := h.wait(v.ID)
-		if end.Status != RunDone || executed.Load() != 0 {
+		if end.Status != wire.RunDone || executed.Load() != 0 {
 			t.Fatalf("view = %+v, executed = %d", end, executed.Load())
 		}
 		tm := toolMessages(h.srv.Requests()[1])
@@ -147,7 +148,7 @@ func TestCancelWhileWaitingApprovalReleasesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, _ := h.wait(v.ID)
-	if end.Status != RunCancelled || executed.Load() != 0 {
+	if end.Status != wire.RunCancelled || executed.Load() != 0 {
 		t.Fatalf("view = %+v", end)
 	}
 	tools.mu.Lock()

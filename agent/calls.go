@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // callOutcome is one call's result as the loop tracks it.
@@ -94,7 +95,7 @@ func (l *loop) triage(r *run, step int, calls []toolCall, seen *repeats, t *turn
 				Status: dispatcher.StatusPendingApproval, ApprovalToken: tok}, ran: true}
 			continue
 		}
-		r.log.emit(EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
+		r.log.emit(wire.EventToolCall, step, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})
 		switch {
 		case i >= l.cfg.MaxCallsPerTurn:
 			out[i].res = refusal(c, "too_many_calls", fmt.Sprintf(
@@ -199,7 +200,7 @@ func (l *loop) emitResult(r *run, step int, c toolCall, res dispatcher.Result) {
 			data["artifacts"] = sb.Artifacts
 		}
 	}
-	r.log.emit(EventToolResult, step, data)
+	r.log.emit(wire.EventToolResult, step, data)
 }
 
 // refusal is a result the loop writes itself, without running the tool.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // errLeaseLost ends a run's local loop when another replica holds it.
@@ -17,21 +18,21 @@ var errLeaseLost = errors.New("run lease lost to another replica")
 // progress, outcome, the replica holding it with its lease, and the
 // checkpoint a takeover resumes from.
 type runRecord struct {
-	ID              string      `json:"id"`
-	Owner           string      `json:"owner"`
-	Request         RunRequest  `json:"request"`
-	Status          RunStatus   `json:"status"`
-	Steps           int         `json:"steps"`
-	Usage           Usage       `json:"usage"`
-	Final           string      `json:"final,omitempty"`
-	Error           string      `json:"error,omitempty"`
-	Created         time.Time   `json:"created"`
-	Ended           time.Time   `json:"ended,omitzero"`
-	Pending         []string    `json:"pending,omitempty"`
-	Holder          string      `json:"holder,omitempty"`
-	LeaseUntil      time.Time   `json:"lease_until,omitzero"`
-	CancelRequested bool        `json:"cancel_requested,omitempty"`
-	Checkpoint      *checkpoint `json:"checkpoint,omitempty"`
+	ID              string         `json:"id"`
+	Owner           string         `json:"owner"`
+	Request         RunRequest     `json:"request"`
+	Status          wire.RunStatus `json:"status"`
+	Steps           int            `json:"steps"`
+	Usage           wire.Usage     `json:"usage"`
+	Final           string         `json:"final,omitempty"`
+	Error           string         `json:"error,omitempty"`
+	Created         time.Time      `json:"created"`
+	Ended           time.Time      `json:"ended,omitzero"`
+	Pending         []string       `json:"pending,omitempty"`
+	Holder          string         `json:"holder,omitempty"`
+	LeaseUntil      time.Time      `json:"lease_until,omitzero"`
+	CancelRequested bool           `json:"cancel_requested,omitempty"`
+	Checkpoint      *checkpoint    `json:"checkpoint,omitempty"`
 	// Version is the store's version of the record (not stored).
 	Version int64 `json:"-"`
 }
@@ -124,11 +125,6 @@ func (c *checkpoint) compacted(limit int) *checkpoint {
 	return out
 }
 
-// final reports whether s is a final state.
-func (s RunStatus) final() bool {
-	return s != RunRunning && s != RunWaitingApproval && s != ""
-}
-
 // runKey names owner's run record id.
 func runKey(owner, id string) state.Key { return state.Key{Kind: "run", Owner: owner, ID: id} }
 
@@ -173,7 +169,7 @@ func (m *Manager) putRecord(ctx context.Context, rec runRecord, version int64) (
 		return 0, fmt.Errorf("encode run %s: %w", rec.ID, err)
 	}
 	opt := state.PutOptions{IfVersion: version}
-	if rec.Status.final() {
+	if rec.Status.Final() {
 		opt.TTL = m.cfg.Retention
 	}
 	return m.store.Put(ctx, runKey(rec.Owner, rec.ID), b, opt)
@@ -189,7 +185,7 @@ func (m *Manager) record(r *run) runRecord {
 		Pending: append([]string(nil), r.pending...), CancelRequested: r.cancelReq,
 		Holder: m.id, LeaseUntil: m.cfg.Now().Add(m.cfg.LeaseTTL), Checkpoint: r.cp.clone(),
 	}
-	if rec.Status.final() {
+	if rec.Status.Final() {
 		rec.Holder, rec.LeaseUntil = "", time.Time{}
 	}
 	return rec
@@ -240,7 +236,7 @@ func (m *Manager) persistWith(r *run, change func(*runRecord)) error {
 		if gerr != nil {
 			return fmt.Errorf("persist run %s: %w", r.id, gerr)
 		}
-		if cur.Holder != m.id || cur.Status.final() {
+		if cur.Holder != m.id || cur.Status.Final() {
 			r.lost = true
 			r.cancel(errLeaseLost)
 			return errLeaseLost

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/redistest"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // killableStore is a replica's view of a shared store: once killed every
@@ -136,7 +137,7 @@ func (rs *replicas) kill(i int) {
 }
 
 // follow collects the events of id through replica i, after seq.
-func (rs *replicas) follow(i int, id string, after int, until EventType) []Event {
+func (rs *replicas) follow(i int, id string, after int, until wire.EventType) []wire.RunEvent {
 	rs.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -144,7 +145,7 @@ func (rs *replicas) follow(i int, id string, after int, until EventType) []Event
 	if err != nil {
 		rs.t.Fatalf("events via %d: %v", i, err)
 	}
-	var evs []Event
+	var evs []wire.RunEvent
 	for ev := range ch {
 		evs = append(evs, ev)
 		if ev.Type == until {
@@ -195,16 +196,16 @@ func takeover(t *testing.T, shared state.Store) {
 	}
 	// A client reads the stream through A until A dies, then resumes on B
 	// with the last id it saw.
-	before := rs.follow(0, v.ID, 0, EventToolResult)
+	before := rs.follow(0, v.ID, 0, wire.EventToolResult)
 	<-killed
 	start := time.Now()
 	last := before[len(before)-1].Seq
-	after := rs.follow(1, v.ID, last, EventRunFinished)
+	after := rs.follow(1, v.ID, last, wire.EventRunFinished)
 	took := time.Since(start)
-	all := append(append([]Event(nil), before...), after...)
+	all := append(append([]wire.RunEvent(nil), before...), after...)
 	checkSeq(t, all)
 	got, err := rs.ms[1].Get("alice", v.ID)
-	if err != nil || got.Status != RunDone || got.FinalAnswer != "done" || got.Steps != 5 {
+	if err != nil || got.Status != wire.RunDone || got.FinalAnswer != "done" || got.Steps != 5 {
 		t.Fatalf("run after takeover: %+v, %v", got, err)
 	}
 	counts := rs.keyCounts()
@@ -257,10 +258,10 @@ func TestRunResumedMidTurnSkipsRecordedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-block
-	evs := rs.follow(1, v.ID, 0, EventRunFinished)
+	evs := rs.follow(1, v.ID, 0, wire.EventRunFinished)
 	checkSeq(t, evs)
 	got, _ := rs.ms[1].Get("alice", v.ID)
-	if got.Status != RunDone {
+	if got.Status != wire.RunDone {
 		t.Fatalf("status %s", got.Status)
 	}
 	// b ran on A (interrupted) and again on B with the same key; a only on A.
@@ -288,9 +289,9 @@ func TestApprovalArrivesAtAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := rs.follow(1, v.ID, 0, EventApprovalNeeded)
-	token := ofType(evs, EventApprovalNeeded)[0]["token"].(string)
-	if got, _ := rs.ms[1].Get("alice", v.ID); got.Status != RunWaitingApproval || len(got.PendingApprovals) != 1 {
+	evs := rs.follow(1, v.ID, 0, wire.EventApprovalNeeded)
+	token := ofType(evs, wire.EventApprovalNeeded)[0]["token"].(string)
+	if got, _ := rs.ms[1].Get("alice", v.ID); got.Status != wire.RunWaitingApproval || len(got.PendingApprovals) != 1 {
 		t.Fatalf("via B while waiting: %+v", got)
 	}
 	if err := rs.ms[1].Approve("alice", v.ID, token, true, ""); err != nil {
@@ -299,9 +300,9 @@ func TestApprovalArrivesAtAnotherReplica(t *testing.T) {
 	if err := rs.ms[1].Approve("alice", v.ID, token, true, ""); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("second approval: %v", err)
 	}
-	rs.follow(1, v.ID, 0, EventRunFinished)
+	rs.follow(1, v.ID, 0, wire.EventRunFinished)
 	got, _ := rs.ms[1].Get("alice", v.ID)
-	if got.Status != RunDone || executed.Load() != 1 || len(rs.tools[0].approved) != 1 {
+	if got.Status != wire.RunDone || executed.Load() != 1 || len(rs.tools[0].approved) != 1 {
 		t.Fatalf("after approval via B: %+v executed %d", got, executed.Load())
 	}
 }
@@ -324,8 +325,8 @@ func TestCancelThroughAnotherReplica(t *testing.T) {
 	if err := rs.ms[1].Cancel("alice", v.ID); err != nil {
 		t.Fatal(err)
 	}
-	rs.follow(1, v.ID, 0, EventRunFinished)
-	if got, _ := rs.ms[1].Get("alice", v.ID); got.Status != RunCancelled {
+	rs.follow(1, v.ID, 0, wire.EventRunFinished)
+	if got, _ := rs.ms[1].Get("alice", v.ID); got.Status != wire.RunCancelled {
 		t.Fatalf("status %s", got.Status)
 	}
 }
@@ -343,7 +344,7 @@ func TestFollowUpContinuesConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, _ := h.wait(second.ID)
-	if end.Status != RunDone || end.FinalAnswer != "84" {
+	if end.Status != wire.RunDone || end.FinalAnswer != "84" {
 		t.Fatalf("follow-up: %+v", end)
 	}
 	reqs := h.srv.Requests()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // eventLog appends a run's events to its log in the state store (kind
@@ -27,12 +28,12 @@ func eventsKey(owner, id string) state.Key {
 
 // emit appends an event whose data is v encoded as JSON.
 // A store failure is logged: the run goes on, the event is lost.
-func (l *eventLog) emit(typ EventType, step int, v any) Event {
+func (l *eventLog) emit(typ wire.EventType, step int, v any) wire.RunEvent {
 	data, err := json.Marshal(v)
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"error": "encode event: " + err.Error()})
 	}
-	ev := Event{Type: typ, Time: l.now(), Step: step, Data: data}
+	ev := wire.RunEvent{Type: typ, Time: l.now(), Step: step, Data: data}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		l.logger.Warn("encode run event", "run", l.key.ID, "err", err)
@@ -50,10 +51,10 @@ func (l *eventLog) emit(typ EventType, step int, v any) Event {
 }
 
 // decodeEvent reads one stored event; its Seq is the entry's.
-func decodeEvent(e state.Entry) (Event, error) {
-	var ev Event
+func decodeEvent(e state.Entry) (wire.RunEvent, error) {
+	var ev wire.RunEvent
 	if err := json.Unmarshal(e.Data, &ev); err != nil {
-		return Event{}, err
+		return wire.RunEvent{}, err
 	}
 	ev.Seq = int(e.Seq)
 	return ev, nil
@@ -62,8 +63,8 @@ func decodeEvent(e state.Entry) (Event, error) {
 // followEvents streams the events of owner's run id with Seq > after
 // until a run_finished event is delivered (or the run is final and the
 // log drained), or ctx is done; the channel is then closed.
-func (m *Manager) followEvents(ctx context.Context, owner, id string, after int) <-chan Event {
-	out := make(chan Event, 16)
+func (m *Manager) followEvents(ctx context.Context, owner, id string, after int) <-chan wire.RunEvent {
+	out := make(chan wire.RunEvent, 16)
 	key := eventsKey(owner, id)
 	go func() {
 		defer close(out)
@@ -92,7 +93,7 @@ func (m *Manager) followEvents(ctx context.Context, owner, id string, after int)
 				case <-ctx.Done():
 					return
 				}
-				if ev.Type == EventRunFinished {
+				if ev.Type == wire.EventRunFinished {
 					return
 				}
 			}
@@ -104,7 +105,7 @@ func (m *Manager) followEvents(ctx context.Context, owner, id string, after int)
 			// (trimmed log, failed append) must not be followed forever.
 			if idle++; idle%3 == 0 {
 				rec, err := m.getRecord(ctx, owner, id)
-				if err == nil && rec.Status.final() {
+				if err == nil && rec.Status.Final() {
 					if entries, err := m.store.Range(ctx, key, next, 1, 0); err == nil && len(entries) == 0 {
 						return
 					}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 	"go.uber.org/goleak"
@@ -161,7 +162,7 @@ func newHarnessWith(t *testing.T, mc ManagerConfig, stream bool, tools *fakeTool
 }
 
 // run starts a run with goal and waits for it to end.
-func (h *harness) run(goal string) (RunView, []Event) {
+func (h *harness) run(goal string) (wire.Run, []wire.RunEvent) {
 	h.t.Helper()
 	v, err := h.m.Start(RunRequest{Goal: goal, Owner: "alice"})
 	if err != nil {
@@ -171,7 +172,7 @@ func (h *harness) run(goal string) (RunView, []Event) {
 }
 
 // wait collects a run's events until it ends.
-func (h *harness) wait(id string) (RunView, []Event) {
+func (h *harness) wait(id string) (wire.Run, []wire.RunEvent) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -179,7 +180,7 @@ func (h *harness) wait(id string) (RunView, []Event) {
 	if err != nil {
 		h.t.Fatalf("events: %v", err)
 	}
-	var evs []Event
+	var evs []wire.RunEvent
 	for ev := range ch {
 		evs = append(evs, ev)
 	}
@@ -195,21 +196,21 @@ func (h *harness) wait(id string) (RunView, []Event) {
 }
 
 // checkSeq asserts dense Seq numbers from 1 and a final run_finished.
-func checkSeq(t *testing.T, evs []Event) {
+func checkSeq(t *testing.T, evs []wire.RunEvent) {
 	t.Helper()
 	for i, ev := range evs {
 		if ev.Seq != i+1 {
 			t.Fatalf("event %d has seq %d", i, ev.Seq)
 		}
 	}
-	if len(evs) == 0 || evs[len(evs)-1].Type != EventRunFinished {
+	if len(evs) == 0 || evs[len(evs)-1].Type != wire.EventRunFinished {
 		t.Fatalf("events do not end with run_finished: %v", types(evs))
 	}
 }
 
 // types lists event types.
-func types(evs []Event) []EventType {
-	out := make([]EventType, len(evs))
+func types(evs []wire.RunEvent) []wire.EventType {
+	out := make([]wire.EventType, len(evs))
 	for i, ev := range evs {
 		out[i] = ev.Type
 	}
@@ -217,7 +218,7 @@ func types(evs []Event) []EventType {
 }
 
 // ofType returns the data of events of one type, decoded.
-func ofType(evs []Event, typ EventType) []map[string]any {
+func ofType(evs []wire.RunEvent, typ wire.EventType) []map[string]any {
 	var out []map[string]any
 	for _, ev := range evs {
 		if ev.Type == typ {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -31,7 +32,7 @@ type loop struct {
 
 // outcome is how a run ended.
 type outcome struct {
-	status RunStatus
+	status wire.RunStatus
 	final  string
 	err    error
 }
@@ -50,12 +51,12 @@ func (l *loop) execute(ctx context.Context, r *run) outcome {
 func ctxOutcome(ctx context.Context) outcome {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errWallBudget) {
-		return outcome{status: RunBudget, err: errWallBudget}
+		return outcome{status: wire.RunBudget, err: errWallBudget}
 	}
 	if cause == nil {
 		cause = errCancelled
 	}
-	return outcome{status: RunCancelled, err: cause}
+	return outcome{status: wire.RunCancelled, err: cause}
 }
 
 // conversation is what one run's steps share: the messages so far, the
@@ -77,7 +78,7 @@ type conversation struct {
 func (l *loop) steps(ctx context.Context, r *run) outcome {
 	cv, err := l.start(r)
 	if err != nil {
-		return outcome{status: RunFailed, err: err}
+		return outcome{status: wire.RunFailed, err: err}
 	}
 	for step := cv.first; ; step++ {
 		if ctx.Err() != nil {
@@ -98,14 +99,14 @@ func (l *loop) steps(ctx context.Context, r *run) outcome {
 			return l.finalAnswer(r, cv, step, last, rep)
 		}
 		if b := l.cfg.TokenBudget; b > 0 && r.view().Usage.TotalTokens >= b {
-			return outcome{status: RunBudget, err: fmt.Errorf("token budget of %d spent", b)}
+			return outcome{status: wire.RunBudget, err: fmt.Errorf("token budget of %d spent", b)}
 		}
 		results, stopErr := l.runCalls(ctx, r, step, calls, cv.seen, t)
 		if ctx.Err() != nil {
 			return ctxOutcome(ctx)
 		}
 		if stopErr != nil {
-			return outcome{status: RunLoop, err: stopErr}
+			return outcome{status: wire.RunLoop, err: stopErr}
 		}
 		for i, c := range calls {
 			cv.msgs = append(cv.msgs, message{Role: "tool", ToolCallID: c.ID, Content: results[i]})
@@ -170,11 +171,11 @@ func (l *loop) answer(ctx context.Context, r *run, cv *conversation, step int, l
 		cp.Step, cp.Msgs, cp.Turn = step, append([]message(nil), cv.msgs...), nil
 		r.steps = step
 	})
-	r.log.emit(EventStepStarted, step, map[string]any{"max_steps": cv.maxSteps, "final": last})
+	r.log.emit(wire.EventStepStarted, step, map[string]any{"max_steps": cv.maxSteps, "final": last})
 	rep, su, err := l.ask(ctx, r, cv, step, last)
 	r.update(func(r *run) { addUsage(&r.usage, su) })
 	if err != nil {
-		o := outcome{status: RunFailed, err: err}
+		o := outcome{status: wire.RunFailed, err: err}
 		if ctx.Err() != nil {
 			o = ctxOutcome(ctx)
 		}
@@ -192,14 +193,14 @@ func (l *loop) answer(ctx context.Context, r *run, cv *conversation, step int, l
 				Results: map[int]string{}, Tokens: map[int]string{}}
 		})
 	}
-	r.log.emit(EventAssistantMessage, step, assistantData(rep, calls, su))
+	r.log.emit(wire.EventAssistantMessage, step, assistantData(rep, calls, su))
 	return rep, calls, nil
 }
 
 // ask makes step's model call, shortening old tool results first when
 // the conversation nears the context budget; the last step asks for a
 // conclusion without tools.
-func (l *loop) ask(ctx context.Context, r *run, cv *conversation, step int, last bool) (reply, Usage, error) {
+func (l *loop) ask(ctx context.Context, r *run, cv *conversation, step int, last bool) (reply, wire.Usage, error) {
 	req := chatRequest{Model: cv.model, Stream: l.cfg.Stream, Temp: l.cfg.Temperature, Step: step}
 	schema := cv.schema
 	if last {
@@ -217,7 +218,7 @@ func (l *loop) ask(ctx context.Context, r *run, cv *conversation, step int, last
 	req.Messages = cv.msgs
 	start := time.Now()
 	rep, err := l.model.chat(ctx, req, func(attempt int, wait time.Duration, err error) {
-		r.log.emit(EventError, step, map[string]any{
+		r.log.emit(wire.EventError, step, map[string]any{
 			"message": "model call failed: " + err.Error(), "retrying": true, "attempt": attempt, "wait_ms": wait.Milliseconds(),
 		})
 	})
@@ -227,21 +228,21 @@ func (l *loop) ask(ctx context.Context, r *run, cv *conversation, step int, last
 // finalAnswer ends the run on the model's answer without tool calls (on
 // the last step: the forced conclusion).
 func (l *loop) finalAnswer(r *run, cv *conversation, step int, last bool, rep reply) outcome {
-	status := RunDone
+	status := wire.RunDone
 	if last {
-		status = RunMaxSteps
+		status = wire.RunMaxSteps
 	}
 	r.update(func(r *run) {
 		r.cp = &checkpoint{Step: step, Msgs: append([]message(nil), cv.msgs...)}
 	})
-	r.log.emit(EventFinalAnswer, step, map[string]any{"content": rep.Content})
+	r.log.emit(wire.EventFinalAnswer, step, map[string]any{"content": rep.Content})
 	return outcome{status: status, final: rep.Content}
 }
 
 // stepUsage is one model call's accounting; tokens are estimated when the
 // server reported none.
-func stepUsage(rep reply, msgs []message, schema int, took time.Duration) Usage {
-	u := Usage{ToolSchemaTokens: int64(schema), ModelMS: took.Milliseconds()}
+func stepUsage(rep reply, msgs []message, schema int, took time.Duration) wire.Usage {
+	u := wire.Usage{ToolSchemaTokens: int64(schema), ModelMS: took.Milliseconds()}
 	if rep.Usage != nil {
 		u.PromptTokens, u.CompletionTokens, u.TotalTokens = rep.Usage.PromptTokens, rep.Usage.CompletionTokens, rep.Usage.TotalTokens
 		if u.TotalTokens == 0 {
@@ -264,7 +265,7 @@ func stepUsage(rep reply, msgs []message, schema int, took time.Duration) Usage 
 }
 
 // assistantData is the payload of an assistant_message event.
-func assistantData(rep reply, calls []toolCall, u Usage) map[string]any {
+func assistantData(rep reply, calls []toolCall, u wire.Usage) map[string]any {
 	cs := make([]map[string]any, 0, len(calls))
 	for _, c := range calls {
 		cs = append(cs, map[string]any{"id": c.ID, "name": c.Name, "arguments": c.Arguments})

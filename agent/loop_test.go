@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func TestFinalAnswerAndUsageSummed(t *testing.T) {
@@ -28,7 +29,7 @@ func TestFinalAnswerAndUsageSummed(t *testing.T) {
 		)
 		v, evs := h.run("compute")
 		h.noServerErrors()
-		if v.Status != RunDone || v.FinalAnswer != "the answer is 1" || v.Steps != 2 {
+		if v.Status != wire.RunDone || v.FinalAnswer != "the answer is 1" || v.Steps != 2 {
 			t.Fatalf("view = %+v", v)
 		}
 		u := v.Usage
@@ -38,12 +39,12 @@ func TestFinalAnswerAndUsageSummed(t *testing.T) {
 		if u.ToolSchemaTokens <= 0 || u.ToolSchemaTokens%2 != 0 { // same schema on both steps
 			t.Fatalf("schema tokens = %d", u.ToolSchemaTokens)
 		}
-		want := []EventType{EventStepStarted, EventAssistantMessage, EventToolCall, EventToolResult,
-			EventStepStarted, EventAssistantMessage, EventFinalAnswer, EventRunFinished}
+		want := []wire.EventType{wire.EventStepStarted, wire.EventAssistantMessage, wire.EventToolCall, wire.EventToolResult,
+			wire.EventStepStarted, wire.EventAssistantMessage, wire.EventFinalAnswer, wire.EventRunFinished}
 		if fmt.Sprint(types(evs)) != fmt.Sprint(want) {
 			t.Fatalf("events = %v", types(evs))
 		}
-		step1 := ofType(evs, EventAssistantMessage)[0]["usage"].(map[string]any)
+		step1 := ofType(evs, wire.EventAssistantMessage)[0]["usage"].(map[string]any)
 		if step1["total_tokens"].(float64) != 110 {
 			t.Fatalf("step usage = %v", step1)
 		}
@@ -66,7 +67,7 @@ func TestStepLimitForcesFinalCallWithoutTools(t *testing.T) {
 		)
 		v, evs := h.run("never finish")
 		h.noServerErrors()
-		if v.Status != RunMaxSteps || v.FinalAnswer != "concluded from what I have" || v.Steps != 3 {
+		if v.Status != wire.RunMaxSteps || v.FinalAnswer != "concluded from what I have" || v.Steps != 3 {
 			t.Fatalf("view = %+v", v)
 		}
 		reqs := h.srv.Requests()
@@ -88,7 +89,7 @@ func TestStepLimitForcesFinalCallWithoutTools(t *testing.T) {
 		if got := len(h.tools.recorded()); got != 2 {
 			t.Fatalf("%d tool runs", got)
 		}
-		if fin := ofType(evs, EventFinalAnswer); len(fin) != 1 {
+		if fin := ofType(evs, wire.EventFinalAnswer); len(fin) != 1 {
 			t.Fatalf("final answers: %v", fin)
 		}
 	})
@@ -102,7 +103,7 @@ func TestStepLimitIgnoresToolCallsInFinalCall(t *testing.T) {
 		},
 	)
 	v, _ := h.run("x")
-	if v.Status != RunMaxSteps || v.FinalAnswer != "partial" || len(h.tools.recorded()) != 1 {
+	if v.Status != wire.RunMaxSteps || v.FinalAnswer != "partial" || len(h.tools.recorded()) != 1 {
 		t.Fatalf("view = %+v, runs = %d", v, len(h.tools.recorded()))
 	}
 }
@@ -150,7 +151,7 @@ func TestParallelCallsConcurrentYetInOrder(t *testing.T) {
 		h := newHarness(t, Config{}, stream, tools, agenttest.CallTools(calls...), agenttest.Say("done"))
 		v, evs := h.run("parallel")
 		h.noServerErrors()
-		if v.Status != RunDone {
+		if v.Status != wire.RunDone {
 			t.Fatalf("view = %+v", v)
 		}
 		tm := toolMessages(h.srv.Requests()[1])
@@ -163,7 +164,7 @@ func TestParallelCallsConcurrentYetInOrder(t *testing.T) {
 				t.Fatalf("tool message %d = %+v", i, m)
 			}
 		}
-		if res := ofType(evs, EventToolResult); len(res) != n {
+		if res := ofType(evs, wire.EventToolResult); len(res) != n {
 			t.Fatalf("result events: %v", res)
 		}
 	})
@@ -178,7 +179,7 @@ func TestMissingAndDuplicateIDs(t *testing.T) {
 		)
 		v, _ := h.run("ids")
 		h.noServerErrors()
-		if v.Status != RunDone {
+		if v.Status != wire.RunDone {
 			t.Fatalf("view = %+v", v)
 		}
 		seen := map[string]bool{}
@@ -222,7 +223,7 @@ func TestObjectAndInvalidArguments(t *testing.T) {
 		)
 		v, _ := h.run("args")
 		h.noServerErrors()
-		if v.Status != RunDone {
+		if v.Status != wire.RunDone {
 			t.Fatalf("view = %+v", v)
 		}
 		got := map[string]string{}
@@ -279,7 +280,7 @@ func TestStreamedCallsSharingOneIndex(t *testing.T) {
 			v, _ := h.run("split")
 			h.noServerErrors()
 			calls := h.tools.recorded()
-			if v.Status != RunDone || len(calls) != 2 {
+			if v.Status != wire.RunDone || len(calls) != 2 {
 				t.Fatalf("view = %+v, calls = %+v", v, calls)
 			}
 			byName := map[string]string{}
@@ -321,7 +322,7 @@ func TestUnknownToolAndToolFailuresDoNotAbort(t *testing.T) {
 		)
 		v, _ := h.run("failures")
 		h.noServerErrors()
-		if v.Status != RunDone || v.FinalAnswer != "coped" {
+		if v.Status != wire.RunDone || v.FinalAnswer != "coped" {
 			t.Fatalf("view = %+v", v)
 		}
 		tm := toolMessages(h.srv.Requests()[1])
@@ -350,7 +351,7 @@ func TestRepeatedCallDetection(t *testing.T) {
 		h := newHarness(t, Config{}, false, nil, turn(0), turn(1), turn(2), turn(3))
 		v, _ := h.run("loop")
 		h.noServerErrors()
-		if v.Status != RunLoop || !strings.Contains(v.Error, "repeated") {
+		if v.Status != wire.RunLoop || !strings.Contains(v.Error, "repeated") {
 			t.Fatalf("view = %+v", v)
 		}
 		if n := len(h.tools.recorded()); n != 2 {
@@ -368,7 +369,7 @@ func TestRepeatedCallDetection(t *testing.T) {
 	t.Run("heeds the warning", func(t *testing.T) {
 		h := newHarness(t, Config{}, false, nil, turn(0), turn(1), turn(2), agenttest.Say("fine"))
 		v, _ := h.run("loop")
-		if v.Status != RunDone || v.FinalAnswer != "fine" {
+		if v.Status != wire.RunDone || v.FinalAnswer != "fine" {
 			t.Fatalf("view = %+v", v)
 		}
 	})
@@ -379,10 +380,10 @@ func TestRetriesOn500And429ThenSuccess(t *testing.T) {
 		h := newHarness(t, Config{}, stream, nil, agenttest.Fail(500), agenttest.Fail(429), agenttest.Fail(502), agenttest.Say("made it"))
 		v, evs := h.run("flaky")
 		h.noServerErrors()
-		if v.Status != RunDone || v.FinalAnswer != "made it" || len(h.srv.Requests()) != 4 {
+		if v.Status != wire.RunDone || v.FinalAnswer != "made it" || len(h.srv.Requests()) != 4 {
 			t.Fatalf("view = %+v after %d requests", v, len(h.srv.Requests()))
 		}
-		if errs := ofType(evs, EventError); len(errs) != 3 || errs[0]["retrying"] != true {
+		if errs := ofType(evs, wire.EventError); len(errs) != 3 || errs[0]["retrying"] != true {
 			t.Fatalf("retry events = %v", errs)
 		}
 	})
@@ -392,7 +393,7 @@ func TestRetriesGiveUpAfterBound(t *testing.T) {
 	h := newHarnessWith(t, ManagerConfig{}, false, nil, Provider{Retries: 2},
 		agenttest.Fail(503), agenttest.Fail(503), agenttest.Fail(503), agenttest.Say("too late"))
 	v, _ := h.run("down")
-	if v.Status != RunFailed || !strings.Contains(v.Error, "3 attempts") || !strings.Contains(v.Error, "503") {
+	if v.Status != wire.RunFailed || !strings.Contains(v.Error, "3 attempts") || !strings.Contains(v.Error, "503") {
 		t.Fatalf("view = %+v", v)
 	}
 	if n := len(h.srv.Requests()); n != 3 {
@@ -403,7 +404,7 @@ func TestRetriesGiveUpAfterBound(t *testing.T) {
 func TestNoRetryOnClientError(t *testing.T) {
 	h := newHarness(t, Config{}, false, nil, agenttest.Fail(400), agenttest.Say("unreached"))
 	v, _ := h.run("bad")
-	if v.Status != RunFailed || len(h.srv.Requests()) != 1 {
+	if v.Status != wire.RunFailed || len(h.srv.Requests()) != 1 {
 		t.Fatalf("view = %+v after %d requests", v, len(h.srv.Requests()))
 	}
 }
@@ -414,7 +415,7 @@ func TestRetriesConnectionErrors(t *testing.T) {
 		func(agenttest.Request) agenttest.Reply { return agenttest.Reply{Raw: `{"choices": [`} },
 		agenttest.Say("ok"))
 	v, _ := h.run("x")
-	if v.Status != RunDone || len(h.srv.Requests()) != 2 {
+	if v.Status != wire.RunDone || len(h.srv.Requests()) != 2 {
 		t.Fatalf("view = %+v after %d requests", v, len(h.srv.Requests()))
 	}
 }
@@ -439,7 +440,7 @@ func TestCancelStopsRunningToolCall(t *testing.T) {
 	}
 	<-sawDone
 	end, _ := h.wait(v.ID)
-	if end.Status != RunCancelled || len(h.srv.Requests()) != 1 {
+	if end.Status != wire.RunCancelled || len(h.srv.Requests()) != 1 {
 		t.Fatalf("view = %+v", end)
 	}
 }
@@ -464,7 +465,7 @@ func TestCancelStopsModelCall(t *testing.T) {
 		}
 		end, _ := h.wait(v.ID)
 		<-gone
-		if end.Status != RunCancelled {
+		if end.Status != wire.RunCancelled {
 			t.Fatalf("view = %+v", end)
 		}
 	})
@@ -476,7 +477,7 @@ func TestTokenBudget(t *testing.T) {
 			return agenttest.Reply{Calls: []agenttest.Call{py("a", "1")}, Usage: &agenttest.Usage{PromptTokens: 90, CompletionTokens: 20, TotalTokens: 110}}
 		})
 	v, _ := h.run("expensive")
-	if v.Status != RunBudget || len(h.tools.recorded()) != 0 {
+	if v.Status != wire.RunBudget || len(h.tools.recorded()) != 0 {
 		t.Fatalf("view = %+v, runs = %d", v, len(h.tools.recorded()))
 	}
 }
@@ -488,7 +489,7 @@ func TestWallClockBudget(t *testing.T) {
 	}}
 	h := newHarness(t, Config{WallBudget: 20 * time.Millisecond}, false, tools, agenttest.CallTools(py("a", "1")))
 	v, _ := h.run("slow tool")
-	if v.Status != RunBudget || !strings.Contains(v.Error, "wall-clock") {
+	if v.Status != wire.RunBudget || !strings.Contains(v.Error, "wall-clock") {
 		t.Fatalf("view = %+v", v)
 	}
 }
@@ -503,7 +504,7 @@ func TestContextShorteningKeepsSystemAndLatestTurn(t *testing.T) {
 		agenttest.CallTools(py("second", "2")),
 		agenttest.Say("ok"))
 	v, _ := h.run("big outputs")
-	if v.Status != RunDone {
+	if v.Status != wire.RunDone {
 		t.Fatalf("view = %+v", v)
 	}
 	reqs := h.srv.Requests()
@@ -555,7 +556,7 @@ func TestMessagesRequestAndMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, _ := h.wait(v.ID)
-	if end.Status != RunDone {
+	if end.Status != wire.RunDone {
 		t.Fatalf("view = %+v", end)
 	}
 	req := h.srv.Requests()[0]
@@ -573,7 +574,7 @@ func TestTooManyCallsInOneTurn(t *testing.T) {
 		agenttest.CallTools(py("a", "1"), py("b", "2"), py("c", "3")), agenttest.Say("ok"))
 	v, _ := h.run("many")
 	tm := toolMessages(h.srv.Requests()[1])
-	if v.Status != RunDone || len(h.tools.recorded()) != 2 || len(tm) != 3 || !strings.Contains(tm[2].Content, "too_many_calls") {
+	if v.Status != wire.RunDone || len(h.tools.recorded()) != 2 || len(tm) != 3 || !strings.Contains(tm[2].Content, "too_many_calls") {
 		t.Fatalf("view = %+v, runs = %d, messages = %+v", v, len(h.tools.recorded()), tm)
 	}
 }
@@ -586,7 +587,7 @@ func TestRequestMaxStepsOnlyLowers(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, _ := h.wait(v.ID)
-	if end.Status != RunMaxSteps || end.Steps != 2 {
+	if end.Status != wire.RunMaxSteps || end.Steps != 2 {
 		t.Fatalf("view = %+v", end)
 	}
 }
@@ -610,7 +611,7 @@ func TestScriptedModelReadsToolOutput(t *testing.T) {
 func TestRetryThenClientErrorCountsAttempts(t *testing.T) {
 	h := newHarness(t, Config{}, false, nil, agenttest.Fail(500), agenttest.Fail(400))
 	v, _ := h.run("x")
-	if v.Status != RunFailed || !strings.Contains(v.Error, "2 attempts") {
+	if v.Status != wire.RunFailed || !strings.Contains(v.Error, "2 attempts") {
 		t.Fatalf("view = %+v", v)
 	}
 }

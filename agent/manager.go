@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Errors the Manager returns; each carries a core.Code, which is what the
@@ -157,32 +158,32 @@ func (m *Manager) Configured() bool { return m.provider.Configured() }
 // Start validates req and starts a run in the background. With
 // PreviousRunID the run continues that run's conversation: an unknown or
 // another owner's run is ErrNotFound, one still going ErrConflict.
-func (m *Manager) Start(req RunRequest) (RunView, error) {
+func (m *Manager) Start(req RunRequest) (wire.Run, error) {
 	if m.provider.BaseURL == "" || (req.Model == "" && m.provider.Model == "") {
-		return RunView{}, ErrNoModel
+		return wire.Run{}, ErrNoModel
 	}
 	if _, err := initialMessages("", req); err != nil {
-		return RunView{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return wire.Run{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	var cp *checkpoint
 	if req.PreviousRunID != "" {
 		var err error
 		if cp, err = m.continued(&req); err != nil {
-			return RunView{}, err
+			return wire.Run{}, err
 		}
 	}
 	id, err := newRunID()
 	if err != nil {
-		return RunView{}, fmt.Errorf("start run: %w", err)
+		return wire.Run{}, fmt.Errorf("start run: %w", err)
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return RunView{}, ErrClosed
+		return wire.Run{}, ErrClosed
 	}
 	if len(m.runs) >= m.cfg.MaxActive {
 		m.mu.Unlock()
-		return RunView{}, ErrBusy
+		return wire.Run{}, ErrBusy
 	}
 	r := m.newRun(id, req.Owner, req, m.cfg.Now())
 	r.cp = cp
@@ -193,11 +194,11 @@ func (m *Manager) Start(req RunRequest) (RunView, error) {
 	r.version = -1 // create
 	if err := m.persist(r); err != nil {
 		m.forget(r)
-		return RunView{}, fmt.Errorf("start run: %w", err)
+		return wire.Run{}, fmt.Errorf("start run: %w", err)
 	}
 	if _, err := m.store.Put(ctx, activeKey(id), []byte(req.Owner), state.PutOptions{}); err != nil {
 		m.forget(r)
-		return RunView{}, fmt.Errorf("start run: index: %w", err)
+		return wire.Run{}, fmt.Errorf("start run: index: %w", err)
 	}
 	m.logger.Info("run started", "run", id, "owner", req.Owner, "provider", m.provider, "previous", req.PreviousRunID)
 	m.launch(r)
@@ -213,7 +214,7 @@ func (m *Manager) continued(req *RunRequest) (*checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !prev.Status.final() {
+	if !prev.Status.Final() {
 		return nil, fmt.Errorf("%w: run %s is still %s", ErrRunActive, prev.ID, prev.Status)
 	}
 	msgs := prev.Checkpoint.conversation()
@@ -239,7 +240,7 @@ func (m *Manager) newRun(id, owner string, req RunRequest, created time.Time) *r
 	r := &run{
 		id: id, owner: owner, req: req, created: created,
 		log:   &eventLog{store: m.store, key: eventsKey(owner, id), now: m.cfg.Now, logger: m.logger, ttl: m.cfg.Retention},
-		inbox: newMailbox(), done: make(chan struct{}), status: RunRunning,
+		inbox: newMailbox(), done: make(chan struct{}), status: wire.RunRunning,
 	}
 	r.ctx, r.cancel = context.WithCancelCause(m.ctx)
 	r.save = func() { m.checkpointed(r) }
@@ -301,7 +302,7 @@ func (m *Manager) execute(ctx context.Context, cancel context.CancelCauseFunc, r
 	errMsg := ""
 	if o.err != nil {
 		errMsg = o.err.Error()
-		r.log.emit(EventError, r.view().Steps, map[string]any{"message": errMsg, "status": o.status})
+		r.log.emit(wire.EventError, r.view().Steps, map[string]any{"message": errMsg, "status": o.status})
 	}
 	r.update(func(r *run) {
 		r.status, r.final, r.errMsg, r.ended = o.status, o.final, errMsg, m.cfg.Now()
@@ -322,7 +323,7 @@ func (m *Manager) execute(ctx context.Context, cancel context.CancelCauseFunc, r
 	v := r.view()
 	// The record is final before the stream ends: a reader who saw
 	// run_finished finds Get up to date.
-	r.log.emit(EventRunFinished, v.Steps, map[string]any{
+	r.log.emit(wire.EventRunFinished, v.Steps, map[string]any{
 		"status": v.Status, "steps": v.Steps, "usage": v.Usage, "final_answer": v.FinalAnswer, "error": v.Error,
 	})
 	m.logger.Info("run finished", "run", r.id, "status", v.Status, "steps", v.Steps,
@@ -340,7 +341,7 @@ func (m *Manager) local(owner, id string) *run {
 }
 
 // Get returns a snapshot of owner's run id.
-func (m *Manager) Get(owner, id string) (RunView, error) {
+func (m *Manager) Get(owner, id string) (wire.Run, error) {
 	if r := m.local(owner, id); r != nil {
 		return r.view(), nil
 	}
@@ -348,14 +349,14 @@ func (m *Manager) Get(owner, id string) (RunView, error) {
 	defer cancel()
 	rec, err := m.getRecord(ctx, owner, id)
 	if err != nil {
-		return RunView{}, err
+		return wire.Run{}, err
 	}
 	return rec.view(), nil
 }
 
 // view is the snapshot of a stored run.
-func (rec runRecord) view() RunView {
-	return RunView{
+func (rec runRecord) view() wire.Run {
+	return wire.Run{
 		ID: rec.ID, Status: rec.Status, Steps: rec.Steps, Usage: rec.Usage,
 		FinalAnswer: rec.Final, Error: rec.Error, Created: rec.Created, Ended: rec.Ended,
 		PendingApprovals: append([]string(nil), rec.Pending...),
@@ -366,7 +367,7 @@ func (rec runRecord) view() RunView {
 // ones, from the store: it works on any replica. The channel closes once
 // the run has finished and every event is delivered, or when ctx is done;
 // callers that stop reading must cancel ctx.
-func (m *Manager) Events(ctx context.Context, owner, id string, after int) (<-chan Event, error) {
+func (m *Manager) Events(ctx context.Context, owner, id string, after int) (<-chan wire.RunEvent, error) {
 	if m.local(owner, id) == nil {
 		if _, err := m.getRecord(ctx, owner, id); err != nil {
 			return nil, err
@@ -391,7 +392,7 @@ func (m *Manager) Cancel(owner, id string) error {
 		if err != nil {
 			return err
 		}
-		if rec.Status.final() || rec.CancelRequested {
+		if rec.Status.Final() || rec.CancelRequested {
 			return nil
 		}
 		rec.CancelRequested = true
@@ -420,7 +421,7 @@ func (m *Manager) Approve(owner, runID, token string, approve bool, reason strin
 		if err != nil {
 			return err
 		}
-		if rec.Status.final() {
+		if rec.Status.Final() {
 			return ErrNotPending
 		}
 	} else if r.finished() {

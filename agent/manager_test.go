@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func TestManagerOwnersAndNotFound(t *testing.T) {
@@ -28,7 +29,7 @@ func TestManagerOwnersAndNotFound(t *testing.T) {
 	if err := h.m.Cancel("alice", v.ID); err != nil {
 		t.Fatalf("cancel finished run: %v", err)
 	}
-	if got, _ := h.m.Get("alice", v.ID); got.Status != RunDone || got.Ended.IsZero() {
+	if got, _ := h.m.Get("alice", v.ID); got.Status != wire.RunDone || got.Ended.IsZero() {
 		t.Fatalf("view = %+v", got)
 	}
 }
@@ -63,11 +64,11 @@ func TestEventsResumeAfterSeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Event
+	var got []wire.RunEvent
 	for ev := range ch {
 		got = append(got, ev)
 	}
-	if len(got) != len(all)-3 || got[0].Seq != 4 || got[len(got)-1].Type != EventRunFinished {
+	if len(got) != len(all)-3 || got[0].Seq != 4 || got[len(got)-1].Type != wire.EventRunFinished {
 		t.Fatalf("resumed %d of %d events, first seq %d", len(got), len(all), got[0].Seq)
 	}
 }
@@ -132,7 +133,7 @@ func TestManagerBusyAndClosed(t *testing.T) {
 	if err := h.m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := h.m.Get("alice", v.ID); got.Status != RunCancelled || !strings.Contains(got.Error, "closed") {
+	if got, _ := h.m.Get("alice", v.ID); got.Status != wire.RunCancelled || !strings.Contains(got.Error, "closed") {
 		t.Fatalf("view after close = %+v", got)
 	}
 	if _, err := h.m.Start(RunRequest{Goal: "z", Owner: "alice"}); !errors.Is(err, ErrClosed) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/agent/agenttest"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func TestResolveProvider(t *testing.T) {
@@ -61,7 +62,7 @@ func TestModelKeyIsNoRedactionTarget(t *testing.T) {
 			agenttest.Say("done"),
 		)
 		v, evs := h.run("guess the key")
-		if v.Status != RunDone {
+		if v.Status != wire.RunDone {
 			t.Fatalf("view = %+v", v)
 		}
 		reqs := h.srv.Requests()
@@ -74,7 +75,7 @@ func TestModelKeyIsNoRedactionTarget(t *testing.T) {
 		}
 		var results []string
 		for _, ev := range evs {
-			if ev.Type == EventToolResult {
+			if ev.Type == wire.EventToolResult {
 				results = append(results, string(ev.Data))
 			}
 		}
@@ -93,7 +94,7 @@ func TestModelKeyIsNoRedactionTarget(t *testing.T) {
 		// failed (status, type), the log has the server's words.
 		var retry string
 		for _, ev := range evs {
-			if ev.Type == EventError {
+			if ev.Type == wire.EventError {
 				retry = string(ev.Data)
 			}
 		}
@@ -113,7 +114,7 @@ func TestEnvironmentKeyNotUsedBehindTheCallersBack(t *testing.T) {
 	t.Setenv(EnvAPIKey, "sk-env-LEAK-999999")
 	h := newHarness(t, Config{}, false, nil, agenttest.Say("ok"))
 	h.m.loop.model = newModel(Provider{BaseURL: h.srv.URL, Model: "m", HTTPClient: h.m.provider.HTTPClient}, h.m.logger)
-	if v, _ := h.run("x"); v.Status != RunDone {
+	if v, _ := h.run("x"); v.Status != wire.RunDone {
 		t.Fatalf("view = %+v", v)
 	}
 	if got := h.srv.Requests()[0].Authorization; got != "" {

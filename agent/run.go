@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // run is one loop's state, shared between the loop goroutine and the
@@ -20,9 +22,9 @@ type run struct {
 	done    chan struct{} // closed when the loop has returned
 
 	mu      sync.Mutex
-	status  RunStatus
+	status  wire.RunStatus
 	steps   int
-	usage   Usage
+	usage   wire.Usage
 	final   string
 	errMsg  string
 	ended   time.Time
@@ -57,10 +59,10 @@ func (r *run) checkpoint(f func(cp *checkpoint)) {
 }
 
 // view returns a snapshot.
-func (r *run) view() RunView {
+func (r *run) view() wire.Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return RunView{
+	return wire.Run{
 		ID: r.id, Status: r.status, Steps: r.steps, Usage: r.usage,
 		FinalAnswer: r.final, Error: r.errMsg, Created: r.created, Ended: r.ended,
 		PendingApprovals: append([]string(nil), r.pending...),
@@ -122,7 +124,7 @@ func (m *mailbox) drain() []decision {
 }
 
 // addUsage adds b to a.
-func addUsage(a *Usage, b Usage) {
+func addUsage(a *wire.Usage, b wire.Usage) {
 	a.PromptTokens += b.PromptTokens
 	a.CompletionTokens += b.CompletionTokens
 	a.TotalTokens += b.TotalTokens

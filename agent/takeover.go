@@ -72,7 +72,7 @@ func (m *Manager) tryClaim(ctx context.Context, id, owner string) {
 		m.logger.Warn("read active run", "run", id, "err", err)
 		return
 	}
-	if rec.Status.final() {
+	if rec.Status.Final() {
 		_ = m.store.Delete(ctx, activeKey(id), 0)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // artifactDispatcher answers every call with n artifacts of size bytes,
@@ -30,11 +31,11 @@ func artifactDispatcher(n, size int) *fakeDispatcher {
 }
 
 // toolCall posts a run_python call as key and decodes the answer.
-func (r *realAPI) toolCall(key string) toolCallResponse {
+func (r *realAPI) toolCall(key string) wire.ToolCallResponse {
 	r.t.Helper()
 	body := `{"type":"function","function":{"name":"run_python","arguments":"{\"code\":\"1\"}"}}`
 	code, out := r.do(key, "POST", "/v1/tool-calls", strings.NewReader(body), int64(len(body)))
-	var res toolCallResponse
+	var res wire.ToolCallResponse
 	if code != 200 || json.Unmarshal(out, &res) != nil {
 		r.t.Fatalf("tool call: %d %.300s", code, out)
 	}
@@ -64,7 +65,7 @@ func TestOtherKeyNeverEvictsArtifacts(t *testing.T) {
 			t.Fatalf("after bob's call %d (%d MiB written), alice's artifact answers %d", i, (i+1)*7, code)
 		}
 	}
-	bobBytes, _ := r.srv.artifacts.usage("bob")
+	bobBytes, _, _ := r.srv.artifacts.Usage(context.Background(), "bob")
 	if bobBytes > 32<<20 {
 		t.Errorf("bob holds %d bytes over his 32 MiB quota", bobBytes)
 	}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/redistest"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // sharedStores are the real backends two replicas share: Redis (a private
@@ -48,7 +50,7 @@ func TestArtifactQuotaSharedAcrossReplicas(t *testing.T) {
 				c.ArtifactOwnerMaxBytes, c.ArtifactOwnerMaxCount = 5*64<<10, 1000
 			}
 			a, b := newRealAPI(t, mut), newRealAPI(t, mut)
-			var first []artifactView
+			var first []wire.Artifact
 			for i := range 2 { // 4 of 5 through A
 				res := a.toolCall(keyAlice)
 				for _, v := range res.Result.Artifacts {
@@ -70,7 +72,7 @@ func TestArtifactQuotaSharedAcrossReplicas(t *testing.T) {
 			if res = a.toolCall(keyAlice); res.Result.Artifacts[0].URL != "" || res.Result.Artifacts[0].Error.Code != core.ErrQuota {
 				t.Errorf("through A after B filled the quota: %+v", res.Result.Artifacts[0])
 			}
-			if n, _ := b.srv.artifacts.usage("alice"); n != 5*64<<10 {
+			if n, _, _ := b.srv.artifacts.Usage(context.Background(), "alice"); n != 5*64<<10 {
 				t.Errorf("alice's usage as B sees it: %d bytes, want %d", n, 5*64<<10)
 			}
 			for _, v := range first {

@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // gatedItems is a dispatcher for batch items that the test paces: each
@@ -255,9 +256,9 @@ func TestBrowserBatches(t *testing.T) {
 			t.Errorf("%s: downloaded\n%s\nwant\n%s", f.file, got, want)
 		}
 	}
-	var lines []batch.Line
+	var lines []wire.BatchLine
 	for _, l := range strings.Split(strings.TrimSpace(string(downloaded(id+"-results.jsonl"))), "\n") {
-		var bl batch.Line
+		var bl wire.BatchLine
 		if err := json.Unmarshal([]byte(l), &bl); err != nil {
 			t.Fatalf("results line %q: %v", l, err)
 		}

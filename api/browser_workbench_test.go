@@ -18,20 +18,21 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // markdownScript answers in Markdown with a <script> that must not run,
 // then waits for an approval (of rm -rf) before finishing.
-func markdownScript(req agent.RunRequest) [][]agent.Event {
-	return [][]agent.Event{
+func markdownScript(req agent.RunRequest) [][]wire.RunEvent {
+	return [][]wire.RunEvent{
 		{
-			ev(agent.EventStepStarted, 1, map[string]any{}),
-			ev(agent.EventApprovalNeeded, 1, map[string]any{"token": "apv-9", "id": "call_9", "name": "execute_shell", "arguments": `{"command":"rm -rf /work/old"}`}),
+			ev(wire.EventStepStarted, 1, map[string]any{}),
+			ev(wire.EventApprovalNeeded, 1, map[string]any{"token": "apv-9", "id": "call_9", "name": "execute_shell", "arguments": `{"command":"rm -rf /work/old"}`}),
 		},
 		{
-			ev(agent.EventToolResult, 1, map[string]any{"id": "call_9", "name": "execute_shell", "status": "rejected", "reason": "not now"}),
-			ev(agent.EventFinalAnswer, 1, map[string]any{"content": "The best month was **2024-11**.\n\n| month | sales |\n|---|---|\n| 2024-11 | 99 |\n\n<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"}),
-			ev(agent.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1}),
+			ev(wire.EventToolResult, 1, map[string]any{"id": "call_9", "name": "execute_shell", "status": "rejected", "reason": "not now"}),
+			ev(wire.EventFinalAnswer, 1, map[string]any{"content": "The best month was **2024-11**.\n\n| month | sales |\n|---|---|\n| 2024-11 | 99 |\n\n<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"}),
+			ev(wire.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1}),
 		},
 	}
 }

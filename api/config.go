@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -71,10 +72,10 @@ type Config struct {
 	// name a client uses ({"input": "NAME"}). Clients never send host paths.
 	InputFolders map[string]string
 
-	// ArtifactTTL and ArtifactMaxBytes bound the in-memory artifact store:
-	// a new artifact that does not fit under ArtifactMaxBytes (all keys
-	// together) is not kept, with a warning; another key's artifacts are
-	// never evicted for it.
+	// ArtifactTTL and ArtifactMaxBytes bound the artifacts kept in the
+	// state store: a new artifact that does not fit under ArtifactMaxBytes
+	// (all keys together, every replica) is not kept, with a warning;
+	// another key's artifacts are never evicted for it.
 	ArtifactTTL      time.Duration
 	ArtifactMaxBytes int64
 	// ArtifactOwnerMaxBytes and ArtifactOwnerMaxCount are each key's
@@ -148,61 +149,37 @@ func DefaultConfig() Config {
 // withDefaults fills zero fields from DefaultConfig and checks the rest.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
-	if c.Addr == "" {
-		c.Addr = d.Addr
+	c.Addr = cmp.Or(c.Addr, d.Addr)
+	c.RatePerSecond = cmp.Or(c.RatePerSecond, d.RatePerSecond)
+	c.PublicRatePerSecond = cmp.Or(c.PublicRatePerSecond, c.RatePerSecond)
+	orDefault(&c.RateBurst, d.RateBurst)
+	orDefault(&c.PublicRateBurst, c.RateBurst)
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&c.MaxConcurrentPerKey, d.MaxConcurrentPerKey}, {&c.MaxUploadsPerKey, d.MaxUploadsPerKey},
+		{&c.MaxUploads, d.MaxUploads}, {&c.MaxStreamsPerKey, d.MaxStreamsPerKey}, {&c.ArtifactOwnerMaxCount, d.ArtifactOwnerMaxCount},
+		{&c.ArtifactMaxPerCall, d.ArtifactMaxPerCall}} {
+		orDefault(f.v, f.d)
 	}
-	setInt64(&c.MaxBodyBytes, d.MaxBodyBytes)
-	setInt64(&c.MaxUploadBytes, d.MaxUploadBytes)
-	if c.RatePerSecond == 0 {
-		c.RatePerSecond = d.RatePerSecond
+	for _, f := range []struct {
+		v *int64
+		d int64
+	}{{&c.MaxBodyBytes, d.MaxBodyBytes}, {&c.MaxUploadBytes, d.MaxUploadBytes},
+		{&c.ArtifactMaxBytes, d.ArtifactMaxBytes}, {&c.ArtifactOwnerMaxBytes, d.ArtifactOwnerMaxBytes}, {&c.ArtifactMaxCallBytes, d.ArtifactMaxCallBytes}} {
+		orDefault(f.v, f.d)
 	}
-	if c.RateBurst <= 0 {
-		c.RateBurst = d.RateBurst
+	for _, f := range []struct {
+		v *time.Duration
+		d time.Duration
+	}{{&c.RequestTimeout, d.RequestTimeout}, {&c.ToolCallTimeout, d.ToolCallTimeout},
+		{&c.StreamTimeout, d.StreamTimeout}, {&c.Heartbeat, d.Heartbeat}, {&c.ShutdownTimeout, d.ShutdownTimeout},
+		{&c.ArtifactTTL, d.ArtifactTTL}, {&c.SessionIdleTTL, d.SessionIdleTTL}, {&c.SessionMaxLife, d.SessionMaxLife}} {
+		orDefault(f.v, f.d)
 	}
-	if c.MaxConcurrentPerKey <= 0 {
-		c.MaxConcurrentPerKey = d.MaxConcurrentPerKey
-	}
-	if c.PublicRatePerSecond == 0 {
-		c.PublicRatePerSecond = c.RatePerSecond
-	}
-	if c.PublicRateBurst <= 0 {
-		c.PublicRateBurst = c.RateBurst
-	}
-	if c.MaxUploadsPerKey <= 0 {
-		c.MaxUploadsPerKey = d.MaxUploadsPerKey
-	}
-	if c.MaxUploads <= 0 {
-		c.MaxUploads = d.MaxUploads
-	}
-	if c.MaxStreamsPerKey <= 0 {
-		c.MaxStreamsPerKey = d.MaxStreamsPerKey
-	}
-	setDur(&c.RequestTimeout, d.RequestTimeout)
-	setDur(&c.ToolCallTimeout, d.ToolCallTimeout)
-	setDur(&c.StreamTimeout, d.StreamTimeout)
-	setDur(&c.Heartbeat, d.Heartbeat)
-	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
-	setDur(&c.ArtifactTTL, d.ArtifactTTL)
-	setInt64(&c.ArtifactMaxBytes, d.ArtifactMaxBytes)
-	setInt64(&c.ArtifactOwnerMaxBytes, d.ArtifactOwnerMaxBytes)
-	setInt64(&c.ArtifactMaxCallBytes, d.ArtifactMaxCallBytes)
-	if c.ArtifactOwnerMaxCount <= 0 {
-		c.ArtifactOwnerMaxCount = d.ArtifactOwnerMaxCount
-	}
-	if c.ArtifactMaxPerCall <= 0 {
-		c.ArtifactMaxPerCall = d.ArtifactMaxPerCall
-	}
-	setDur(&c.SessionIdleTTL, d.SessionIdleTTL)
-	setDur(&c.SessionMaxLife, d.SessionMaxLife)
-	if c.DefaultLimits == (core.Limits{}) {
-		c.DefaultLimits = d.DefaultLimits
-	}
-	if c.MaxLimits == (core.Limits{}) {
-		c.MaxLimits = d.MaxLimits
-	}
-	if c.Budget == (keys.Budget{}) {
-		c.Budget = d.Budget
-	}
+	c.DefaultLimits = cmp.Or(c.DefaultLimits, d.DefaultLimits)
+	c.MaxLimits = cmp.Or(c.MaxLimits, d.MaxLimits)
+	c.Budget = cmp.Or(c.Budget, d.Budget)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -217,15 +194,8 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// setInt64 replaces a non-positive value with def.
-func setInt64(v *int64, def int64) {
-	if *v <= 0 {
-		*v = def
-	}
-}
-
-// setDur replaces a non-positive duration with def.
-func setDur(v *time.Duration, def time.Duration) {
+// orDefault replaces a value that is not positive with def.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // httpStatus is the one place where a platform error code becomes an HTTP
@@ -56,27 +60,28 @@ const (
 	maxBytesErrorMsg = "request body is over the size limit"
 )
 
-// Error is an HTTP error answer: status, stable code, message and optional
-// details. It is also a Go error so handlers can return it.
+// Error is an HTTP error answer: the body's error object (code, message,
+// details), the status and Retry-After. It is also a Go error so handlers
+// can return it.
 type Error struct {
-	Status     int            `json:"-"`
-	Code       core.Code      `json:"code"`
-	Message    string         `json:"message"`
-	Details    map[string]any `json:"details,omitempty"`
-	RetryAfter int            `json:"-"` // seconds, for 429 and 503
+	errorObject
+	Status     int
+	RetryAfter int // seconds, for 429 and 503
 }
+
+// errorObject is the error object of an answer, embedded in Error under
+// a name that leaves Error its Error method.
+type errorObject = wire.Error
 
 // Error implements error.
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
-// errorBody is the JSON envelope of every error answer.
-type errorBody struct {
-	Error *Error `json:"error"`
-}
+// body is the JSON body of the answer.
+func (e *Error) body() wire.ErrorBody { return wire.ErrorBody{Error: &e.errorObject} }
 
 // newError builds an Error for code, with the code's status and Retry-After.
 func newError(code core.Code, msg string) *Error {
-	return &Error{Status: httpStatus(code), Code: code, Message: msg, RetryAfter: retryAfter(code)}
+	return &Error{errorObject: wire.Error{Code: code, Message: msg}, Status: httpStatus(code), RetryAfter: retryAfter(code)}
 }
 
 // withDetails returns e with details set.
@@ -87,11 +92,19 @@ func (e *Error) withDetails(d map[string]any) *Error {
 
 // abortError writes e as the answer and stops the handler chain.
 func abortError(c *gin.Context, e *Error) {
-	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
 	c.Set(ctxErrorCode, e.Code)
-	c.AbortWithStatusJSON(e.Status, errorBody{Error: e})
+	c.Abort()
+	writeError(c.Writer, e)
+}
+
+// writeError writes e as the answer on w, with its Retry-After.
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e.body())
 }
 
 // fail maps err to an Error (see toError) and writes it.
@@ -102,9 +115,20 @@ func fail(c *gin.Context, err error) {
 // toError maps a Go error to an HTTP error: an *Error as is, body limits to
 // 413, the route deadline to 504, and everything else by the core.Code it
 // carries. The message of a refusal (bad request, not found, too large,
-// conflict) is the error's own; platform failures get a fixed text, so
+// conflict, quota) is the error's own, with the details an error in its
+// chain gives (ErrorDetails); platform failures get a fixed text, so
 // nothing internal leaks.
 func toError(ctx context.Context, err error) *Error {
+	e := codeError(ctx, err)
+	var d interface{ ErrorDetails() map[string]any }
+	if e.Details == nil && errors.As(err, &d) {
+		e.Details = d.ErrorDetails()
+	}
+	return e
+}
+
+// codeError is toError without the details.
+func codeError(ctx context.Context, err error) *Error {
 	var e *Error
 	var mbe *http.MaxBytesError
 	switch {
@@ -145,4 +169,15 @@ func messageOf(err error) string {
 		e = ce.Err
 	}
 	return msg
+}
+
+// statusError is the HTTP error of a platform outcome of the dispatcher
+// (toolcalls.Failure), nil for an answer (HTTP 200); it carries the tool
+// message in its details, for callers that hand it to a model.
+func statusError(res dispatcher.Result, msg wire.ToolMessage) *Error {
+	err := toolcalls.Failure(res)
+	if err == nil {
+		return nil
+	}
+	return newError(core.CodeOf(err), messageOf(err)).withDetails(map[string]any{"status": string(res.Status), "tool_message": msg})
 }

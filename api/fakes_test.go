@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Errors the fake run manager returns; the API maps them by their code.
@@ -249,9 +250,9 @@ func (f *fakeSessions) GetFile(ctx context.Context, owner, id, path string, open
 // each approval.
 type fakeRun struct {
 	owner    string
-	view     agent.RunView
-	events   []agent.Event
-	segments [][]agent.Event
+	view     wire.Run
+	events   []wire.RunEvent
+	segments [][]wire.RunEvent
 	closed   bool
 	changed  chan struct{} // closed and replaced on every change
 }
@@ -263,7 +264,7 @@ type fakeRuns struct {
 	configured bool
 	n          int
 	runs       map[string]*fakeRun
-	script     func(req agent.RunRequest) [][]agent.Event
+	script     func(req agent.RunRequest) [][]wire.RunEvent
 	lastReq    agent.RunRequest
 	startErr   error
 }
@@ -275,55 +276,55 @@ func newFakeRuns() *fakeRuns {
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // ev builds an event (Seq is set when appended).
-func ev(typ agent.EventType, step int, data any) agent.Event {
+func ev(typ wire.EventType, step int, data any) wire.RunEvent {
 	b, _ := json.Marshal(data)
-	return agent.Event{Type: typ, Time: t0, Step: step, Data: b}
+	return wire.RunEvent{Type: typ, Time: t0, Step: step, Data: b}
 }
 
 // simpleScript: one step that plots, then the final answer.
-func simpleScript(req agent.RunRequest) [][]agent.Event {
-	return [][]agent.Event{{
-		ev(agent.EventStepStarted, 1, map[string]any{"max_steps": 5}),
-		ev(agent.EventAssistantMessage, 1, map[string]any{"content": "Let me look at the data."}),
-		ev(agent.EventToolCall, 1, map[string]any{"id": "call_1", "name": "run_python",
+func simpleScript(req agent.RunRequest) [][]wire.RunEvent {
+	return [][]wire.RunEvent{{
+		ev(wire.EventStepStarted, 1, map[string]any{"max_steps": 5}),
+		ev(wire.EventAssistantMessage, 1, map[string]any{"content": "Let me look at the data."}),
+		ev(wire.EventToolCall, 1, map[string]any{"id": "call_1", "name": "run_python",
 			"arguments": `{"code": "import pandas as pd\n# monthly totals\ndf = pd.read_csv('data.csv')\nprint(df.sales.sum())"}`}),
-		ev(agent.EventToolResult, 1, map[string]any{"id": "call_1", "name": "run_python", "status": "ok",
+		ev(wire.EventToolResult, 1, map[string]any{"id": "call_1", "name": "run_python", "status": "ok",
 			"content": "1234\n", "duration_ms": 12, "artifacts": []core.Artifact{pngArtifact("monthly.png")}}),
-		ev(agent.EventStepStarted, 2, map[string]any{"max_steps": 5}),
-		ev(agent.EventFinalAnswer, 2, map[string]any{"content": "Total sales were 1234; March was the best month."}),
-		ev(agent.EventRunFinished, 2, map[string]any{"status": "done", "steps": 2, "final_answer": "Total sales were 1234; March was the best month."}),
+		ev(wire.EventStepStarted, 2, map[string]any{"max_steps": 5}),
+		ev(wire.EventFinalAnswer, 2, map[string]any{"content": "Total sales were 1234; March was the best month."}),
+		ev(wire.EventRunFinished, 2, map[string]any{"status": "done", "steps": 2, "final_answer": "Total sales were 1234; March was the best month."}),
 	}}
 }
 
 // approvalScript waits for one approval before finishing.
-func approvalScript(req agent.RunRequest) [][]agent.Event {
-	return [][]agent.Event{
+func approvalScript(req agent.RunRequest) [][]wire.RunEvent {
+	return [][]wire.RunEvent{
 		{
-			ev(agent.EventStepStarted, 1, map[string]any{}),
-			ev(agent.EventApprovalNeeded, 1, map[string]any{"token": "apv-1", "id": "call_1", "name": "execute_shell", "arguments": `{"command":"ls -la"}`}),
+			ev(wire.EventStepStarted, 1, map[string]any{}),
+			ev(wire.EventApprovalNeeded, 1, map[string]any{"token": "apv-1", "id": "call_1", "name": "execute_shell", "arguments": `{"command":"ls -la"}`}),
 		},
 		{
-			ev(agent.EventToolResult, 1, map[string]any{"id": "call_1", "name": "execute_shell", "status": "ok", "content": "total 0\n"}),
-			ev(agent.EventFinalAnswer, 1, map[string]any{"content": "The folder is empty."}),
-			ev(agent.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1}),
+			ev(wire.EventToolResult, 1, map[string]any{"id": "call_1", "name": "execute_shell", "status": "ok", "content": "total 0\n"}),
+			ev(wire.EventFinalAnswer, 1, map[string]any{"content": "The folder is empty."}),
+			ev(wire.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1}),
 		},
 	}
 }
 
-func (f *fakeRuns) Start(req agent.RunRequest) (agent.RunView, error) {
+func (f *fakeRuns) Start(req agent.RunRequest) (wire.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.startErr != nil {
-		return agent.RunView{}, f.startErr
+		return wire.Run{}, f.startErr
 	}
 	if !f.configured {
-		return agent.RunView{}, errFakeNoModel
+		return wire.Run{}, errFakeNoModel
 	}
 	f.lastReq = req
 	f.n++
 	id := "run_" + string(rune('a'+f.n%26)) + time.Now().Format("150405.000000000")
 	r := &fakeRun{owner: req.Owner, changed: make(chan struct{}),
-		view: agent.RunView{ID: id, Status: agent.RunRunning, Created: t0}}
+		view: wire.Run{ID: id, Status: wire.RunRunning, Created: t0}}
 	r.segments = f.script(req)
 	f.runs[id] = r
 	f.release(r)
@@ -343,18 +344,18 @@ func (f *fakeRuns) release(r *fakeRun) {
 		r.events = append(r.events, e)
 		r.view.Steps = e.Step
 		switch e.Type {
-		case agent.EventApprovalNeeded:
+		case wire.EventApprovalNeeded:
 			var d struct{ Token string }
 			_ = json.Unmarshal(e.Data, &d)
-			r.view.Status, r.view.PendingApprovals = agent.RunWaitingApproval, []string{d.Token}
-		case agent.EventFinalAnswer:
+			r.view.Status, r.view.PendingApprovals = wire.RunWaitingApproval, []string{d.Token}
+		case wire.EventFinalAnswer:
 			var d struct{ Content string }
 			_ = json.Unmarshal(e.Data, &d)
 			r.view.FinalAnswer = d.Content
 		}
 	}
 	if len(r.segments) == 0 {
-		r.view.Status, r.view.PendingApprovals, r.view.Ended, r.closed = agent.RunDone, nil, t0.Add(time.Second), true
+		r.view.Status, r.view.PendingApprovals, r.view.Ended, r.closed = wire.RunDone, nil, t0.Add(time.Second), true
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -368,30 +369,30 @@ func (f *fakeRuns) get(owner, id string) (*fakeRun, error) {
 	return r, nil
 }
 
-func (f *fakeRuns) Get(owner, id string) (agent.RunView, error) {
+func (f *fakeRuns) Get(owner, id string) (wire.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, err := f.get(owner, id)
 	if err != nil {
-		return agent.RunView{}, err
+		return wire.Run{}, err
 	}
 	return r.view, nil
 }
 
-func (f *fakeRuns) Events(ctx context.Context, owner, id string, after int) (<-chan agent.Event, error) {
+func (f *fakeRuns) Events(ctx context.Context, owner, id string, after int) (<-chan wire.RunEvent, error) {
 	f.mu.Lock()
 	r, err := f.get(owner, id)
 	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan agent.Event)
+	ch := make(chan wire.RunEvent)
 	go func() {
 		defer close(ch)
 		next := after
 		for {
 			f.mu.Lock()
-			pending := append([]agent.Event(nil), r.events[min(next, len(r.events)):]...)
+			pending := append([]wire.RunEvent(nil), r.events[min(next, len(r.events)):]...)
 			closed, changed := r.closed, r.changed
 			f.mu.Unlock()
 			for _, e := range pending {
@@ -425,9 +426,9 @@ func (f *fakeRuns) Cancel(owner, id string) error {
 	if r.closed {
 		return errFakeConflict
 	}
-	r.segments = [][]agent.Event{{ev(agent.EventRunFinished, r.view.Steps, map[string]any{"status": "cancelled"})}}
+	r.segments = [][]wire.RunEvent{{ev(wire.EventRunFinished, r.view.Steps, map[string]any{"status": "cancelled"})}}
 	f.release(r)
-	r.view.Status = agent.RunCancelled
+	r.view.Status = wire.RunCancelled
 	return nil
 }
 
@@ -441,7 +442,7 @@ func (f *fakeRuns) Approve(owner, runID, token string, approve bool, reason stri
 	if len(r.view.PendingApprovals) == 0 || r.view.PendingApprovals[0] != token {
 		return dispatcher.ErrApprovalNotFound
 	}
-	r.view.Status, r.view.PendingApprovals = agent.RunRunning, nil
+	r.view.Status, r.view.PendingApprovals = wire.RunRunning, nil
 	f.release(r)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // TestListFilesDeepFolderKeepsSiblings: a folder past listMaxDepth marks
@@ -17,8 +19,8 @@ func TestListFilesDeepFolderKeepsSiblings(t *testing.T) {
 	}
 	r := h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files", nil).must(t, http.StatusOK)
 	var got struct {
-		Files []listedFile `json:"files"`
-		Trunc bool         `json:"truncated"`
+		Files []wire.FileInfo `json:"files"`
+		Trunc bool            `json:"truncated"`
 	}
 	if err := json.Unmarshal(r.Body, &got); err != nil {
 		t.Fatal(err)

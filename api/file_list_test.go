@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -20,14 +21,14 @@ func TestListFiles(t *testing.T) {
 	}
 	r := h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/files", nil).must(t, http.StatusOK)
 	var got struct {
-		Path  string       `json:"path"`
-		Files []listedFile `json:"files"`
-		Trunc bool         `json:"truncated"`
+		Path  string          `json:"path"`
+		Files []wire.FileInfo `json:"files"`
+		Trunc bool            `json:"truncated"`
 	}
 	if err := json.Unmarshal(r.Body, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := []listedFile{
+	want := []wire.FileInfo{
 		{Path: "data.csv", Type: "file", Size: 4},
 		{Path: "outputs", Type: "dir"},
 		{Path: "outputs/deep", Type: "dir"},

@@ -2,25 +2,23 @@ package api
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/batchinput"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // newBatches builds the batch manager over deps.Batches, dispatching
@@ -34,13 +32,9 @@ func (s *Server) newBatches() (*batch.Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	cfg.Artifacts = func(owner string, arts []core.Artifact) []batch.Artifact {
-		views, _ := s.storeArtifacts(owner, "", arts)
-		out := make([]batch.Artifact, len(views))
-		for i, v := range views {
-			out[i] = batch.Artifact{ID: v.ID, Name: v.Name, MIME: v.MIME, Size: v.Size, SHA256: v.SHA256, URL: v.URL}
-		}
-		return out
+	cfg.Artifacts = func(owner string, arts []core.Artifact) []wire.Artifact {
+		views, _ := s.calls.KeepArtifacts(context.Background(), owner, "", arts)
+		return views
 	}
 	var runs batch.Runs
 	if s.deps.Runs != nil && s.deps.Runs.Configured() {
@@ -58,331 +52,53 @@ func (s *Server) needBatches(c *gin.Context) bool {
 	return true
 }
 
-// batchView is a batch as answered: the record without its lease.
-func batchView(b batch.Batch) batch.Batch {
-	b.Lease = nil
-	return b
-}
-
-// mapSpec is the JSON body of a map batch: one tool call template run
-// once per folder matched by Each under input folder Input, or once per
-// uploaded archive; the item's files are unpacked into /workspace inside
-// its sandbox (a folder that cannot be packed is mounted read-only, see
-// batch.Config.MountInputs).
-type mapSpec struct {
-	ToolCall         json.RawMessage `json:"tool_call"`
-	Each             string          `json:"each"`
-	Input            string          `json:"input"`
-	Concurrency      int             `json:"concurrency"`
-	CompletionWindow string          `json:"completion_window"`
-	Metadata         any             `json:"metadata,omitempty"`
-}
-
 // createBatch answers POST /v1/batches: a JSONL body (or multipart
-// "file"), or a JSON map spec (or multipart "spec" with "archive" files).
+// "file"), or a JSON map spec (or multipart "spec" with "archive" files),
+// with ?concurrency= and ?completion_window=.
 func (s *Server) createBatch(c *gin.Context) {
 	if !s.needBatches(c) {
 		return
 	}
-	ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	spec, err := s.batchSpec(c)
+	var b batch.Batch
+	if err == nil {
+		b, err = s.batches.Create(c.Request.Context(), owner(c), spec)
+	}
+	s.reply(c, "create batch", http.StatusCreated, b.Batch, err)
+}
+
+// batchSpec reads the batch of the request (see batchinput.Parser).
+func (s *Server) batchSpec(c *gin.Context) (batch.Spec, error) {
+	p := batchinput.Parser{Owner: owner(c), Input: s.calls.Input, MaxItems: cmp.Or(s.deps.BatchConfig.MaxItems, 50000),
+		Runs: s.deps.Runs != nil && s.deps.Runs.Configured()}
+	p.Call = func(req *wire.ToolCallRequest) (dispatcher.Call, error) { return s.calls.Call(p.Owner, req, "batch") }
 	var spec batch.Spec
 	var err error
-	switch {
-	case ct == "multipart/form-data":
-		spec, err = s.batchFromMultipart(c)
-	default:
+	if ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); ct == "multipart/form-data" {
+		var form *multipart.Form
+		if form, err = c.MultipartForm(); err == nil {
+			spec, err = p.ParseForm(form)
+		} else if !errors.As(err, new(*http.MaxBytesError)) {
+			err = newError(core.ErrInvalid, "malformed multipart body: "+err.Error())
+		}
+	} else {
 		var data []byte
-		data, err = io.ReadAll(c.Request.Body)
-		if err == nil {
-			spec, err = s.batchFromBody(c, data, nil)
+		if data, err = io.ReadAll(c.Request.Body); err == nil {
+			spec, err = p.Parse(data, nil)
 		}
 	}
 	if err != nil {
-		fail(c, err)
-		return
+		return spec, err
 	}
-	if err := batchQuery(c, &spec); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.batches.Create(c.Request.Context(), owner(c), spec)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusCreated, batchView(b))
-}
-
-// batchQuery applies ?concurrency= and ?completion_window=.
-func batchQuery(c *gin.Context, spec *batch.Spec) error {
 	if v := c.Query("concurrency"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return newError(core.ErrInvalid, `"concurrency" must be a positive integer`)
+		if spec.Concurrency, err = strconv.Atoi(v); err != nil || spec.Concurrency < 1 {
+			return spec, newError(core.ErrInvalid, `"concurrency" must be a positive integer`)
 		}
-		spec.Concurrency = n
 	}
 	if v := c.Query("completion_window"); v != "" {
-		d, err := parseWindow(v)
-		if err != nil {
-			return err
-		}
-		spec.CompletionWindow = d
+		spec.CompletionWindow, err = batchinput.ParseWindow(v)
 	}
-	return nil
-}
-
-func parseWindow(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, newError(core.ErrInvalid, fmt.Sprintf(`"completion_window" %q is not a positive duration such as "24h"`, v))
-	}
-	return d, nil
-}
-
-// batchFromBody parses a JSONL body or a JSON map spec (an object with
-// "each" or, with archives, "tool_call" alone).
-func (s *Server) batchFromBody(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return batch.Spec{}, newError(core.ErrInvalid, "request body is empty; send JSONL items or a map spec")
-	}
-	// A body that is one JSON object, on one line or pretty-printed over
-	// many, may be a map spec; JSONL of several items is not one value.
-	if trimmed[0] == '{' || archives != nil {
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(trimmed, &probe) == nil {
-			if _, ok := probe["each"]; ok || archives != nil {
-				return s.batchFromMap(c, trimmed, archives)
-			}
-		}
-	}
-	raws, err := batch.ParseJSONL(bytes.NewReader(data), s.maxBatchItems())
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	spec := batch.Spec{Items: make([]batch.Item, 0, len(raws))}
-	for _, r := range raws {
-		it := batch.Item{CustomID: r.CustomID}
-		if r.Run != nil {
-			run, err := s.batchRun(c, r)
-			if err != nil {
-				return batch.Spec{}, err
-			}
-			it.Run = run
-		} else {
-			call, err := s.batchCall(c, r.ToolCall, r.Line)
-			if err != nil {
-				return batch.Spec{}, err
-			}
-			it.Call = call
-		}
-		spec.Items = append(spec.Items, it)
-	}
-	return spec, nil
-}
-
-func (s *Server) maxBatchItems() int {
-	if s.deps.BatchConfig.MaxItems > 0 {
-		return s.deps.BatchConfig.MaxItems
-	}
-	return 50000
-}
-
-// batchCall checks one item's tool call like POST /v1/tool-calls does and
-// builds its dispatcher call.
-func (s *Server) batchCall(c *gin.Context, raw json.RawMessage, line int) (*dispatcher.Call, error) {
-	where := "the tool_call template"
-	if line > 0 {
-		where = fmt.Sprintf("line %d", line)
-	}
-	bad := func(msg string) error { return newError(core.ErrInvalid, where+": "+msg) }
-	var req toolCallRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, bad("not a valid tool call: " + err.Error())
-	}
-	if err := req.validate(); err != nil {
-		return nil, bad(toError(nil, err).Message)
-	}
-	if req.SessionID != "" {
-		return nil, bad(`"session_id" is not allowed in batch items; each item runs in a fresh sandbox`)
-	}
-	if len(req.Function.Arguments) > 0 && req.Function.Arguments[0] == '"' {
-		var s string // OpenAI sends arguments as a JSON string
-		if json.Unmarshal(req.Function.Arguments, &s) == nil {
-			req.Function.Arguments = json.RawMessage(s)
-		}
-	}
-	who := owner(c)
-	limits, err := req.Limits.toSandbox()
-	if err == nil {
-		err = s.checkCeiling(who, limits)
-	}
-	if err != nil {
-		return nil, bad(toError(nil, err).Message)
-	}
-	mount, err := s.inputFolder(req.Input)
-	if err != nil {
-		return nil, bad(toError(nil, err).Message)
-	}
-	return &dispatcher.Call{ID: req.ID, Name: req.Function.Name, Arguments: req.Function.Arguments, Owner: who,
-		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: s.ceiling(who), Caller: "batch"}, nil
-}
-
-// batchRun checks a run item; without a model configured it is refused.
-func (s *Server) batchRun(c *gin.Context, r batch.RawItem) (*agent.RunRequest, error) {
-	if s.deps.Runs == nil || !s.deps.Runs.Configured() {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: run items need a model, and none is configured on this server", r.Line))
-	}
-	var body struct {
-		Goal     string          `json:"goal"`
-		Messages json.RawMessage `json:"messages"`
-		Model    string          `json:"model"`
-		MaxSteps int             `json:"max_steps"`
-		Input    string          `json:"input"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.Run))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: not a valid run: %v", r.Line, err))
-	}
-	if strings.TrimSpace(body.Goal) == "" && len(body.Messages) == 0 {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf(`line %d: a run needs "goal" or "messages"`, r.Line))
-	}
-	mount, err := s.inputFolder(body.Input)
-	if err != nil {
-		return nil, newError(core.ErrInvalid, fmt.Sprintf("line %d: %s", r.Line, toError(nil, err).Message))
-	}
-	return &agent.RunRequest{Goal: body.Goal, Messages: body.Messages, Model: body.Model, MaxSteps: body.MaxSteps,
-		Mount: mount, Owner: owner(c)}, nil
-}
-
-// batchFromMap expands a map spec over its input folder (or archives).
-func (s *Server) batchFromMap(c *gin.Context, data []byte, archives [][]byte) (batch.Spec, error) {
-	var m mapSpec
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return batch.Spec{}, newError(core.ErrInvalid, "malformed map spec: "+err.Error())
-	}
-	if len(m.ToolCall) == 0 {
-		return batch.Spec{}, newError(core.ErrInvalid, `a map spec needs "tool_call"`)
-	}
-	tmpl, err := s.batchCall(c, m.ToolCall, 0)
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	if tmpl.Mount != "" {
-		return batch.Spec{}, newError(core.ErrInvalid, `the tool_call template must not name "input"; the map spec's "input" and "each" choose the mounts`)
-	}
-	spec := batch.Spec{Concurrency: m.Concurrency, Metadata: m.Metadata}
-	if m.CompletionWindow != "" {
-		if spec.CompletionWindow, err = parseWindow(m.CompletionWindow); err != nil {
-			return batch.Spec{}, err
-		}
-	}
-	var mounts []struct{ id, path, name string }
-	switch {
-	case archives != nil:
-		if m.Each != "" || m.Input != "" {
-			return batch.Spec{}, newError(core.ErrInvalid, `"each" and "input" do not go with uploaded archives`)
-		}
-		if len(archives) > s.maxBatchItems() {
-			return batch.Spec{}, newError(core.ErrTooLarge, fmt.Sprintf("%d archives, over the limit of %d items", len(archives), s.maxBatchItems()))
-		}
-		spec.Archives = archives
-		for i := range archives {
-			call := *tmpl
-			spec.Items = append(spec.Items, batch.Item{CustomID: fmt.Sprintf("archive-%d", i), Call: &call, Archive: i + 1})
-		}
-		return spec, nil
-	default:
-		if m.Input == "" || m.Each == "" {
-			return batch.Spec{}, newError(core.ErrInvalid, `a map spec needs "each" (a glob) and "input" (an input folder name)`)
-		}
-		root, err := s.inputFolder(m.Input)
-		if err != nil {
-			return batch.Spec{}, err
-		}
-		if filepath.IsAbs(m.Each) || strings.Contains(filepath.ToSlash(m.Each), "..") {
-			return batch.Spec{}, newError(core.ErrInvalid, `"each" must be a relative glob without ".."`)
-		}
-		matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(m.Each)))
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, fmt.Sprintf(`"each" is not a valid glob: %v`, err))
-		}
-		sort.Strings(matches)
-		realRoot, _ := filepath.EvalSymlinks(root)
-		for _, p := range matches {
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				continue
-			}
-			rel, err := filepath.Rel(realRoot, real)
-			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				continue // a symlink out of the input folder is never mounted
-			}
-			st, err := os.Stat(real)
-			if err != nil || !st.IsDir() {
-				continue
-			}
-			id, _ := filepath.Rel(root, p)
-			id = filepath.ToSlash(id)
-			mounts = append(mounts, struct{ id, path, name string }{id, real, m.Input + "/" + id})
-		}
-		if len(mounts) == 0 {
-			return batch.Spec{}, newError(core.ErrInvalid, fmt.Sprintf("%q matched no folders in input folder %s", m.Each, m.Input))
-		}
-	}
-	if len(mounts) > s.maxBatchItems() {
-		return batch.Spec{}, newError(core.ErrTooLarge, fmt.Sprintf("the map spec makes %d items, over the limit of %d", len(mounts), s.maxBatchItems()))
-	}
-	for _, mt := range mounts {
-		call := *tmpl
-		call.Mount, call.MountName = mt.path, mt.name
-		spec.Items = append(spec.Items, batch.Item{CustomID: mt.id, Call: &call})
-	}
-	return spec, nil
-}
-
-// batchFromMultipart reads an uploaded JSONL "file", or a "spec" with
-// "archive" files.
-func (s *Server) batchFromMultipart(c *gin.Context) (batch.Spec, error) {
-	form, err := c.MultipartForm()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return batch.Spec{}, err
-		}
-		return batch.Spec{}, newError(core.ErrInvalid, "malformed multipart body: "+err.Error())
-	}
-	if fs := form.File["file"]; len(fs) == 1 {
-		f, err := fs[0].Open()
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, "could not read the uploaded file")
-		}
-		defer f.Close()
-		data, err := io.ReadAll(f)
-		if err != nil {
-			return batch.Spec{}, newError(core.ErrInvalid, "could not read the uploaded file")
-		}
-		return s.batchFromBody(c, data, nil)
-	}
-	specs := form.Value["spec"]
-	if len(specs) != 1 {
-		return batch.Spec{}, newError(core.ErrInvalid, `send a "file" (JSONL) or a "spec" (JSON) with "archive" files`)
-	}
-	arcs := form.File["archive"]
-	if len(arcs) == 0 {
-		return s.batchFromBody(c, []byte(specs[0]), nil)
-	}
-	data, err := readArchives(arcs)
-	if err != nil {
-		return batch.Spec{}, err
-	}
-	return s.batchFromBody(c, []byte(specs[0]), data)
+	return spec, err
 }
 
 // listBatches answers GET /v1/batches: the caller's batches, newest first.
@@ -408,50 +124,27 @@ func (s *Server) listBatches(c *gin.Context) {
 	if more {
 		bs = bs[:limit]
 	}
-	out := make([]batch.Batch, len(bs))
+	out := wire.BatchList{Object: "list", Data: make([]wire.Batch, len(bs)), HasMore: more}
 	for i, b := range bs {
-		out[i] = batchView(b)
+		out.Data[i] = b.Batch
 	}
-	c.JSON(http.StatusOK, gin.H{"object": "list", "data": out, "has_more": more})
+	c.JSON(http.StatusOK, out)
 }
 
-// getBatch answers GET /v1/batches/{id}.
-func (s *Server) getBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
+// batchOp answers a route whose answer is the batch after op: GET
+// /v1/batches/{id}, its cancel and its retry (of the failed items only).
+func (s *Server) batchOp(op func(m *batch.Manager, ctx context.Context, owner, id string) (batch.Batch, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !s.needBatches(c) {
+			return
+		}
+		b, err := op(s.batches, c.Request.Context(), owner(c), c.Param("id"))
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, b.Batch)
 	}
-	b, err := s.batches.Get(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, batchView(b))
-}
-
-// cancelBatch answers POST /v1/batches/{id}/cancel.
-func (s *Server) cancelBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
-	}
-	b, err := s.batches.Cancel(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, batchView(b))
-}
-
-// retryBatch answers POST /v1/batches/{id}/retry: failed items only.
-func (s *Server) retryBatch(c *gin.Context) {
-	if !s.needBatches(c) {
-		return
-	}
-	b, err := s.batches.Retry(c.Request.Context(), owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, batchView(b))
 }
 
 // batchResults answers GET /v1/batches/{id}/results (JSONL, one line per
@@ -479,21 +172,19 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 		}
 	}
 	enc := json.NewEncoder(c.Writer)
-	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *batch.Line) error {
+	var gone error // a write to the client that failed: the stream ends
+	err := s.batches.EachResult(c.Request.Context(), owner(c), c.Param("id"), func(l *wire.BatchLine) error {
 		if errorsOnly && !l.Failed() {
 			return nil
 		}
 		start()
-		if err := enc.Encode(l); err != nil {
-			return errClientGone{err}
-		}
-		return nil
+		gone = enc.Encode(l)
+		return gone
 	})
-	var gone errClientGone
 	switch {
 	case err == nil:
 		start()
-	case errors.As(err, &gone):
+	case gone != nil:
 	case !started:
 		fail(c, err)
 	default:
@@ -501,11 +192,6 @@ func (s *Server) writeLines(c *gin.Context, errorsOnly bool) {
 		panic(http.ErrAbortHandler)
 	}
 }
-
-// errClientGone is a write to the client that failed: the stream ends.
-type errClientGone struct{ err error }
-
-func (e errClientGone) Error() string { return "write results: " + e.err.Error() }
 
 // batchSummary answers GET /v1/batches/{id}/summary.
 func (s *Server) batchSummary(c *gin.Context) {
@@ -531,13 +217,13 @@ func (s *Server) batchReport(c *gin.Context) {
 	c.Data(http.StatusOK, "text/html; charset=utf-8", buf.Bytes())
 }
 
-func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []batch.Line, bool) {
+func (s *Server) batchAndLines(c *gin.Context) (batch.Batch, []wire.BatchLine, bool) {
 	if !s.needBatches(c) {
 		return batch.Batch{}, nil, false
 	}
 	b, err := s.batches.Get(c.Request.Context(), owner(c), c.Param("id"))
 	if err == nil {
-		var lines []batch.Line
+		var lines []wire.BatchLine
 		lines, err = s.batches.Results(c.Request.Context(), owner(c), c.Param("id"))
 		if err == nil {
 			return b, lines, true

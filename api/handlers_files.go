@@ -11,13 +11,20 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 )
 
-// filePath returns the cleaned relative path of a files route, or answers
-// 400 for an empty, absolute-escaping or ".." path. The sandbox checks the
-// path again; this only refuses the obviously wrong early.
-func filePath(c *gin.Context) (string, bool) {
+// sessionFile returns the caller's session record and the cleaned
+// relative path of a files route, or answers 404 for the session, 400 for
+// an empty, absolute-escaping or ".." path. The sandbox checks the path
+// again; this only refuses the obviously wrong early.
+func (s *Server) sessionFile(c *gin.Context) (sessionrecords.Record, string, bool) {
+	rec, ok := s.ownedSession(c, true, true)
+	if !ok {
+		return rec, "", false
+	}
 	p := strings.TrimPrefix(c.Param("path"), "/")
 	bad := p == "" || strings.ContainsRune(p, 0) || strings.HasSuffix(p, "/")
 	for _, seg := range strings.Split(p, "/") {
@@ -27,9 +34,9 @@ func filePath(c *gin.Context) (string, bool) {
 	}
 	if bad {
 		abortError(c, newError(core.ErrInvalid, "file path must be relative, without empty, '.' or '..' segments"))
-		return "", false
+		return rec, "", false
 	}
-	return path.Clean(p), true
+	return rec, path.Clean(p), true
 }
 
 // putFile answers PUT /v1/sessions/{id}/files/{path}: the raw body becomes
@@ -39,14 +46,7 @@ func filePath(c *gin.Context) (string, bool) {
 // 413 when it passes the cap (the partial file is truncated). Concurrent
 // uploads are bounded per key and in total (429).
 func (s *Server) putFile(c *gin.Context) {
-	if !s.needSessions(c) {
-		return
-	}
-	rec, ok := s.ownedSession(c, true)
-	if !ok {
-		return
-	}
-	p, ok := filePath(c)
+	rec, p, ok := s.sessionFile(c)
 	if !ok {
 		return
 	}
@@ -55,18 +55,12 @@ func (s *Server) putFile(c *gin.Context) {
 		return
 	}
 	defer s.uploads.release(rec.Owner)
-	n, err := s.deps.Sessions.PutFile(c.Request.Context(), rec.Owner, rec.ID, p, c.Request.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if !errors.As(err, &mbe) && isReadError(err) {
-			err = newError(core.ErrInvalid, "could not read the upload")
-		}
-		s.forgetLost(rec, err)
-		s.logPlatform("put file", rec.Owner, err)
-		fail(c, err)
-		return
+	n, err := s.sessions.PutFile(c.Request.Context(), rec, p, c.Request.Body)
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) && isReadError(err) {
+		err = newError(core.ErrInvalid, "could not read the upload")
 	}
-	c.JSON(http.StatusOK, gin.H{"path": p, "size": n})
+	s.reply(c, "put file", http.StatusOK, wire.FileWritten{Path: p, Size: n}, err)
 }
 
 // isReadError reports an error from reading the request body rather than
@@ -80,19 +74,12 @@ func isReadError(err error) bool {
 // getFile answers GET /v1/sessions/{id}/files/{path} with the bytes,
 // streamed from the worker in chunks.
 func (s *Server) getFile(c *gin.Context) {
-	if !s.needSessions(c) {
-		return
-	}
-	rec, ok := s.ownedSession(c, true)
-	if !ok {
-		return
-	}
-	p, ok := filePath(c)
+	rec, p, ok := s.sessionFile(c)
 	if !ok {
 		return
 	}
 	started := false
-	_, err := s.deps.Sessions.GetFile(c.Request.Context(), rec.Owner, rec.ID, p, func(size int64) io.Writer {
+	_, err := s.sessions.GetFile(c.Request.Context(), rec, p, func(size int64) io.Writer {
 		started = true
 		setDownloadHeaders(c, path.Base(p), "application/octet-stream", false)
 		c.Header("Content-Length", strconv.FormatInt(size, 10))
@@ -103,7 +90,6 @@ func (s *Server) getFile(c *gin.Context) {
 	if err == nil {
 		return
 	}
-	s.forgetLost(rec, err)
 	s.logPlatform("get file", rec.Owner, err)
 	if !started {
 		fail(c, err)
@@ -114,10 +100,13 @@ func (s *Server) getFile(c *gin.Context) {
 	panic(http.ErrAbortHandler)
 }
 
-// forgetLost drops the session record when the backend no longer knows it.
-func (s *Server) forgetLost(rec sessionRecord, err error) {
-	if errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(rec.Owner, rec.ID)
+// listFiles answers GET /v1/sessions/{id}/files[?path=DIR]: every file
+// under the folder (default the work folder), walked breadth first within
+// bounds (sessions.Service.ListFiles).
+func (s *Server) listFiles(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, true, true); ok {
+		list, err := s.sessions.ListFiles(c.Request.Context(), rec, c.Query("path"))
+		s.reply(c, "list files", http.StatusOK, list, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -16,7 +17,7 @@ const readyCheckTimeout = 3 * time.Second
 
 // healthz answers GET /healthz: the process is up.
 func (s *Server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	c.JSON(http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // readyz answers GET /readyz: 200 when every check passes, else 503
@@ -56,7 +57,7 @@ func (s *Server) readyz(c *gin.Context) {
 		abortError(c, e)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": results})
+	c.JSON(http.StatusOK, wire.Readiness{Status: "ready", Checks: results})
 }
 
 // metricsHandler serves the Prometheus exposition of the gatherer.
@@ -69,15 +70,10 @@ func (s *Server) metricsHandler() gin.HandlerFunc {
 // has a key.
 func (s *Server) info(c *gin.Context) {
 	configured := s.deps.Runs != nil && s.deps.Runs.Configured()
-	out := gin.H{
-		"auth_required":    !s.cfg.InsecureLocal,
-		"model_configured": configured,
-		"sessions":         s.deps.Sessions != nil,
-		"max_upload_bytes": s.cfg.MaxUploadBytes,
-		"inputs":           s.inputNames(),
-	}
+	out := wire.Info{AuthRequired: !s.cfg.InsecureLocal, ModelConfigured: configured, Sessions: s.deps.Sessions != nil,
+		MaxUploadBytes: s.cfg.MaxUploadBytes, Inputs: s.calls.InputNames()}
 	if !configured {
-		out["model_help"] = noModelHelp
+		out.ModelHelp = noModelHelp
 	}
 	c.JSON(http.StatusOK, out)
 }

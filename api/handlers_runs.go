@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -10,39 +9,16 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// startRunRequest is the body of POST /v1/runs.
-type startRunRequest struct {
-	Goal      string          `json:"goal,omitempty"`
-	Messages  json.RawMessage `json:"messages,omitempty"`
-	Model     string          `json:"model,omitempty"`
-	MaxSteps  int             `json:"max_steps,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	Input     string          `json:"input,omitempty"` // an allowed input folder name
-	// PreviousRunID continues that finished run's conversation (follow-up
-	// question); the session defaults to the previous run's.
-	PreviousRunID string `json:"previous_run_id,omitempty"`
-}
-
-// approvalRequest is the body of POST /v1/runs/{id}/approvals/{token}.
-type approvalRequest struct {
-	Approve *bool  `json:"approve"`
-	Reason  string `json:"reason,omitempty"`
-}
 
 // needRuns answers 503 no_model when runs cannot start or be served.
 func (s *Server) needRuns(c *gin.Context, forStart bool) bool {
 	if s.deps.Runs == nil || (forStart && !s.deps.Runs.Configured()) {
-		abortError(c, noModelError())
+		abortError(c, newError(core.ErrNoModel, noModelHelp))
 		return false
 	}
 	return true
-}
-
-// noModelError says how to configure a model.
-func noModelError() *Error {
-	return newError(core.ErrNoModel, noModelHelp)
 }
 
 // runError logs unexpected failures of the run manager; the error itself
@@ -59,7 +35,7 @@ func (s *Server) startRun(c *gin.Context) {
 	if !s.needRuns(c, true) {
 		return
 	}
-	var req startRunRequest
+	var req wire.CreateRunRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
 		return
@@ -81,12 +57,12 @@ func (s *Server) startRun(c *gin.Context) {
 	}
 	who := owner(c)
 	if req.SessionID != "" {
-		if _, ok := s.sessions.get(who, req.SessionID, true); !ok {
+		if _, ok := s.records.Get(c.Request.Context(), who, req.SessionID, true); !ok {
 			fail(c, newError(core.ErrNotFound, "session not found"))
 			return
 		}
 	}
-	mount, err := s.inputFolder(req.Input)
+	mount, err := s.calls.Input(req.Input)
 	if err != nil {
 		fail(c, err)
 		return
@@ -104,54 +80,45 @@ func (s *Server) startRun(c *gin.Context) {
 
 // getRun answers GET /v1/runs/{id}.
 func (s *Server) getRun(c *gin.Context) {
-	if !s.needRuns(c, false) {
-		return
-	}
-	view, err := s.deps.Runs.Get(owner(c), c.Param("id"))
-	if err != nil {
-		fail(c, s.runError(err))
-		return
-	}
-	c.JSON(http.StatusOK, view)
+	s.runAfter(c, nil)
 }
 
 // cancelRun answers POST /v1/runs/{id}/cancel with the run's snapshot.
 func (s *Server) cancelRun(c *gin.Context) {
-	if !s.needRuns(c, false) {
-		return
-	}
-	who, id := owner(c), c.Param("id")
-	if err := s.deps.Runs.Cancel(who, id); err != nil {
-		fail(c, s.runError(err))
-		return
-	}
-	view, err := s.deps.Runs.Get(who, id)
-	if err != nil {
-		fail(c, s.runError(err))
-		return
-	}
-	c.JSON(http.StatusOK, view)
+	s.runAfter(c, func(who, id string) error { return s.deps.Runs.Cancel(who, id) })
 }
 
 // approveRun answers POST /v1/runs/{id}/approvals/{token} with the run's
 // snapshot; the body says {"approve": true|false, "reason": "..."}.
 func (s *Server) approveRun(c *gin.Context) {
+	var req wire.ApprovalDecision
+	if s.deps.Runs != nil {
+		if err := decodeJSON(c, &req, false); err != nil {
+			fail(c, err)
+			return
+		}
+		if req.Approve == nil {
+			fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
+			return
+		}
+	}
+	s.runAfter(c, func(who, id string) error {
+		return s.deps.Runs.Approve(who, id, c.Param("token"), *req.Approve, req.Reason)
+	})
+}
+
+// runAfter answers with the snapshot of the caller's run after op (nil:
+// none) acted on it.
+func (s *Server) runAfter(c *gin.Context, op func(owner, id string) error) {
 	if !s.needRuns(c, false) {
 		return
 	}
-	var req approvalRequest
-	if err := decodeJSON(c, &req, false); err != nil {
-		fail(c, err)
-		return
-	}
-	if req.Approve == nil {
-		fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
-		return
-	}
 	who, id := owner(c), c.Param("id")
-	if err := s.deps.Runs.Approve(who, id, c.Param("token"), *req.Approve, req.Reason); err != nil {
-		fail(c, s.runError(err))
-		return
+	if op != nil {
+		if err := op(who, id); err != nil {
+			fail(c, s.runError(err))
+			return
+		}
 	}
 	view, err := s.deps.Runs.Get(who, id)
 	if err != nil {

@@ -1,34 +1,31 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
-	"github.com/airlock-dev/airlock/core"
 	"github.com/gin-gonic/gin"
-)
 
-// openSessionRequest is the optional body of POST /v1/sessions.
-type openSessionRequest struct {
-	Limits *limitsBody `json:"limits,omitempty"`
-	// Background lets processes the session's calls start keep running
-	// after each call returns; only a key whose policy allows it may ask.
-	Background bool `json:"background,omitempty"`
-}
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
+)
 
 // needSessions answers 503 when no session backend is wired.
 func (s *Server) needSessions(c *gin.Context) bool {
 	if s.deps.Sessions == nil {
-		e := newError(core.ErrUnavailable, "sessions are not available on this server")
-		abortError(c, e)
+		abortError(c, newError(core.ErrUnavailable, "sessions are not available on this server"))
 		return false
 	}
 	return true
 }
 
-// ownedSession loads the caller's session record or answers 404.
-func (s *Server) ownedSession(c *gin.Context, touch bool) (sessionRecord, bool) {
-	rec, ok := s.sessions.get(owner(c), c.Param("id"), touch)
+// ownedSession loads the caller's session record or answers 404; with
+// backend it first answers 503 when no session backend is wired.
+func (s *Server) ownedSession(c *gin.Context, touch, backend bool) (sessionrecords.Record, bool) {
+	if backend && !s.needSessions(c) {
+		return sessionrecords.Record{}, false
+	}
+	rec, ok := s.records.Get(c.Request.Context(), owner(c), c.Param("id"), touch)
 	if !ok {
 		abortError(c, newError(core.ErrNotFound, "session not found"))
 	}
@@ -40,64 +37,79 @@ func (s *Server) openSession(c *gin.Context) {
 	if !s.needSessions(c) {
 		return
 	}
-	var req openSessionRequest
+	var req wire.CreateSessionRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		fail(c, err)
 		return
 	}
 	who := owner(c)
-	limits, err := req.Limits.toSandbox()
-	if err == nil {
-		err = s.checkCeiling(who, limits)
-	}
+	limits, err := s.calls.Limits(who, req.Limits)
 	if err == nil && req.Background {
-		if p := s.policy(who); p == nil || !p.Background {
+		if p := s.calls.Policy(who); p == nil || !p.Background {
 			err = newError(core.ErrInvalid, `"background": true is not allowed for this API key: its policy in the keys file must say background=true`).
 				withDetails(map[string]any{"policy": "background"})
 		}
 	}
+	var rec wire.Session
 	if err == nil {
-		err = s.checkSessionBudget(who, limits)
+		rec, err = s.sessions.Open(c.Request.Context(), who, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
 	}
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	id, err := s.deps.Sessions.Open(c.Request.Context(), who, limits, req.Background)
-	if err != nil {
-		s.logPlatform("open session", who, err)
-		fail(c, err)
-		return
-	}
-	rec, err := s.sessions.add(who, id, limits, req.Background)
-	if err != nil { // the sandbox has it but no replica could find it: undo
-		_ = s.deps.Sessions.Close(c.Request.Context(), who, id)
-		s.logPlatform("record session", who, err)
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusCreated, rec)
+	s.reply(c, "open session", http.StatusCreated, rec, err)
 }
 
 // closeSession answers DELETE /v1/sessions/{id} with 204.
 func (s *Server) closeSession(c *gin.Context) {
-	if !s.needSessions(c) {
-		return
+	if rec, ok := s.ownedSession(c, false, true); ok {
+		s.reply(c, "close session", http.StatusNoContent, nil, s.sessions.Close(c.Request.Context(), rec))
 	}
-	rec, ok := s.ownedSession(c, false)
-	if !ok {
-		return
+}
+
+// getSession answers GET /v1/sessions/{id}: the record and live state; 404
+// when the sandbox no longer has it.
+func (s *Server) getSession(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, false, false); ok {
+		v, err := s.sessions.View(c.Request.Context(), rec)
+		s.reply(c, "session info", http.StatusOK, v, err)
 	}
-	err := s.deps.Sessions.Close(c.Request.Context(), rec.Owner, rec.ID)
-	if err == nil || errors.Is(err, core.ErrNotFound) {
-		s.sessions.remove(rec.Owner, rec.ID)
+}
+
+// listSessions answers GET /v1/sessions: the caller's sessions, oldest
+// first.
+func (s *Server) listSessions(c *gin.Context) {
+	c.JSON(http.StatusOK, wire.SessionList{Sessions: s.sessions.List(c.Request.Context(), owner(c))})
+}
+
+// interruptSession answers POST /v1/sessions/{id}/interrupt: whether a
+// call was running (it ends with KeyboardInterrupt; the session keeps its
+// state).
+func (s *Server) interruptSession(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, false, true); ok {
+		hit, err := s.sessions.Interrupt(c.Request.Context(), rec)
+		s.reply(c, "interrupt session", http.StatusOK, wire.Interrupted{Interrupted: hit}, err)
 	}
-	if err != nil {
-		s.logPlatform("close session", rec.Owner, err)
+}
+
+// restartSession answers POST /v1/sessions/{id}/restart with the session:
+// a fresh Python process, the same files.
+func (s *Server) restartSession(c *gin.Context) {
+	if rec, ok := s.ownedSession(c, true, true); ok {
+		v, err := s.sessions.Restart(c.Request.Context(), rec)
+		s.reply(c, "restart session", http.StatusOK, v, err)
+	}
+}
+
+// reply writes body with status (nil: no body), or err, logged when it
+// is a platform failure of op.
+func (s *Server) reply(c *gin.Context, op string, status int, body any, err error) {
+	switch {
+	case err != nil:
+		s.logPlatform(op, owner(c), err)
 		fail(c, err)
-		return
+	case body == nil:
+		c.Status(status)
+	default:
+		c.JSON(status, body)
 	}
-	c.Status(http.StatusNoContent)
 }
 
 // logPlatform logs a platform error worth an operator's attention.

@@ -2,47 +2,56 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/wire"
 )
 
-// listTools answers GET /v1/tools: {"tools": [...]} in OpenAI's form.
+// listTools answers GET /v1/tools: the registry in OpenAI's tools form.
 func (s *Server) listTools(c *gin.Context) {
-	tools := s.deps.Dispatcher.ToolsJSON()
-	if tools == nil {
-		tools = []map[string]any{}
+	var out wire.Tools
+	b, err := json.Marshal(s.deps.Dispatcher.ToolsJSON())
+	if err == nil {
+		err = json.Unmarshal(b, &out.Tools)
 	}
-	c.JSON(http.StatusOK, gin.H{"tools": tools})
+	if err != nil {
+		fail(c, core.E("api: list tools", core.ErrInternal, err))
+		return
+	}
+	if out.Tools == nil {
+		out.Tools = []wire.Tool{}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // toolCall answers POST /v1/tool-calls; with "session_id" it runs in that
 // session like POST /v1/sessions/{id}/tool-calls.
 func (s *Server) toolCall(c *gin.Context) {
-	var req toolCallRequest
+	var req wire.ToolCallRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
 		return
 	}
-	s.runToolCall(c, req)
+	s.runToolCall(c, req, nil)
 }
 
 // sessionToolCall answers POST /v1/sessions/{id}/tool-calls.
 func (s *Server) sessionToolCall(c *gin.Context) {
-	id := c.Param("id")
-	rec, ok := s.sessions.get(owner(c), id, true)
+	rec, ok := s.ownedSession(c, true, false)
 	if !ok {
-		abortError(c, newError(core.ErrNotFound, "session not found"))
 		return
 	}
-	c.Set(ctxSessionRecord, rec) // prepareCall uses it instead of reading the store again
-	var req toolCallRequest
+	id := rec.ID
+	var req wire.ToolCallRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		fail(c, err)
 		return
@@ -52,61 +61,39 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 		return
 	}
 	req.SessionID = id
-	s.runToolCall(c, req)
+	s.runToolCall(c, req, &rec)
 }
 
 // runToolCall checks the request, sends it through the dispatcher and
 // writes the tool message and structured result; with Accept:
 // text/event-stream or ?stream=true it streams the call (see streamCall).
-func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
-	fp := fingerprint(req)
-	key := c.GetHeader("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		abortError(c, newError(core.ErrInvalid, fmt.Sprintf("Idempotency-Key is %d bytes, over the limit of %d", len(key), maxIdempotencyKey)))
-		return
-	}
-	if key == "" && req.ID != "" {
-		// The client's call id (a generated one is never retried); clients
-		// reuse ids across different calls, so the body is part of the key.
-		key = "call:" + req.ID + ":" + fp[:16]
-	}
-	call, ok := s.prepareCall(c, &req)
+// A request with an idempotency key runs at most once per key (see
+// idempotency.go). rec is the session's record when the route read it.
+func (s *Server) runToolCall(c *gin.Context, req wire.ToolCallRequest, rec *sessionrecords.Record) {
+	r, ok := s.idemRequest(c, req)
 	if !ok {
 		return
 	}
-	if key != "" {
-		call.IdempotencyKey = key
-	}
-	if wantsStream(c) {
-		if key == "" {
-			s.streamCall(c, call)
-		} else {
-			s.streamIdempotent(c, call, key, fp)
-		}
+	call, ok := s.prepareCall(c, &req, rec)
+	if !ok {
 		return
 	}
-	var stop func()
-	if key != "" {
-		run, ver := s.idemBegin(c, call.Owner, key, fp)
-		if !run {
-			return
-		}
-		stop = s.idemHold(call.Owner, key, fp, ver)
+	switch {
+	case wantsStream(c) && r.Key == "":
+		s.streamCall(c, call)
+	case wantsStream(c):
+		s.streamIdempotent(c, call, r)
+	case r.Key == "":
+		ctx := c.Request.Context()
+		out, e := s.finishCall(ctx, call, s.deps.Dispatcher.Run(ctx, call))
+		answer(c, out, e)
+	default:
+		s.runIdempotent(c, call, r)
 	}
-	out, e := s.finishCall(c.Request.Context(), call, s.deps.Dispatcher.Run(c.Request.Context(), call))
-	if stop != nil {
-		stop()
-	}
-	if key != "" {
-		status, body := http.StatusOK, []byte(nil)
-		if e != nil {
-			status = e.Status
-			body, _ = json.Marshal(errorBody{Error: e})
-		} else {
-			body, _ = json.Marshal(out)
-		}
-		s.idemFinish(call.Owner, key, fp, status, body, notRunStatus(status))
-	}
+}
+
+// answer writes a tool call's answer: the 200 body or the error.
+func answer(c *gin.Context, out wire.ToolCallResponse, e *Error) {
 	if e != nil {
 		abortError(c, e)
 		return
@@ -114,96 +101,38 @@ func (s *Server) runToolCall(c *gin.Context, req toolCallRequest) {
 	c.JSON(http.StatusOK, out)
 }
 
-// ctxSessionRecord is the gin context key under which sessionToolCall
-// leaves the session record it checked (and touched).
-const ctxSessionRecord = "airlock.session"
-
-// checkedSession returns the record of session id that this request's
-// route already checked, if any.
-func checkedSession(c *gin.Context, id string) (sessionRecord, bool) {
-	v, ok := c.Get(ctxSessionRecord)
-	if !ok {
-		return sessionRecord{}, false
+// prepareCall validates req and builds the dispatcher call, in its
+// session (whose record rec is, when the route read it); on a bad request
+// it writes the error and returns false.
+func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest, rec *sessionrecords.Record) (dispatcher.Call, bool) {
+	who := owner(c)
+	if req.ID == "" {
+		req.ID = "call_" + strings.ToLower(rand.Text())
 	}
-	rec, ok := v.(sessionRecord)
-	return rec, ok && rec.ID == id
-}
-
-// prepareCall validates req and builds the dispatcher call; on a bad
-// request it writes the error and returns false.
-func (s *Server) prepareCall(c *gin.Context, req *toolCallRequest) (dispatcher.Call, bool) {
-	if err := req.validate(); err != nil {
+	call, err := s.calls.Call(who, req, "api")
+	if err != nil {
 		fail(c, err)
 		return dispatcher.Call{}, false
 	}
-	who := owner(c)
-	background := false
-	if req.SessionID != "" {
-		rec, ok := checkedSession(c, req.SessionID)
-		if !ok {
-			rec, ok = s.sessions.get(who, req.SessionID, true)
-		}
+	if req.SessionID != "" && rec == nil {
+		r, ok := s.records.Get(c.Request.Context(), who, req.SessionID, true)
 		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return dispatcher.Call{}, false
 		}
-		background = rec.Background
+		rec = &r
 	}
-	limits, err := req.Limits.toSandbox()
-	if err == nil {
-		err = s.checkCeiling(who, limits)
+	if rec != nil {
+		call.SessionID, call.Background = rec.ID, rec.Background
 	}
-	if err != nil {
-		fail(c, err)
-		return dispatcher.Call{}, false
-	}
-	mount, err := s.inputFolder(req.Input)
-	if err != nil {
-		fail(c, err)
-		return dispatcher.Call{}, false
-	}
-	if req.ID == "" {
-		req.ID = newID("call_")
-	}
-	var approvalTools, requireApproval []string
-	if p := s.policy(who); p != nil {
-		approvalTools, requireApproval = p.ApprovalTools, p.RequireApproval
-	}
-	return dispatcher.Call{
-		ApprovalTools:   approvalTools,
-		RequireApproval: requireApproval,
-		ID:              req.ID,
-		Name:            req.Function.Name,
-		Arguments:       req.Function.Arguments,
-		Owner:           who,
-		SessionID:       req.SessionID,
-		Mount:           mount,
-		MountName:       req.Input,
-		Limits:          limits,
-		Ceiling:         s.ceiling(who),
-		Background:      background,
-		Caller:          "api",
-	}, true
+	return call, true
 }
 
 // finishCall records what the call did to its session and builds the
-// answer: the 200 body, or the error a platform outcome maps to. A caller
-// who went away does not end the session: only the sandbox saying it is
-// gone does.
-func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispatcher.Result) (toolCallResponse, *Error) {
-	if res.CallID == "" {
-		res.CallID = call.ID
-	}
-	if res.Name == "" {
-		res.Name = call.Name
-	}
-	if call.SessionID != "" && (res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
-		(res.Sandbox != nil && res.Sandbox.SessionEnded)) {
-		s.sessions.remove(call.Owner, call.SessionID)
-	} else if call.SessionID != "" {
-		s.sessions.touch(call.Owner, call.SessionID) // the sandbox counts idle time from the call's end
-	}
-	out := s.buildResponse(call.Owner, call.SessionID, res)
+// answer (toolcalls.Service.Finish): the 200 body, or the error a
+// platform outcome maps to.
+func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispatcher.Result) (wire.ToolCallResponse, *Error) {
+	out := s.calls.Finish(ctx, call, res)
 	if e := statusError(res, out.Message); e != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			e = toError(ctx, ctx.Err()).withDetails(e.Details)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // TestStreamedRetryReplays: a streamed call with an Idempotency-Key runs
@@ -181,7 +182,7 @@ func TestStreamedRetryAttachesAcrossReplicas(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); fromB = postStream(t, b, "k-take", "y") }()
 	time.Sleep(300 * time.Millisecond)
-	if err := st.Delete(context.Background(), idemKey("alice", "k-take"), 0); err != nil { // as the lease lapsing
+	if err := st.Delete(context.Background(), state.Key{Kind: "idem", Owner: "alice", ID: "k-take"}, 0); err != nil { // as the lease lapsing
 		t.Fatal(err)
 	}
 	var second dispatcher.Call
@@ -195,7 +196,7 @@ func TestStreamedRetryAttachesAcrossReplicas(t *testing.T) {
 	if second.IdempotencyKey != "k-take" || fromB.replayed != "true" || fromB.events[len(fromB.events)-1].Event != "result" {
 		t.Fatalf("takeover: key %q, %+v", second.IdempotencyKey, fromB)
 	}
-	if _, err := st.Get(context.Background(), idemKey("alice", "k-take")); err != nil {
+	if _, err := st.Get(context.Background(), state.Key{Kind: "idem", Owner: "alice", ID: "k-take"}); err != nil {
 		t.Fatalf("answer not stored after the takeover: %v", err)
 	}
 }

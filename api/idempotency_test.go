@@ -18,8 +18,8 @@ func (downStore) Put(context.Context, state.Key, []byte, state.PutOptions) (int6
 
 // TestIdempotentToolCall: a retry with the same Idempotency-Key answers the
 // stored body without a second dispatch; another body under the key is
-// 409 naming it; keys are per owner; the call id alone dedupes an exact
-// retry but not a different call reusing the id.
+// 409 naming it; keys are per owner; the call id alone does not replay a
+// call that has answered (see TestImplicitReplayOnlyInFlight).
 func TestIdempotentToolCall(t *testing.T) {
 	h := newHarness(t, nil)
 	first := h.do(keyAlice, "POST", "/v1/tool-calls", py("print(1)"), "Idempotency-Key", "k1").must(t, http.StatusOK)
@@ -41,8 +41,8 @@ func TestIdempotentToolCall(t *testing.T) {
 	h.do(keyAlice, "POST", "/v1/tool-calls", py("print(3)")).must(t, http.StatusOK)
 	h.do(keyAlice, "POST", "/v1/tool-calls", py("print(3)")).must(t, http.StatusOK)
 	h.do(keyAlice, "POST", "/v1/tool-calls", py("print(4)")).must(t, http.StatusOK)
-	if len(h.disp.calls) != 4 {
-		t.Errorf("call id keys: %d dispatches, want 4", len(h.disp.calls))
+	if len(h.disp.calls) != 5 {
+		t.Errorf("call id keys: %d dispatches, want 5", len(h.disp.calls))
 	}
 }
 

@@ -23,9 +23,9 @@ type MCP interface {
 func (s *Server) mountMCP(r *gin.Engine) {
 	m := r.Group("/mcp", s.authenticate(), s.rateLimit())
 	slow := s.timeout(s.cfg.ToolCallTimeout)
-	m.POST("", s.limitConcurrency(s.calls), slow, s.serveMCP)
-	m.DELETE("", s.limitConcurrency(s.calls), s.timeout(s.cfg.RequestTimeout), s.serveMCP)
-	m.GET("", s.limitConcurrency(s.streams), s.timeout(s.cfg.StreamTimeout), s.serveMCP)
+	m.POST("", s.limitConcurrency(s.callGate), slow, s.serveMCP)
+	m.DELETE("", s.limitConcurrency(s.callGate), s.timeout(s.cfg.RequestTimeout), s.serveMCP)
+	m.GET("", s.limitConcurrency(s.streamGate), s.timeout(s.cfg.StreamTimeout), s.serveMCP)
 }
 
 // serveMCP hands the request to the owner's MCP handler.

@@ -107,10 +107,7 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			owner, ok = s.cfg.Keys.Owner(key)
 		}
 		if !ok {
-			if ok, wait := s.ipLimiter.allow("ip:" + hostOnly(c.Request.RemoteAddr)); !ok {
-				e := newError(core.ErrRateLimited, "rate limit exceeded for this client address")
-				e.RetryAfter = wait
-				abortError(c, e)
+			if !s.spendIP(c) {
 				return
 			}
 			c.Header("WWW-Authenticate", `Bearer realm="airlock"`)
@@ -171,13 +168,9 @@ func bearer(h string) (string, bool) {
 // rateLimit spends one of the owner's tokens or answers 429 rate_limited.
 func (s *Server) rateLimit() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if ok, wait := s.limiter.allow(owner(c)); !ok {
-			e := newError(core.ErrRateLimited, "rate limit exceeded for this API key")
-			e.RetryAfter = wait
-			abortError(c, e)
-			return
+		if spend(c, s.limiter, owner(c), "rate limit exceeded for this API key") {
+			c.Next()
 		}
-		c.Next()
 	}
 }
 
@@ -188,14 +181,27 @@ func (s *Server) rateLimit() gin.HandlerFunc {
 // forge.
 func (s *Server) rateLimitIP() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if ok, wait := s.ipLimiter.allow("ip:" + hostOnly(c.Request.RemoteAddr)); !ok {
-			e := newError(core.ErrRateLimited, "rate limit exceeded for this client address")
-			e.RetryAfter = wait
-			abortError(c, e)
-			return
+		if s.spendIP(c) {
+			c.Next()
 		}
-		c.Next()
 	}
+}
+
+// spendIP spends one of the client address's tokens, or answers 429.
+func (s *Server) spendIP(c *gin.Context) bool {
+	return spend(c, s.ipLimiter, "ip:"+hostOnly(c.Request.RemoteAddr), "rate limit exceeded for this client address")
+}
+
+// spend takes one of key's tokens from l, or answers 429 rate_limited
+// with msg and the wait and reports false.
+func spend(c *gin.Context, l *rateLimiter, key, msg string) bool {
+	ok, wait := l.allow(key)
+	if !ok {
+		e := newError(core.ErrRateLimited, msg)
+		e.RetryAfter = wait
+		abortError(c, e)
+	}
+	return ok
 }
 
 // requireMetricsKey answers 401 unless the request carries Config.MetricsKey

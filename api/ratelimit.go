@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // rateLimiter is a token bucket per owner (bounded by the key set) or per
@@ -11,59 +13,49 @@ import (
 // map passes maxBuckets, and a new address is refused while it stays full).
 type rateLimiter struct {
 	mu      sync.Mutex
-	rate    float64 // tokens per second
-	burst   float64
+	rate    rate.Limit // tokens per second
+	burst   int
 	now     func() time.Time
-	buckets map[string]*bucket
+	buckets map[string]*rate.Limiter
 }
 
-// bucket is one owner's tokens at a moment.
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// newRateLimiter returns a limiter, or nil (allow all) when rate < 0.
-func newRateLimiter(rate float64, burst int, now func() time.Time) *rateLimiter {
-	if rate < 0 {
+// newRateLimiter returns a limiter, or nil (allow all) when perSecond < 0.
+func newRateLimiter(perSecond float64, burst int, now func() time.Time) *rateLimiter {
+	if perSecond < 0 {
 		return nil
 	}
-	return &rateLimiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+	return &rateLimiter{rate: rate.Limit(perSecond), burst: burst, now: now, buckets: map[string]*rate.Limiter{}}
 }
 
-// allow takes a token for owner. When none is left it returns false and the
+// allow takes a token for key. When none is left it returns false and the
 // whole seconds until one will be.
-func (l *rateLimiter) allow(owner string) (bool, int) {
+func (l *rateLimiter) allow(key string) (bool, int) {
 	if l == nil {
 		return true, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	b, ok := l.buckets[owner]
-	if !ok && len(l.buckets) >= maxBuckets {
-		l.prune(now)
-		if len(l.buckets) >= maxBuckets {
-			return false, 1
-		}
-	}
+	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[owner] = b
+		if len(l.buckets) >= maxBuckets {
+			l.prune(now)
+			if len(l.buckets) >= maxBuckets {
+				return false, 1
+			}
+		}
+		b = rate.NewLimiter(l.rate, l.burst)
+		l.buckets[key] = b
 	}
-	if el := now.Sub(b.last).Seconds(); el > 0 {
-		b.tokens = math.Min(l.burst, b.tokens+el*l.rate)
-		b.last = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.AllowN(now, 1) {
 		return true, 0
 	}
-	wait := 1.0
-	if l.rate > 0 {
-		wait = math.Ceil((1 - b.tokens) / l.rate)
+	r := b.ReserveN(now, 1)
+	defer r.CancelAt(now)
+	if !r.OK() || l.rate == 0 {
+		return false, 1
 	}
-	return false, int(math.Max(1, wait))
+	return false, int(math.Max(1, math.Ceil(r.DelayFrom(now).Seconds())))
 }
 
 // maxBuckets bounds the buckets a limiter keeps.
@@ -73,7 +65,7 @@ const maxBuckets = 100_000
 // changes nothing. Callers hold mu.
 func (l *rateLimiter) prune(now time.Time) {
 	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, k)
 		}
 	}

@@ -52,7 +52,7 @@ func newRealAPI(t *testing.T, mut func(*Config, *Deps)) *realAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 16}, jobs.NewHandler(eng))
+	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 16}, jobs.NewRunner(eng))
 	if err != nil {
 		t.Fatal(err)
 	}

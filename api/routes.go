@@ -1,7 +1,9 @@
 package api
 
 import (
+	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/notebooks"
 	"github.com/gin-gonic/gin"
 )
 
@@ -38,14 +40,14 @@ func (s *Server) routes() *gin.Engine {
 	// Authenticated. Streams hold their own slot, not a call slot. A
 	// request without a valid key spends its address's tokens first.
 	v1 := r.Group("/v1", s.authenticate(), s.rateLimit())
-	v1.GET("/runs/:id/events", s.limitConcurrency(s.streams), s.runEvents)
+	v1.GET("/runs/:id/events", s.limitConcurrency(s.streamGate), s.runEvents)
 	// An interrupt must get through while calls hold every call slot.
 	v1.POST("/sessions/:id/interrupt", quick, s.interruptSession)
 
-	g := v1.Group("", s.limitConcurrency(s.calls))
+	g := v1.Group("", s.limitConcurrency(s.callGate))
 	g.GET("/tools", quick, s.listTools)
 	g.POST("/tool-calls", slow, body, s.toolCall)
-	g.GET("/artifacts/:artifact", quick, s.getArtifact)
+	g.GET("/artifacts/:artifact", quick, s.artifact(false))
 
 	g.POST("/sessions", slow, body, s.openSession)
 	g.GET("/sessions", quick, s.listSessions)
@@ -56,25 +58,25 @@ func (s *Server) routes() *gin.Engine {
 	g.PUT("/sessions/:id/files/*path", slow, upload, s.putFile)
 	g.GET("/sessions/:id/files/*path", slow, s.getFile)
 	g.GET("/sessions/:id/files", slow, s.listFiles)
-	g.GET("/sessions/:id/artifacts/:artifact", quick, s.getSessionArtifact)
+	g.GET("/sessions/:id/artifacts/:artifact", quick, s.artifact(true))
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
-	g.PUT("/sessions/:id/notebook", quick, limitBody(notebookMaxBytes), s.putNotebook)
+	g.PUT("/sessions/:id/notebook", quick, limitBody(notebooks.MaxBytes), s.putNotebook)
 
 	g.POST("/runs", quick, body, s.startRun)
 	g.GET("/runs/:id", quick, s.getRun)
 	g.POST("/runs/:id/cancel", quick, s.cancelRun)
 	g.POST("/runs/:id/approvals/:token", quick, body, s.approveRun)
 
-	v1.GET("/batches/:id/events", s.limitConcurrency(s.streams), s.batchEvents)
+	v1.GET("/batches/:id/events", s.limitConcurrency(s.streamGate), s.batchEvents)
 	g.POST("/batches", slow, upload, s.createBatch)
 	g.GET("/batches", quick, s.listBatches)
-	g.GET("/batches/:id", quick, s.getBatch)
+	g.GET("/batches/:id", quick, s.batchOp((*batch.Manager).Get))
 	g.GET("/batches/:id/results", slow, s.batchResults)
 	g.GET("/batches/:id/errors", slow, s.batchErrors)
 	g.GET("/batches/:id/summary", slow, s.batchSummary)
 	g.GET("/batches/:id/report", slow, s.batchReport)
-	g.POST("/batches/:id/cancel", quick, s.cancelBatch)
-	g.POST("/batches/:id/retry", quick, s.retryBatch)
+	g.POST("/batches/:id/cancel", quick, s.batchOp((*batch.Manager).Cancel))
+	g.POST("/batches/:id/retry", quick, s.batchOp((*batch.Manager).Retry))
 
 	s.mountMCP(r)
 	s.mountJupyter(r)

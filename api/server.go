@@ -16,28 +16,37 @@ import (
 
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/artifacts"
+	"github.com/airlock-dev/airlock/internal/idempotency"
+	"github.com/airlock-dev/airlock/internal/notebooks"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/sessions"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/state"
 )
 
 // Server is the HTTP API: an http.Handler, plus Run and Serve for a
 // listener with graceful shutdown.
 type Server struct {
-	cfg       Config
-	deps      Deps
-	log       *slog.Logger
-	engine    *gin.Engine
-	metrics   *httpMetrics
-	gatherer  prometheus.Gatherer
-	limiter   *rateLimiter
-	ipLimiter *rateLimiter // per client address, outside the /v1 API
-	calls     *gate        // per-key concurrent requests
-	streams   *gate        // per-key open SSE streams
-	uploads   *slots
-	artifacts *artifactStore
-	sessions  *sessionStore
-	state     state.Store
-	openapi   []byte
-	batches   *batch.Manager // nil without Deps.Batches
+	cfg        Config
+	deps       Deps
+	log        *slog.Logger
+	engine     *gin.Engine
+	metrics    *httpMetrics
+	gatherer   prometheus.Gatherer
+	limiter    *rateLimiter
+	ipLimiter  *rateLimiter // per client address, outside the /v1 API
+	callGate   *gate        // per-key concurrent requests
+	streamGate *gate        // per-key open SSE streams
+	uploads    *slots
+	artifacts  *artifacts.Store
+	records    *sessionrecords.Store
+	sessions   *sessions.Service
+	idem       *idempotency.Keys
+	calls      *toolcalls.Service
+	notebooks  *notebooks.Store
+	openapi    []byte
+	batches    *batch.Manager // nil without Deps.Batches
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when shutdown starts; ends SSE streams
@@ -85,29 +94,34 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.State = state.NewMemory(cfg.Now)
 	}
 	s := &Server{
-		cfg:       cfg,
-		deps:      deps,
-		log:       log,
-		metrics:   m,
-		gatherer:  gath,
-		limiter:   newRateLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now),
-		ipLimiter: newRateLimiter(cfg.PublicRatePerSecond, cfg.PublicRateBurst, cfg.Now),
-		calls:     newGate(cfg.MaxConcurrentPerKey),
-		streams:   newGate(cfg.MaxStreamsPerKey),
-		uploads:   newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
-		artifacts: newArtifactStore(artifactLimits{ttl: cfg.ArtifactTTL, maxBytes: cfg.ArtifactMaxBytes,
-			ownerBytes: cfg.ArtifactOwnerMaxBytes, ownerCount: cfg.ArtifactOwnerMaxCount,
-			ownerQuota: func(owner string) (int64, int) {
+		cfg:        cfg,
+		deps:       deps,
+		log:        log,
+		metrics:    m,
+		gatherer:   gath,
+		limiter:    newRateLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now),
+		ipLimiter:  newRateLimiter(cfg.PublicRatePerSecond, cfg.PublicRateBurst, cfg.Now),
+		callGate:   newGate(cfg.MaxConcurrentPerKey),
+		streamGate: newGate(cfg.MaxStreamsPerKey),
+		uploads:    newSlots("uploads", cfg.MaxUploadsPerKey, cfg.MaxUploads),
+		artifacts: artifacts.New(artifacts.Config{TTL: cfg.ArtifactTTL, MaxBytes: cfg.ArtifactMaxBytes,
+			OwnerBytes: cfg.ArtifactOwnerMaxBytes, OwnerCount: cfg.ArtifactOwnerMaxCount,
+			OwnerQuota: func(owner string) (int64, int) {
 				if p := cfg.Keys.Policy(owner); p != nil {
 					return p.Budget.ArtifactBytes, p.Budget.ArtifactCount
 				}
 				return 0, 0
-			}}, deps.State, cfg.Now),
-		sessions: newSessionStore(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
-		state:    deps.State,
-		openapi:  doc,
-		draining: make(chan struct{}),
+			}, Now: cfg.Now}, deps.State),
+		records:   sessionrecords.New(deps.State, cfg.SessionIdleTTL, cfg.SessionMaxLife, cfg.Now),
+		idem:      idempotency.New(deps.State),
+		notebooks: notebooks.New(deps.State, cfg.Now),
+		openapi:   doc,
+		draining:  make(chan struct{}),
 	}
+	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, InsecureLocal: cfg.InsecureLocal, DefaultLimits: cfg.DefaultLimits,
+		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
+		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
+	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Shutdown lets an in-flight tool call finish, ends open event streams
@@ -25,7 +26,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		<-release
 		return scripted(ctx, c)
 	}
-	h.runs.script = func(agent.RunRequest) [][]agent.Event { return approvalScript(agent.RunRequest{}) } // stays open
+	h.runs.script = func(agent.RunRequest) [][]wire.RunEvent { return approvalScript(agent.RunRequest{}) } // stays open
 	rid := h.startRun(keyAlice, map[string]any{"goal": "x"})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,14 +3,11 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/airlock-dev/airlock/batch"
-	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // batchEvents answers GET /v1/batches/{id}/events as Server-Sent Events,
@@ -23,17 +20,10 @@ func (s *Server) batchEvents(c *gin.Context) {
 	if !s.needBatches(c) {
 		return
 	}
-	var after int64
-	if v := c.GetHeader("Last-Event-ID"); v != "" || c.Query("after") != "" {
-		if v == "" {
-			v = c.Query("after")
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n < 0 {
-			abortError(c, newError(core.ErrInvalid, "Last-Event-ID must be a non-negative integer"))
-			return
-		}
-		after = n
+	after, err := resumePoint(c)
+	if err != nil {
+		fail(c, err)
+		return
 	}
 	who, id := owner(c), c.Param("id")
 	b, err := s.batches.Get(c.Request.Context(), who, id)
@@ -41,8 +31,8 @@ func (s *Server) batchEvents(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	write, ok := s.openEventStream(c)
-	if !ok {
+	out := s.openEventStream(c)
+	if !out.alive {
 		return
 	}
 	ctx := c.Request.Context()
@@ -64,14 +54,14 @@ func (s *Server) batchEvents(c *gin.Context) {
 		}
 		if len(es) == 0 {
 			if ended {
-				_ = write("event: done\ndata: {}\n\n")
+				_ = out.write("event: done\ndata: {}\n\n")
 				return
 			}
 			if b, err := s.batches.Get(ctx, who, id); err == nil && b.Status.Terminal() {
 				ended = true
 				continue
 			}
-			if !write(": ping\n\n") {
+			if !out.write(": ping\n\n") {
 				return
 			}
 			continue
@@ -79,15 +69,15 @@ func (s *Server) batchEvents(c *gin.Context) {
 		for _, e := range es {
 			after = e.Seq
 			var snap struct {
-				Object string       `json:"object"`
-				Status batch.Status `json:"status"`
+				Object string           `json:"object"`
+				Status wire.BatchStatus `json:"status"`
 			}
 			_ = json.Unmarshal(e.Data, &snap)
 			kind := "progress"
-			if snap.Object == batch.ItemEventObject {
+			if snap.Object == wire.BatchItemEventObject {
 				kind = "item"
 			}
-			if !write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, kind, e.Data)) {
+			if !out.write(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, kind, e.Data)) {
 				return
 			}
 			if kind == "progress" && snap.Status.Terminal() {

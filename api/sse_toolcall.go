@@ -12,6 +12,8 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // callEventBuffer is how many live events wait for a slow client; past it
@@ -29,78 +31,50 @@ func wantsStream(c *gin.Context) bool {
 }
 
 // streamCall runs call and answers with Server-Sent Events: "stdout",
-// "stderr", "display" and "artifact" as the call produces them (data: the
-// event as JSON, {"kind","text"|"data"|"artifact"}), then one "result"
-// whose data is exactly the body the non-streaming call answers with 200,
-// or one "error" whose data is {"status": HTTP status, "error": {...}} as
-// the non-streaming call's error body. The stream ends after that event.
-// A client that goes away cancels the call; a session call is then
-// interrupted and the session lives on. (With an idempotency key see
-// streamIdempotent: the call then runs to its end.)
+// "stderr", "display" and "artifact" as the call produces them (data: a
+// wire.CallEvent), then one "result" whose data is exactly the body the
+// non-streaming call answers with 200, or one "error" whose data is a
+// wire.CallStreamError, the non-streaming call's status and error. The
+// stream ends after that event. A client that goes away cancels the call;
+// a session call is then interrupted and the session lives on. (With an
+// idempotency key see streamIdempotent: the call then runs to its end.)
 func (s *Server) streamCall(c *gin.Context, call dispatcher.Call) {
 	cs := openCallStream(c, call.ID, false)
 	s.runStreamed(c.Request.Context(), cs, call)
 }
 
-// callStream is the open SSE answer of one tool call.
-type callStream struct {
-	c     *gin.Context
-	rc    *http.ResponseController
-	alive bool // false once a write failed: the client is gone
-}
-
-// openCallStream writes the event stream's headers (with
-// Idempotent-Replayed: true when replayed) and its first comment.
-func openCallStream(c *gin.Context, callID string, replayed bool) *callStream {
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	if replayed {
-		h.Set("Idempotent-Replayed", "true")
-	}
-	c.Status(http.StatusOK)
-	cs := &callStream{c: c, rc: http.NewResponseController(c.Writer), alive: true}
+// openCallStream starts a tool call's event stream (Idempotent-Replayed:
+// true when replayed) with its first comment.
+func openCallStream(c *gin.Context, callID string, replayed bool) *eventStream {
+	cs := openStream(c, replayed, 0)
 	cs.write(": call " + sanitizeLine(callID) + "\n\n")
 	return cs
 }
 
-// write sends chunk and flushes it; after a failed write it does nothing.
-func (cs *callStream) write(chunk string) {
-	if !cs.alive {
-		return
-	}
-	if _, err := cs.c.Writer.WriteString(chunk); err != nil || cs.rc.Flush() != nil {
-		cs.alive = false // keep draining: the call still has to end
-	}
+// fail writes the final "error" event of e.
+func (cs *eventStream) fail(e *Error) {
+	cs.c.Set(ctxErrorCode, e.Code)
+	cs.write(sseMessage("error", wire.CallStreamError{Status: e.Status, Error: &e.errorObject}))
 }
 
-// final writes the last event from a non-streamed answer: status 200 and
-// its body as "result", any other status as "error" {"status", "error"}.
-func (cs *callStream) final(status int, body []byte) {
+// final writes the last event from a stored answer: status 200 and its
+// body as "result", any other status as "error".
+func (cs *eventStream) final(status int, body []byte) {
 	if status == http.StatusOK {
 		cs.write("event: result\ndata: " + string(body) + "\n\n")
 		return
 	}
-	var eb struct {
-		Error json.RawMessage `json:"error"`
+	var eb wire.ErrorBody
+	if json.Unmarshal(body, &eb) != nil || eb.Error == nil {
+		eb.Error = &wire.Error{Code: core.ErrInternal, Message: "unreadable stored answer"}
 	}
-	if json.Unmarshal(body, &eb) != nil || len(eb.Error) == 0 {
-		eb.Error = json.RawMessage(`{"code":"internal","message":"unreadable stored answer"}`)
-	}
-	var code struct {
-		Code core.Code `json:"code"`
-	}
-	if json.Unmarshal(eb.Error, &code) == nil && code.Code != "" {
-		cs.c.Set(ctxErrorCode, code.Code)
-	}
-	cs.write(sseMessage("error", map[string]any{"status": status, "error": eb.Error}))
+	cs.fail(&Error{errorObject: *eb.Error, Status: status})
 }
 
 // runStreamed runs call with ctx, writing its live events to cs and then
 // its final event, and returns that answer as the non-streaming call would
-// have given it (status and JSON body).
-func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatcher.Call) (int, []byte) {
+// have given it.
+func (s *Server) runStreamed(ctx context.Context, cs *eventStream, call dispatcher.Call) toolcalls.Stored {
 	events := make(chan core.Event, callEventBuffer)
 	sink := func(ev core.Event) {
 		select {
@@ -127,28 +101,27 @@ func (s *Server) runStreamed(ctx context.Context, cs *callStream, call dispatche
 					drained = true
 				}
 			}
-			out, e := s.finishCall(ctx, call, res)
-			if e != nil {
-				cs.c.Set(ctxErrorCode, e.Code)
-				cs.write(sseMessage("error", map[string]any{"status": e.Status, "error": e}))
-				body, _ := json.Marshal(errorBody{Error: e})
-				return e.Status, body
-			}
-			body, _ := json.Marshal(out)
-			cs.write("event: result\ndata: " + string(body) + "\n\n")
-			return http.StatusOK, body
+			a := encodeAnswer(s.finishCall(ctx, call, res))
+			cs.final(a.Status, a.Body)
+			return a
 		}
 	}
 }
 
 // formatCallEvent renders one live event of a call; unknown kinds are
-// skipped.
+// skipped. An artifact event names the file, never its bytes.
 func formatCallEvent(ev core.Event) string {
+	out := wire.CallEvent{Kind: ev.Kind, Text: ev.Text, Data: ev.Data}
 	switch ev.Kind {
-	case "stdout", "stderr", "display", "artifact":
-		return sseMessage(ev.Kind, ev)
+	case core.EventStdout, core.EventStderr, core.EventDisplay:
+	case core.EventArtifact:
+		if a := ev.Artifact; a != nil {
+			out.Artifact = &wire.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}
+		}
+	default:
+		return ""
 	}
-	return ""
+	return sseMessage(ev.Kind, out)
 }
 
 // sseMessage renders one SSE message with v as one-line JSON data.

@@ -1,12 +1,16 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/idempotency"
 	"github.com/airlock-dev/airlock/internal/redistest"
+	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -28,23 +32,26 @@ func BenchmarkSessionCallState(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			st := bc.st(b)
-			sessions := newSessionStore(st, time.Hour, 0, time.Now)
-			if _, err := sessions.add("alice", "ses_1", core.Limits{}, false); err != nil {
+			ctx := context.Background()
+			sessions := sessionrecords.New(st, time.Hour, 0, time.Now)
+			if _, err := sessions.Add(ctx, "alice", "ses_1", core.Limits{}, false); err != nil {
 				b.Fatal(err)
 			}
-			s := &Server{deps: Deps{State: st}}
+			keys := idempotency.New(st)
 			body := make([]byte, 300)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				sessions.get("alice", "ses_1", false)
-				sessions.get("alice", "ses_1", true)
-				key := fmt.Sprint("k", i)
-				k := state.Key{Kind: idemKind, Owner: "alice", ID: key}
-				if _, err := st.Put(b.Context(), k, []byte(`{"fp":"x"}`), state.PutOptions{TTL: idemLease, IfVersion: -1}); err != nil {
+				sessions.Get(ctx, "alice", "ses_1", false)
+				sessions.Get(ctx, "alice", "ses_1", true)
+				r := idempotency.Request{Owner: "alice", Key: fmt.Sprint("k", i), Fingerprint: "x"}
+				step, err := keys.Next(ctx, r, nil)
+				if err != nil || step.Claim == nil {
+					b.Fatal(step, err)
+				}
+				if err := keys.Finish(ctx, step.Claim, http.StatusOK, body, 0); err != nil {
 					b.Fatal(err)
 				}
-				s.idemFinish("alice", key, "x", 200, body, false)
-				sessions.touch("alice", "ses_1")
+				sessions.Touch(ctx, "alice", "ses_1")
 			}
 		})
 	}

@@ -33,5 +33,5 @@
 // on the host.
 //
 // Progress: the batch's events log holds progress snapshots (the batch
-// record) and an ItemEvent per finished item, with dense Seq numbers.
+// record) and a wire.BatchItemEvent per finished item, with dense Seq numbers.
 package batch

@@ -8,31 +8,16 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// ItemEvent is the event logged when an item finishes: one per item and
-// attempt, in the batch's events log next to its progress snapshots (whose
-// "object" is "batch"), so the log's dense Seq numbers order both.
-type ItemEvent struct {
-	Object      string `json:"object"` // "batch.item"
-	CustomID    string `json:"custom_id"`
-	Status      string `json:"status"` // the result line's status
-	Failed      bool   `json:"failed"`
-	DurationMS  int64  `json:"duration_ms"`
-	Attempt     int    `json:"attempt"`
-	CompletedAt int64  `json:"completed_at"`
-}
-
-// ItemEventObject is ItemEvent.Object.
-const ItemEventObject = "batch.item"
 
 // eventsMax bounds a batch's events log: an item event per item and
 // attempt, a progress snapshot per change of counts, and lifecycle ones.
 func eventsMax(total int) int { return 3*total + 1000 }
 
 // itemEvent logs that an item finished with line l.
-func (m *Manager) itemEvent(ctx context.Context, owner, id string, l *Line, total int) error {
-	data, err := json.Marshal(ItemEvent{Object: ItemEventObject, CustomID: l.CustomID, Status: l.Status, Failed: l.Failed(),
+func (m *Manager) itemEvent(ctx context.Context, owner, id string, l *wire.BatchLine, total int) error {
+	data, err := json.Marshal(wire.BatchItemEvent{Object: wire.BatchItemEventObject, CustomID: l.CustomID, Status: l.Status, Failed: l.Failed(),
 		DurationMS: l.DurationMS, Attempt: l.Attempt, CompletedAt: l.CompletedAt})
 	if err != nil {
 		return fmt.Errorf("batch: encode item event: %w", err)
@@ -54,8 +39,8 @@ func (m *Manager) loggedItemEvents(ctx context.Context, owner, id string) (map[s
 		}
 		for _, e := range es {
 			after = e.Seq
-			var ev ItemEvent
-			if json.Unmarshal(e.Data, &ev) == nil && ev.Object == ItemEventObject {
+			var ev wire.BatchItemEvent
+			if json.Unmarshal(e.Data, &ev) == nil && ev.Object == wire.BatchItemEventObject {
 				seen[lineID(ev.CustomID, ev.Attempt)] = true
 			}
 		}

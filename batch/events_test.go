@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // TestItemEventsAndCPUSeconds: the events log holds one item event per
@@ -24,7 +25,7 @@ func TestItemEventsAndCPUSeconds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = waitStatus(t, m, "alice", b.ID, StatusCompleted)
+		b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 		// The final snapshot is logged just after the record changes.
 		var es []state.Entry
 		for deadline := time.Now().Add(testscale.D(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -32,7 +33,7 @@ func TestItemEventsAndCPUSeconds(t *testing.T) {
 				t.Fatal(err)
 			}
 			var tail Batch
-			if len(es) > 0 && json.Unmarshal(es[len(es)-1].Data, &tail) == nil && tail.Status == StatusCompleted {
+			if len(es) > 0 && json.Unmarshal(es[len(es)-1].Data, &tail) == nil && tail.Status == wire.BatchCompleted {
 				break
 			}
 		}
@@ -47,8 +48,8 @@ func TestItemEventsAndCPUSeconds(t *testing.T) {
 			}
 			_ = json.Unmarshal(e.Data, &probe)
 			switch probe.Object {
-			case ItemEventObject:
-				var ev ItemEvent
+			case wire.BatchItemEventObject:
+				var ev wire.BatchItemEvent
 				_ = json.Unmarshal(e.Data, &ev)
 				if ev.Status != "ok" || ev.Failed || ev.Attempt != 1 {
 					t.Errorf("item event %s", e.Data)
@@ -68,7 +69,7 @@ func TestItemEventsAndCPUSeconds(t *testing.T) {
 				t.Errorf("%s has %d item events", id, n)
 			}
 		}
-		if last.Status != StatusCompleted || es[len(es)-1].Seq != int64(len(es)) {
+		if last.Status != wire.BatchCompleted || es[len(es)-1].Seq != int64(len(es)) {
 			t.Errorf("last progress snapshot %s", last.Status)
 		}
 		resumed, _ := m.Events(ctx, "alice", b.ID, 3, 0)

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // recordingDispatcher keeps every call; fail makes the first calls of a
@@ -52,7 +53,7 @@ func mapItem(id, dir string) Item {
 	return Item{CustomID: id, Call: &dispatcher.Call{Name: "python", Arguments: json.RawMessage(`{}`), Mount: dir, MountName: "src/" + id}}
 }
 
-func lineOf(t *testing.T, lines []Line, id string) Line {
+func lineOf(t *testing.T, lines []wire.BatchLine, id string) wire.BatchLine {
 	t.Helper()
 	for _, l := range lines {
 		if l.CustomID == id {
@@ -60,7 +61,7 @@ func lineOf(t *testing.T, lines []Line, id string) Line {
 		}
 	}
 	t.Fatalf("no line for %s in %+v", id, lines)
-	return Line{}
+	return wire.BatchLine{}
 }
 
 // TestFolderItemsArePackedOrMounted: by default a folder item travels as
@@ -77,7 +78,7 @@ func TestFolderItemsArePackedOrMounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitStatus(t, m, "alice", b.ID, StatusCompleted)
+		waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 		lines, _ := m.Results(ctx, "alice", b.ID)
 		calls := d.byKey()
 		s, many := calls[b.ID+"/small/1"][0], calls[b.ID+"/many/1"][0]
@@ -121,7 +122,7 @@ func TestUploadedArchivesLiveInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	calls := d.byKey()
 	if c := calls[b.ID+"/archive-0/1"][0]; !bytes.Equal(c.Archive, big) || c.Mount != "" {
 		t.Fatalf("archive 1 sent as %d bytes (mount %q), want the %d uploaded", len(c.Archive), c.Mount, len(big))
@@ -159,13 +160,13 @@ func TestUploadedArchivesLiveInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, m, "alice", b2.ID, StatusCompleted)
+	waitStatus(t, m, "alice", b2.ID, wire.BatchCompleted)
 	_ = st.Delete(ctx, archiveKey("alice", b2.ID, 1), 0)
 	failFirstItem(t, m, "alice", b2.ID)
 	if _, err := m.Retry(ctx, "alice", b2.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, m, "alice", b2.ID, StatusCompleted)
+	waitStatus(t, m, "alice", b2.ID, wire.BatchCompleted)
 	lines, _ = m.Results(ctx, "alice", b2.ID)
 	if l := lineOf(t, lines, "gone"); l.Status != "failed" || l.Error == nil || l.Error.Code != "archive_gone" || l.Attempt != 2 {
 		t.Errorf("item of an expired archive: %+v", l)
@@ -184,15 +185,15 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = waitStatus(t, m, "alice", b.ID, StatusCompleted)
-	if b.RequestCounts != (Counts{Total: 3, Completed: 3}) {
+	b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
+	if b.RequestCounts != (wire.BatchCounts{Total: 3, Completed: 3}) {
 		t.Fatalf("counts %+v", b.RequestCounts)
 	}
 	if n := len(d.byKey()[b.ID+"/item-1/1"]); n != 3 {
 		t.Errorf("item-1 dispatched %d times, want 3 (2 outages, then ok)", n)
 	}
 	raw := 0
-	_ = m.rangeLog(ctx, "alice", b.ID, func(Line) { raw++ })
+	_ = m.rangeLog(ctx, "alice", b.ID, func(wire.BatchLine) { raw++ })
 	if raw != 3 {
 		t.Errorf("%d lines logged, want 3", raw)
 	}
@@ -213,7 +214,7 @@ func TestRetryExtendsArchiveTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	offset.Store(int64(90 * time.Minute)) // past the window, 30 min of retention left
 	failFirstItem(t, m, "alice", b.ID)
 	if _, err := m.Retry(ctx, "alice", b.ID); err != nil {
@@ -228,5 +229,5 @@ func TestRetryExtendsArchiveTTL(t *testing.T) {
 			t.Errorf("after the retry %s expires in %s, want the retry's window + retention (2h)", r.Key.ID, left.Round(time.Minute))
 		}
 	}
-	waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // maxTransient bounds how often one item is retried after platform
@@ -25,7 +25,7 @@ func (e errTransient) Unwrap() error { return e.err }
 // runItem runs one item to a result line, retrying transient platform
 // failures with backoff (same idempotency key, so a job the queue already
 // ran is not run again); ok is false when ctx ended first.
-func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*Line, bool) {
+func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*wire.BatchLine, bool) {
 	for try := 1; ; try++ {
 		line, err := m.tryItem(ctx, owner, id, it, lease)
 		if ctx.Err() != nil {
@@ -37,7 +37,7 @@ func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease 
 		}
 		if try >= maxTransient {
 			if line == nil {
-				line = &Line{Status: string(dispatcher.StatusUnavailable), Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
+				line = &wire.BatchLine{Status: string(dispatcher.StatusUnavailable), Error: &wire.BatchError{Code: string(core.CodeOf(err)), Message: err.Error()}}
 			}
 			return m.stamp(line, it, m.cfg.Now()), true
 		}
@@ -53,12 +53,12 @@ func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease 
 
 // tryItem makes one attempt while holding one of the owner's slots (the
 // runner goroutine's lease, kept across its items).
-func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*Line, error) {
+func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*wire.BatchLine, error) {
 	if err := lease.ensure(ctx); err != nil {
 		return nil, err
 	}
 	start := m.cfg.Now()
-	var line *Line
+	var line *wire.BatchLine
 	switch {
 	case it.Call != nil:
 		call := *it.Call
@@ -74,7 +74,7 @@ func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease 
 		mode, note, err := m.inputs(ctx, owner, id, it, &call)
 		if err != nil {
 			if errors.Is(err, errArchiveGone) {
-				return m.stamp(&Line{Status: "failed", Error: &ItemError{Code: "archive_gone",
+				return m.stamp(&wire.BatchLine{Status: "failed", Error: &wire.BatchError{Code: "archive_gone",
 					Message: fmt.Sprintf("uploaded archive %d of the batch is no longer stored (archives are kept for the completion window plus %s)", it.Archive, m.cfg.ArchiveRetention)}}, it, start), nil
 			}
 			return nil, errTransient{err}
@@ -92,13 +92,13 @@ func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease 
 	case it.Run != nil:
 		line = m.runLine(ctx, owner, it)
 	default:
-		line = &Line{Status: "rejected", Error: &ItemError{Code: "invalid", Message: "the item has neither a tool call nor a run"}}
+		line = &wire.BatchLine{Status: "rejected", Error: &wire.BatchError{Code: "invalid", Message: "the item has neither a tool call nor a run"}}
 	}
 	return m.stamp(line, it, start), nil
 }
 
 // stamp sets the line's item fields, duration and completion time.
-func (m *Manager) stamp(line *Line, it Item, start time.Time) *Line {
+func (m *Manager) stamp(line *wire.BatchLine, it Item, start time.Time) *wire.BatchLine {
 	line.CustomID, line.Attempt = it.CustomID, it.Attempt
 	if line.DurationMS == 0 {
 		line.DurationMS = m.cfg.Now().Sub(start).Milliseconds()
@@ -138,16 +138,16 @@ func (m *Manager) inputs(ctx context.Context, owner, id string, it Item, call *d
 }
 
 // runLine runs an agent for a run item and waits for its end.
-func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
+func (m *Manager) runLine(ctx context.Context, owner string, it Item) *wire.BatchLine {
 	if m.runs == nil {
-		return &Line{Status: "rejected", Error: &ItemError{Code: string(core.ErrNoModel), Message: "agent runs are not available on this server"}}
+		return &wire.BatchLine{Status: "rejected", Error: &wire.BatchError{Code: string(core.ErrNoModel), Message: "agent runs are not available on this server"}}
 	}
 	req := *it.Run
 	req.Owner = owner
 	start := m.cfg.Now()
 	v, err := m.runs.Start(req)
 	if err != nil {
-		return &Line{Status: "failed", Error: &ItemError{Code: string(core.CodeOf(err)), Message: err.Error()}}
+		return &wire.BatchLine{Status: "failed", Error: &wire.BatchError{Code: string(core.CodeOf(err)), Message: err.Error()}}
 	}
 	for !runEnded(v.Status) {
 		select {
@@ -158,25 +158,25 @@ func (m *Manager) runLine(ctx context.Context, owner string, it Item) *Line {
 			if err := m.runs.Cancel(owner, v.ID); err != nil && core.CodeOf(err) != core.ErrNotFound {
 				m.cfg.Logger.Warn("batch: cancel the run of an item", "run", v.ID, "custom_id", it.CustomID, "err", err)
 			}
-			return &Line{Status: "cancelled", RunID: v.ID, Error: &ItemError{Code: "cancelled", Message: ctx.Err().Error()}}
+			return &wire.BatchLine{Status: "cancelled", RunID: v.ID, Error: &wire.BatchError{Code: "cancelled", Message: ctx.Err().Error()}}
 		case <-time.After(200 * time.Millisecond):
 		}
 		nv, err := m.runs.Get(owner, v.ID)
 		if core.CodeOf(err) == core.ErrNotFound {
-			return &Line{Status: "failed", RunID: v.ID, Error: &ItemError{Code: string(core.ErrNotFound),
+			return &wire.BatchLine{Status: "failed", RunID: v.ID, Error: &wire.BatchError{Code: string(core.ErrNotFound),
 				Message: fmt.Sprintf("run %s of the item is no longer stored", v.ID)}}
 		}
 		if err == nil {
 			v = nv
 		}
 	}
-	l := &Line{Status: string(v.Status), RunID: v.ID, FinalAnswer: v.FinalAnswer, DurationMS: m.cfg.Now().Sub(start).Milliseconds()}
+	l := &wire.BatchLine{Status: string(v.Status), RunID: v.ID, FinalAnswer: v.FinalAnswer, DurationMS: m.cfg.Now().Sub(start).Milliseconds()}
 	if v.Error != "" {
-		l.Error = &ItemError{Code: string(v.Status), Message: v.Error}
+		l.Error = &wire.BatchError{Code: string(v.Status), Message: v.Error}
 	}
 	return l
 }
 
-func runEnded(s agent.RunStatus) bool {
-	return s != agent.RunRunning && s != agent.RunWaitingApproval
+func runEnded(s wire.RunStatus) bool {
+	return s != wire.RunRunning && s != wire.RunWaitingApproval
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Dispatcher is the one entry every tool call goes through (the API's).
@@ -26,8 +27,8 @@ type Dispatcher interface {
 // Runs starts, follows and stops agent runs, for run items; nil refuses
 // them.
 type Runs interface {
-	Start(req agent.RunRequest) (agent.RunView, error)
-	Get(owner, id string) (agent.RunView, error)
+	Start(req agent.RunRequest) (wire.Run, error)
+	Get(owner, id string) (wire.Run, error)
 	Cancel(owner, id string) error
 }
 
@@ -73,7 +74,7 @@ type Config struct {
 	ScanEvery time.Duration
 	// Artifacts keeps a result's artifacts and returns references; nil
 	// keeps metadata only.
-	Artifacts func(owner string, arts []core.Artifact) []Artifact
+	Artifacts func(owner string, arts []core.Artifact) []wire.Artifact
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives warnings; nil discards them.
@@ -294,9 +295,9 @@ func (m *Manager) Create(ctx context.Context, owner string, spec Spec) (Batch, e
 		win = m.cfg.CompletionWindow
 	}
 	now := m.cfg.Now()
-	b := Batch{ID: randomID("batch_"), Object: "batch", Owner: owner, Status: StatusValidating,
-		RequestCounts: Counts{Total: len(spec.Items)}, CreatedAt: now.Unix(), ExpiresAt: now.Add(win).Unix(),
-		CompletionWindow: win.String(), Concurrency: conc, Limits: spec.Limits, Metadata: spec.Metadata}
+	b := Batch{Owner: owner, Batch: wire.Batch{ID: randomID("batch_"), Object: "batch", Status: wire.BatchValidating,
+		RequestCounts: wire.BatchCounts{Total: len(spec.Items)}, CreatedAt: now.Unix(), ExpiresAt: now.Add(win).Unix(),
+		CompletionWindow: win.String(), Concurrency: conc, Limits: spec.Limits, Metadata: spec.Metadata}}
 	// Every item is checked before anything is stored: item records have
 	// no TTL, so a refusal halfway would leave them behind for good.
 	for _, it := range spec.Items {
@@ -366,10 +367,10 @@ func (m *Manager) List(ctx context.Context, owner string, limit int) ([]Batch, e
 // dropped. It answers the batch in its new state.
 func (m *Manager) Cancel(ctx context.Context, owner, id string) (Batch, error) {
 	b, err := m.update(ctx, owner, id, func(b *Batch) error {
-		if b.Status.Terminal() || b.Status == StatusCancelling {
+		if b.Status.Terminal() || b.Status == wire.BatchCancelling {
 			return nil
 		}
-		b.Status, b.CancellingAt = StatusCancelling, m.cfg.Now().Unix()
+		b.Status, b.CancellingAt = wire.BatchCancelling, m.cfg.Now().Unix()
 		return nil
 	})
 	if err != nil {
@@ -428,7 +429,7 @@ func (m *Manager) Retry(ctx context.Context, owner, id string) (Batch, error) {
 		return Batch{}, core.E("batch.retry", core.ErrConflict, fmt.Errorf("batch %s has no failed items", id))
 	}
 	b, err = m.update(ctx, owner, id, func(b *Batch) error {
-		b.Status, b.Attempt = StatusInProgress, b.Attempt+1
+		b.Status, b.Attempt = wire.BatchInProgress, b.Attempt+1
 		b.CompletedAt, b.FinalizingAt, b.FailedAt = 0, 0, 0
 		b.RequestCounts.Failed -= n
 		if b.RequestCounts.Failed < 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // echoDispatcher answers every call with its arguments as stdout; calls
@@ -66,7 +67,7 @@ func items(n int, args func(i int) string) []Item {
 	return out
 }
 
-func waitStatus(t *testing.T, m *Manager, owner, id string, want ...Status) Batch {
+func waitStatus(t *testing.T, m *Manager, owner, id string, want ...wire.BatchStatus) Batch {
 	t.Helper()
 	deadline := time.Now().Add(testscale.D(20 * time.Second))
 	for time.Now().Before(deadline) {
@@ -106,8 +107,8 @@ func TestBatchRunsEveryItemOnceInBatchLane(t *testing.T) {
 	if b.Object != "batch" || b.RequestCounts.Total != 50 {
 		t.Fatalf("batch %+v", b)
 	}
-	b = waitStatus(t, m, "alice", b.ID, StatusCompleted)
-	if b.RequestCounts != (Counts{Total: 50, Completed: 45, Failed: 5}) {
+	b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
+	if b.RequestCounts != (wire.BatchCounts{Total: 50, Completed: 45, Failed: 5}) {
 		t.Fatalf("counts %+v", b.RequestCounts)
 	}
 	lines, err := m.Results(ctx, "alice", b.ID)
@@ -124,7 +125,7 @@ func TestBatchRunsEveryItemOnceInBatchLane(t *testing.T) {
 	if _, err := m.Retry(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	b = waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	if d.calls.Load() != 55 {
 		t.Fatalf("retry ran %d calls, want 5", d.calls.Load()-50)
 	}
@@ -150,7 +151,7 @@ func TestBatchCancelStopsQueuedItems(t *testing.T) {
 	if _, err := m.Cancel(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	b = waitStatus(t, m, "alice", b.ID, StatusCancelled)
+	b = waitStatus(t, m, "alice", b.ID, wire.BatchCancelled)
 	if d.calls.Load() > 4 {
 		t.Fatalf("%d calls ran after cancel", d.calls.Load())
 	}
@@ -168,14 +169,14 @@ func TestBatchResumesAfterLeaseExpiry(t *testing.T) {
 	// taken and never renewed.
 	a, _ := New(Config{Replica: "a", LeaseTTL: 300 * time.Millisecond}, st, d, nil)
 	spec := Spec{Items: items(30, func(i int) string { return fmt.Sprintf(`{"code":"%d"}`, i) })}
-	b := Batch{ID: "batch_x", Object: "batch", Owner: "alice", Status: StatusInProgress, RequestCounts: Counts{Total: 30},
-		ExpiresAt: time.Now().Add(time.Hour).Unix(), Concurrency: 4, Lease: &Lease{Holder: "a", Until: time.Now().Add(300 * time.Millisecond)}}
+	b := Batch{Owner: "alice", Batch: wire.Batch{ID: "batch_x", Object: "batch", Status: wire.BatchInProgress, RequestCounts: wire.BatchCounts{Total: 30},
+		ExpiresAt: time.Now().Add(time.Hour).Unix(), Concurrency: 4}, Lease: &Lease{Holder: "a", Until: time.Now().Add(300 * time.Millisecond)}}
 	for i := range spec.Items {
 		it := spec.Items[i]
 		it.Index, it.Status, it.Attempt = i, ItemPending, 1
 		if i < 10 { // done by A, with only some lines logged
 			it.Status = ItemCompleted
-			it.Result = &Line{CustomID: it.CustomID, Status: "ok", Attempt: 1}
+			it.Result = &wire.BatchLine{CustomID: it.CustomID, Status: "ok", Attempt: 1}
 			if i < 5 {
 				if err := a.appendLine(ctx, "alice", b.ID, it.Result, 30); err != nil {
 					t.Fatal(err)
@@ -194,12 +195,12 @@ func TestBatchResumesAfterLeaseExpiry(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go bm.Run(rctx)
-	got := waitStatus(t, bm, "alice", b.ID, StatusCompleted)
+	got := waitStatus(t, bm, "alice", b.ID, wire.BatchCompleted)
 	if got.RequestCounts.Completed != 30 || d.calls.Load() != 20 {
 		t.Fatalf("counts %+v calls %d", got.RequestCounts, d.calls.Load())
 	}
 	raw := 0
-	_ = bm.rangeLog(ctx, "alice", b.ID, func(Line) { raw++ })
+	_ = bm.rangeLog(ctx, "alice", b.ID, func(wire.BatchLine) { raw++ })
 	if raw != 30 {
 		t.Fatalf("log has %d lines, want exactly 30", raw)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // pass is one runner's processing of a batch while it holds the lease: the
@@ -40,7 +41,7 @@ func (m *Manager) newPass(ctx context.Context, owner, id string, b Batch, all []
 			r.failed.Add(1)
 		}
 	}
-	if b.Status == StatusCancelling {
+	if b.Status == wire.BatchCancelling {
 		r.cancelled.Store(true)
 		r.stop()
 	}
@@ -48,8 +49,8 @@ func (m *Manager) newPass(ctx context.Context, owner, id string, b Batch, all []
 }
 
 // counts are the pass's counts now.
-func (r *pass) counts() Counts {
-	return Counts{Total: r.total, Completed: int(r.done.Load()), Failed: int(r.failed.Load())}
+func (r *pass) counts() wire.BatchCounts {
+	return wire.BatchCounts{Total: r.total, Completed: int(r.done.Load()), Failed: int(r.failed.Load())}
 }
 
 // progressLoop renews the lease, publishes counts, and notices a cancel
@@ -59,7 +60,7 @@ func (r *pass) progressLoop(ctx context.Context) {
 	m := r.m
 	t := time.NewTicker(m.progressEvery())
 	defer t.Stop()
-	var last Counts
+	var last wire.BatchCounts
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -83,7 +84,7 @@ func (r *pass) progressLoop(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if nb.Status == StatusCancelling {
+		if nb.Status == wire.BatchCancelling {
 			r.cancelled.Store(true)
 			r.stop()
 		}

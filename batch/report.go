@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 var reportTmpl = template.Must(template.New("report").Parse(`<!doctype html>
@@ -34,14 +36,14 @@ type reportBin struct {
 }
 
 type reportLine struct {
-	Line
+	wire.BatchLine
 	Short string
 	Exit  string
 }
 
 // Report writes the self-contained HTML report of a batch: a per-item
 // table and a duration histogram, inline CSS, no external assets.
-func Report(w io.Writer, b Batch, lines []Line) error {
+func Report(w io.Writer, b Batch, lines []wire.BatchLine) error {
 	s := Summarize(b, lines)
 	const nbins = 20
 	bins := make([]reportBin, nbins)
@@ -72,7 +74,7 @@ func Report(w io.Writer, b Batch, lines []Line) error {
 		if l.Error != nil {
 			short = l.Error.Message
 		}
-		rl[i] = reportLine{Line: l, Short: bound(short, 200)}
+		rl[i] = reportLine{BatchLine: l, Short: bound(short, 200)}
 		if l.ExitCode != nil {
 			rl[i].Exit = fmt.Sprint(*l.ExitCode)
 		}

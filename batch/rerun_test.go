@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // unindexGate holds every removal of a batch from the index of unfinished
@@ -49,7 +50,7 @@ func TestRetryWhileTheRunnerFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSignal(t, st.held, "the runner never reached its last step")
-	if got, _ := m.Get(ctx, "alice", b.ID); got.Status != StatusCompleted {
+	if got, _ := m.Get(ctx, "alice", b.ID); got.Status != wire.BatchCompleted {
 		t.Fatalf("batch %s before the retry, want completed", got.Status)
 	}
 	failFirstItem(t, m, "alice", b.ID)
@@ -57,7 +58,7 @@ func TestRetryWhileTheRunnerFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(st.open)
-	got := waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	got := waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	if got.Attempt != 1 {
 		t.Fatalf("batch completed at retry %d, want the first retry's", got.Attempt)
 	}
@@ -137,7 +138,7 @@ func TestRetryOnAnotherReplicaStaysIndexed(t *testing.T) {
 		t.Fatalf("the retried batch left the index while it runs: %v", err)
 	}
 	close(d2.open)
-	waitStatus(t, m2, "alice", b.ID, StatusCompleted)
+	waitStatus(t, m2, "alice", b.ID, wire.BatchCompleted)
 }
 
 // failFirstItem records the first item of batch id as failed, as a run

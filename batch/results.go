@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 
 	"github.com/airlock-dev/airlock/dispatcher"
 )
 
 // toolLine turns a dispatcher result into a result line.
-func (m *Manager) toolLine(owner string, it Item, res dispatcher.Result) *Line {
-	l := &Line{Status: string(res.Status), DurationMS: res.DurationMS, Message: res.Reason}
+func (m *Manager) toolLine(owner string, it Item, res dispatcher.Result) *wire.BatchLine {
+	l := &wire.BatchLine{Status: string(res.Status), DurationMS: res.DurationMS, Message: res.Reason}
 	if res.Err != nil && res.Sandbox == nil {
-		l.Error = &ItemError{Code: string(res.Status), Message: res.Content}
+		l.Error = &wire.BatchError{Code: string(res.Status), Message: res.Content}
 	}
 	sb := res.Sandbox
 	if sb == nil {
@@ -44,7 +45,7 @@ func (m *Manager) toolLine(owner string, it Item, res dispatcher.Result) *Line {
 			l.Artifacts = m.cfg.Artifacts(owner, sb.Artifacts)
 		} else {
 			for _, a := range sb.Artifacts {
-				l.Artifacts = append(l.Artifacts, Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256})
+				l.Artifacts = append(l.Artifacts, wire.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256})
 			}
 		}
 	}
@@ -63,17 +64,17 @@ func lineID(customID string, attempt int) string { return customID + "\x00" + st
 // loggedLines lists the (custom_id, attempt) pairs already in the log.
 func (m *Manager) loggedLines(ctx context.Context, owner, id string) (map[string]bool, error) {
 	seen := map[string]bool{}
-	err := m.rangeLog(ctx, owner, id, func(l Line) { seen[lineID(l.CustomID, l.Attempt)] = true })
+	err := m.rangeLog(ctx, owner, id, func(l wire.BatchLine) { seen[lineID(l.CustomID, l.Attempt)] = true })
 	return seen, err
 }
 
-func (m *Manager) rangeLog(ctx context.Context, owner, id string, fn func(Line)) error {
-	return m.rangeLogPaged(ctx, owner, id, 1000, func(l Line) error { fn(l); return nil })
+func (m *Manager) rangeLog(ctx context.Context, owner, id string, fn func(wire.BatchLine)) error {
+	return m.rangeLogPaged(ctx, owner, id, 1000, func(l wire.BatchLine) error { fn(l); return nil })
 }
 
 // rangeLogPaged hands the results log to fn in order, reading page
 // entries at a time; an error from fn stops it and is returned as is.
-func (m *Manager) rangeLogPaged(ctx context.Context, owner, id string, page int, fn func(Line) error) error {
+func (m *Manager) rangeLogPaged(ctx context.Context, owner, id string, page int, fn func(wire.BatchLine) error) error {
 	var after int64
 	for {
 		es, err := m.store.Range(ctx, logKey(kindResult, owner, id), after, page, 0)
@@ -82,7 +83,7 @@ func (m *Manager) rangeLogPaged(ctx context.Context, owner, id string, page int,
 		}
 		for _, e := range es {
 			after = e.Seq
-			var l Line
+			var l wire.BatchLine
 			if json.Unmarshal(e.Data, &l) == nil {
 				if err := fn(l); err != nil {
 					return err
@@ -105,12 +106,12 @@ const streamPage = 64
 // those lines over streamPage entries at a time. Errors before the first
 // call of fn (an unknown batch, the store) are returned before any line;
 // an error from fn stops it and is returned as is.
-func (m *Manager) EachResult(ctx context.Context, owner, id string, fn func(*Line) error) error {
+func (m *Manager) EachResult(ctx context.Context, owner, id string, fn func(*wire.BatchLine) error) error {
 	if _, _, err := m.getBatch(ctx, owner, id); err != nil {
 		return err
 	}
 	latest := map[string]int{}
-	err := m.rangeLogPaged(ctx, owner, id, streamPage, func(l Line) error {
+	err := m.rangeLogPaged(ctx, owner, id, streamPage, func(l wire.BatchLine) error {
 		if a, ok := latest[l.CustomID]; !ok || l.Attempt > a {
 			latest[l.CustomID] = l.Attempt
 		}
@@ -119,7 +120,7 @@ func (m *Manager) EachResult(ctx context.Context, owner, id string, fn func(*Lin
 	if err != nil {
 		return err
 	}
-	return m.rangeLogPaged(ctx, owner, id, streamPage, func(l Line) error {
+	return m.rangeLogPaged(ctx, owner, id, streamPage, func(l wire.BatchLine) error {
 		if a, ok := latest[l.CustomID]; !ok || a != l.Attempt {
 			return nil
 		}
@@ -130,17 +131,17 @@ func (m *Manager) EachResult(ctx context.Context, owner, id string, fn func(*Lin
 
 // Results returns the batch's result lines, one per item (its latest
 // attempt), in order of completion.
-func (m *Manager) Results(ctx context.Context, owner, id string) ([]Line, error) {
+func (m *Manager) Results(ctx context.Context, owner, id string) ([]wire.BatchLine, error) {
 	if _, _, err := m.getBatch(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	type pos struct {
-		line Line
+		line wire.BatchLine
 		at   int
 	}
 	latest := map[string]pos{}
 	n := 0
-	err := m.rangeLog(ctx, owner, id, func(l Line) {
+	err := m.rangeLog(ctx, owner, id, func(l wire.BatchLine) {
 		n++
 		if p, ok := latest[l.CustomID]; ok && p.line.Attempt > l.Attempt {
 			return
@@ -155,41 +156,16 @@ func (m *Manager) Results(ctx context.Context, owner, id string) ([]Line, error)
 		ps = append(ps, p)
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].at < ps[j].at })
-	out := make([]Line, len(ps))
+	out := make([]wire.BatchLine, len(ps))
 	for i, p := range ps {
 		out[i] = p.line
 	}
 	return out, nil
 }
 
-// Summary is GET /v1/batches/{id}/summary.
-type Summary struct {
-	ID            string         `json:"id"`
-	Object        string         `json:"object"`
-	Status        Status         `json:"status"`
-	RequestCounts Counts         `json:"request_counts"`
-	Statuses      map[string]int `json:"statuses"`
-	DurationMS    DurationStats  `json:"duration_ms"`
-	// CPUSeconds sums the CPU time the sandbox measured for each item;
-	// for items it did not measure, their wall time stands in, and
-	// CPUSecondsEstimated is true (CPUMeasuredItems counts the others).
-	CPUSeconds          float64 `json:"cpu_seconds"`
-	CPUSecondsEstimated bool    `json:"cpu_seconds_estimated"`
-	CPUMeasuredItems    int     `json:"cpu_measured_items"`
-	WallSeconds         float64 `json:"wall_seconds"`
-}
-
-// DurationStats are item duration percentiles in milliseconds.
-type DurationStats struct {
-	P50 int64 `json:"p50"`
-	P95 int64 `json:"p95"`
-	Max int64 `json:"max"`
-	Sum int64 `json:"sum"`
-}
-
 // Summarize computes the summary of a batch from its lines.
-func Summarize(b Batch, lines []Line) Summary {
-	s := Summary{ID: b.ID, Object: "batch.summary", Status: b.Status, RequestCounts: b.RequestCounts, Statuses: map[string]int{}}
+func Summarize(b Batch, lines []wire.BatchLine) wire.BatchSummary {
+	s := wire.BatchSummary{ID: b.ID, Object: "batch.summary", Status: b.Status, RequestCounts: b.RequestCounts, Statuses: map[string]int{}}
 	ds := make([]int64, 0, len(lines))
 	for _, l := range lines {
 		s.Statuses[l.Status]++

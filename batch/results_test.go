@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // TestEachResultStreamsLatestAttempts: EachResult hands over the lines
@@ -19,19 +20,19 @@ func TestEachResultStreamsLatestAttempts(t *testing.T) {
 	st := state.NewMemory(time.Now)
 	m, _ := New(Config{}, st, &peakDispatcher{}, nil)
 	ctx := context.Background()
-	b := Batch{ID: "batch_x", Object: "batch", Owner: "alice", Status: StatusCompleted}
+	b := Batch{Owner: "alice", Batch: wire.Batch{ID: "batch_x", Object: "batch", Status: wire.BatchCompleted}}
 	if err := m.putBatch(ctx, b, -1); err != nil {
 		t.Fatal(err)
 	}
 	// 3*streamPage items, every third one retried after all first attempts.
 	n := 3 * streamPage
 	for i := 0; i < n; i++ {
-		if err := m.appendLine(ctx, "alice", b.ID, &Line{CustomID: fmt.Sprint(i), Status: "ok", Attempt: 1}, n); err != nil {
+		if err := m.appendLine(ctx, "alice", b.ID, &wire.BatchLine{CustomID: fmt.Sprint(i), Status: "ok", Attempt: 1}, n); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < n; i += 3 {
-		if err := m.appendLine(ctx, "alice", b.ID, &Line{CustomID: fmt.Sprint(i), Status: "ok", Attempt: 2}, n); err != nil {
+		if err := m.appendLine(ctx, "alice", b.ID, &wire.BatchLine{CustomID: fmt.Sprint(i), Status: "ok", Attempt: 2}, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,8 +40,8 @@ func TestEachResultStreamsLatestAttempts(t *testing.T) {
 	if err != nil || len(want) != n {
 		t.Fatalf("Results: %d lines, %v", len(want), err)
 	}
-	var got []Line
-	if err := m.EachResult(ctx, "alice", b.ID, func(l *Line) error { got = append(got, *l); return nil }); err != nil {
+	var got []wire.BatchLine
+	if err := m.EachResult(ctx, "alice", b.ID, func(l *wire.BatchLine) error { got = append(got, *l); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
@@ -57,10 +58,10 @@ func TestEachResultStreamsLatestAttempts(t *testing.T) {
 
 	stop := errors.New("client gone")
 	calls := 0
-	if err := m.EachResult(ctx, "alice", b.ID, func(*Line) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+	if err := m.EachResult(ctx, "alice", b.ID, func(*wire.BatchLine) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("fn's error: %v after %d calls, want it after 1", err, calls)
 	}
-	if err := m.EachResult(ctx, "alice", "batch_none", func(*Line) error { t.Fatal("a line of no batch"); return nil }); core.CodeOf(err) != core.ErrNotFound {
+	if err := m.EachResult(ctx, "alice", "batch_none", func(*wire.BatchLine) error { t.Fatal("a line of no batch"); return nil }); core.CodeOf(err) != core.ErrNotFound {
 		t.Fatalf("unknown batch: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // errLeaseHeld: another replica runs the batch.
@@ -22,8 +23,8 @@ func (m *Manager) claim(ctx context.Context, owner, id string) (Batch, error) {
 			return errLeaseHeld
 		}
 		b.Lease = &Lease{Holder: m.cfg.Replica, Until: now.Add(m.cfg.LeaseTTL)}
-		if b.Status == StatusValidating {
-			b.Status, b.InProgressAt = StatusInProgress, now.Unix()
+		if b.Status == wire.BatchValidating {
+			b.Status, b.InProgressAt = wire.BatchInProgress, now.Unix()
 		}
 		return nil
 	})
@@ -95,9 +96,9 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 	if err != nil {
 		return err
 	}
-	expired := !cancelled && b.Status != StatusCancelling && now.After(time.Unix(b.ExpiresAt, 0))
-	cancelled = cancelled || b.Status == StatusCancelling
-	var c Counts
+	expired := !cancelled && b.Status != wire.BatchCancelling && now.After(time.Unix(b.ExpiresAt, 0))
+	cancelled = cancelled || b.Status == wire.BatchCancelling
+	var c wire.BatchCounts
 	c.Total = len(all)
 	for i, v := range all {
 		it := v.item
@@ -110,8 +111,8 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 				st, msg = ItemExpired, "the batch's completion window passed"
 			}
 			it.Status = st
-			it.Result = &Line{CustomID: it.CustomID, Status: st, Attempt: it.Attempt, CompletedAt: now.Unix(),
-				Error: &ItemError{Code: st, Message: msg}}
+			it.Result = &wire.BatchLine{CustomID: it.CustomID, Status: st, Attempt: it.Attempt, CompletedAt: now.Unix(),
+				Error: &wire.BatchError{Code: st, Message: msg}}
 			if err := m.putItem(ctx, owner, id, &it, v.version); err != nil {
 				return err // the next runner settles it
 			}
@@ -131,7 +132,7 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 	}
 	if !cancelled && !expired {
 		b, err = m.update(ctx, owner, id, func(b *Batch) error {
-			b.Status, b.FinalizingAt, b.RequestCounts = StatusFinalizing, now.Unix(), c
+			b.Status, b.FinalizingAt, b.RequestCounts = wire.BatchFinalizing, now.Unix(), c
 			return nil
 		})
 		if err != nil {
@@ -143,11 +144,11 @@ func (m *Manager) finish(ctx context.Context, owner, id string, cancelled bool) 
 		b.RequestCounts, b.Lease = c, nil
 		switch {
 		case cancelled:
-			b.Status, b.CancelledAt = StatusCancelled, now.Unix()
+			b.Status, b.CancelledAt = wire.BatchCancelled, now.Unix()
 		case expired:
-			b.Status, b.ExpiredAt = StatusExpired, now.Unix()
+			b.Status, b.ExpiredAt = wire.BatchExpired, now.Unix()
 		default:
-			b.Status, b.CompletedAt = StatusCompleted, now.Unix()
+			b.Status, b.CompletedAt = wire.BatchCompleted, now.Unix()
 		}
 		return nil
 	})

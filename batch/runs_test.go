@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // stuckRuns starts runs that never end by themselves; Cancel ends them,
@@ -18,35 +19,35 @@ import (
 type stuckRuns struct {
 	mu        sync.Mutex
 	n         int
-	status    map[string]agent.RunStatus
+	status    map[string]wire.RunStatus
 	forget    bool
 	cancelled []string
 }
 
-func (f *stuckRuns) Start(agent.RunRequest) (agent.RunView, error) {
+func (f *stuckRuns) Start(agent.RunRequest) (wire.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
 	id := fmt.Sprintf("run_%d", f.n)
-	f.status[id] = agent.RunRunning
-	return agent.RunView{ID: id, Status: agent.RunRunning}, nil
+	f.status[id] = wire.RunRunning
+	return wire.Run{ID: id, Status: wire.RunRunning}, nil
 }
 
-func (f *stuckRuns) Get(_, id string) (agent.RunView, error) {
+func (f *stuckRuns) Get(_, id string) (wire.Run, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.status[id]
 	if !ok || f.forget {
-		return agent.RunView{}, core.E("agent", core.ErrNotFound, fmt.Errorf("run %s not found", id))
+		return wire.Run{}, core.E("agent", core.ErrNotFound, fmt.Errorf("run %s not found", id))
 	}
-	return agent.RunView{ID: id, Status: st}, nil
+	return wire.Run{ID: id, Status: st}, nil
 }
 
 func (f *stuckRuns) Cancel(_, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
-	f.status[id] = agent.RunCancelled
+	f.status[id] = wire.RunCancelled
 	return nil
 }
 
@@ -61,7 +62,7 @@ func (f *stuckRuns) started() int {
 // that is no longer stored fails its item instead of holding it forever.
 func TestCancelStopsItemRuns(t *testing.T) {
 	ctx := context.Background()
-	runs := &stuckRuns{status: map[string]agent.RunStatus{}}
+	runs := &stuckRuns{status: map[string]wire.RunStatus{}}
 	m, _ := New(Config{LeaseTTL: time.Second}, state.NewMemory(time.Now), &peakDispatcher{}, runs)
 	spec := Spec{Concurrency: 2, Items: []Item{{CustomID: "a", Run: &agent.RunRequest{Goal: "x"}}, {CustomID: "b", Run: &agent.RunRequest{Goal: "y"}}}}
 	b, err := m.Create(ctx, "alice", spec)
@@ -76,7 +77,7 @@ func TestCancelStopsItemRuns(t *testing.T) {
 	if _, err := m.Cancel(ctx, "alice", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, m, "alice", b.ID, StatusCancelled)
+	waitStatus(t, m, "alice", b.ID, wire.BatchCancelled)
 	runs.mu.Lock()
 	cancelled := len(runs.cancelled)
 	runs.mu.Unlock()
@@ -91,7 +92,7 @@ func TestCancelStopsItemRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b = waitStatus(t, m, "alice", b.ID, StatusCompleted); b.RequestCounts.Failed != 1 {
+	if b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted); b.RequestCounts.Failed != 1 {
 		t.Fatalf("counts %+v, want the lost run's item failed", b.RequestCounts)
 	}
 	lines, _ := m.Results(ctx, "alice", b.ID)

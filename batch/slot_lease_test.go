@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // takeCounter counts the owner-slot records created in a store (one per
@@ -40,7 +41,7 @@ func TestSlotKeptAcrossItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	b = waitStatus(t, m, "alice", b.ID, StatusCompleted)
+	b = waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 	if b.RequestCounts.Completed != 60 || d.calls.Load() != 60 {
 		t.Fatalf("counts %+v, %d calls", b.RequestCounts, d.calls.Load())
 	}

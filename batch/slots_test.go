@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/redistest"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // peakDispatcher holds every call for delay and records the most calls
@@ -78,7 +79,7 @@ func TestOwnerCapSharedAcrossReplicas(t *testing.T) {
 				ids[i] = b.ID
 			}
 			for i, m := range ms {
-				if b := waitStatus(t, m, "alice", ids[i], StatusCompleted); b.RequestCounts.Completed != 24 {
+				if b := waitStatus(t, m, "alice", ids[i], wire.BatchCompleted); b.RequestCounts.Completed != 24 {
 					t.Fatalf("counts %+v", b.RequestCounts)
 				}
 			}
@@ -115,7 +116,7 @@ func TestDeadReplicaSlotsExpire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitStatus(t, m, "bob", bob.ID, StatusCompleted)
+			waitStatus(t, m, "bob", bob.ID, wire.BatchCompleted)
 			if d.calls.Load() != 3 {
 				t.Fatalf("bob ran %d items", d.calls.Load())
 			}
@@ -123,7 +124,7 @@ func TestDeadReplicaSlotsExpire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitStatus(t, m, "alice", b.ID, StatusCompleted)
+			waitStatus(t, m, "alice", b.ID, wire.BatchCompleted)
 			if waited := time.Since(left); waited < ttl-100*time.Millisecond {
 				t.Fatalf("alice's items ran after %s, before the dead replica's slots expired (%s)", waited, ttl)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func batchKey(owner, id string) state.Key { return state.Key{Kind: kindBatch, Owner: owner, ID: id} }
@@ -116,7 +117,7 @@ func (m *Manager) items(ctx context.Context, owner, id string) ([]versioned, err
 }
 
 // appendLine appends a result line to the batch's results log.
-func (m *Manager) appendLine(ctx context.Context, owner, id string, l *Line, total int) error {
+func (m *Manager) appendLine(ctx context.Context, owner, id string, l *wire.BatchLine, total int) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("batch: encode line: %w", err)
@@ -127,10 +128,10 @@ func (m *Manager) appendLine(ctx context.Context, owner, id string, l *Line, tot
 	return nil
 }
 
-// event appends a progress snapshot to the batch's events log.
+// event appends a progress snapshot (the batch as answered, wire.Batch)
+// to the batch's events log.
 func (m *Manager) event(ctx context.Context, b Batch) {
-	b.Lease = nil
-	data, err := json.Marshal(b)
+	data, err := json.Marshal(b.Batch)
 	if err != nil {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // printViaRedis measures print(1) on a warm pool through jobs.Client →
-// Redis → worker → jobs.Handler, interleaved with engine.Exec on the same
+// Redis → worker → jobs.NewRunner, interleaved with engine.Exec on the same
 // engine, and returns both series and the median paired difference.
 func printViaRedis(ctx context.Context, o options, q *quieter, url string) (*series, *series, time.Duration, error) {
 	warm, _, err := startEngine(ctx, o, 2)
@@ -23,7 +23,7 @@ func printViaRedis(ctx context.Context, o options, q *quieter, url string) (*ser
 		return nil, nil, 0, err
 	}
 	defer closeAll()
-	stop, err := runWorkers(bs[0].open, 1, jobs.NewHandler(warm))
+	stop, err := runWorkers(bs[0].open, 1, jobs.NewRunner(warm))
 	if err != nil {
 		return nil, nil, 0, err
 	}

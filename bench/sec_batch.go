@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // batchKeys are section 8's two owners: the batch's, and another
@@ -133,11 +134,11 @@ type batchRun struct {
 // owners until it ends, and checks every result line.
 func runMapBatch(ctx context.Context, owners [2]*client.Client, srv *server, items []batchItem, bo batchOptions) (*batchRun, error) {
 	logf("section 8: map batch of %d items, probing interactive calls while it runs", len(items))
-	spec := client.MapSpec{
-		ToolCall: map[string]any{"type": "function", "function": map[string]any{
-			"name": "execute_shell", "arguments": map[string]any{"command": wcCommand}}},
-		Each: "item-*", Input: "items", Concurrency: bo.concurrency,
+	tc, err := client.ToolCall{Name: "execute_shell", Arguments: map[string]any{"command": wcCommand}}.Request()
+	if err != nil {
+		return nil, err
 	}
+	spec := wire.BatchMapSpec{ToolCall: &tc, Each: "item-*", Input: "items", Concurrency: bo.concurrency}
 	sampler := sampleEverySecond(srv.pid())
 	var stop atomic.Bool
 	probed := make(chan *probeSeries, 1)
@@ -150,7 +151,7 @@ func runMapBatch(ctx context.Context, owners [2]*client.Client, srv *server, ite
 	go func() { probed <- probeUntil(ctx, owners, &stop) }()
 	limit := max(10*time.Minute, time.Duration(len(items))*5*time.Second)
 	lastLog := time.Now()
-	for !b.Terminal() {
+	for !b.Status.Terminal() {
 		if time.Since(start) > limit {
 			break
 		}
@@ -169,11 +170,11 @@ func runMapBatch(ctx context.Context, owners [2]*client.Client, srv *server, ite
 			lastLog = time.Now()
 		}
 	}
-	run := &batchRun{id: b.ID, status: b.Status, concurrency: b.Concurrency, wall: time.Since(start)}
+	run := &batchRun{id: b.ID, status: string(b.Status), concurrency: b.Concurrency, wall: time.Since(start)}
 	stop.Store(true)
 	run.probe = <-probed
 	run.rss = sampler.finish()
-	if !b.Terminal() {
+	if !b.Status.Terminal() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, _ = owners[0].CancelBatch(cctx, b.ID)
 		cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // sectionJupyter is issue 31's figure: a warm print(1) as an
@@ -104,7 +105,7 @@ func sectionJupyter(ctx context.Context, o options, q *quieter, rep *report) err
 		if err != nil {
 			return err
 		}
-		if res.Result.Status != client.StatusOK || res.Result.Stdout != "1\n" {
+		if res.Result.Status != core.StatusOK || res.Result.Stdout != "1\n" {
 			return fmt.Errorf("REST: status %s, stdout %q", res.Result.Status, res.Result.Stdout)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // mcpWarmup is the number of unmeasured calls per variant before sampling.
@@ -59,7 +60,7 @@ func sectionMCP(ctx context.Context, o options, q *quieter, rep *report) error {
 		if err != nil {
 			return err
 		}
-		if res.Result.Status != client.StatusOK || strings.TrimSpace(res.Result.Stdout) != "1" {
+		if res.Result.Status != core.StatusOK || strings.TrimSpace(res.Result.Stdout) != "1" {
 			return fmt.Errorf("REST: status %s, stdout %q", res.Result.Status, res.Result.Stdout)
 		}
 		return nil

@@ -56,7 +56,7 @@ func sectionQueue(ctx context.Context, o options, q *quieter, rep *report) error
 	t.note("%s", costNote(costCmds, costUsec, costCPU))
 	t.note("Failures: no-op Redis %s, in-process %s; print(1) via Redis %s, direct %s. Warm calls that fell back to a cold container: %s.",
 		rl.failures(), ml.failures(), viaRedis.failures(), direct.failures(), cmp.Or(viaRedis.note, "not counted"))
-	t.note("Redis path = jobs.Client → queue.Redis (caller's own client) → worker (own client) → jobs.Handler → the same warm engine; each worker in the throughput runs has its own Redis client, as separate `airlock worker` processes would.")
+	t.note("Redis path = jobs.Client → queue.Redis (caller's own client) → worker (own client) → jobs.NewRunner → the same warm engine; each worker in the throughput runs has its own Redis client, as separate `airlock worker` processes would.")
 	rep.table(t)
 	return nil
 }

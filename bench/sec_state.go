@@ -40,7 +40,7 @@ func sectionState(ctx context.Context, o options, q *quieter, rep *report) error
 		return err
 	}
 	defer mq.Close()
-	w, err := mq.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewHandler(eng))
+	w, err := mq.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewRunner(eng))
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ type benchDispatcher struct{ *dispatcher.Dispatcher }
 // ToolsJSON is the registry as an OpenAI tools array.
 func (d benchDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAIToolsJSON() }
 
-// benchSessions adapts the jobs client to api.Sessions.
+// benchSessions adapts the jobs client to sessions.Backend (api.Deps.Sessions).
 type benchSessions struct{ *jobs.Client }
 
 // Open opens a session on the worker.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // tenancyKeys are the two API keys (owners) of section 7's server
@@ -124,7 +125,7 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 	for k, c := range clients {
 		for len(sessions[k]) < 16 {
 			s, err := c.CreateSession(ctx, nil)
-			if client.HasCode(err, client.CodeQuota) {
+			if client.HasCode(err, core.ErrQuota) {
 				res.notes = append(res.notes, fmt.Sprintf("Key %c: %d sessions opened, the next refused: %s", 'A'+k, len(sessions[k]), shortErr(err)))
 				break
 			}
@@ -163,7 +164,7 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 					mix[uploadStatus(err)]++
 					if err == nil {
 						accepted += w.Size
-					} else if !client.HasCode(err, client.CodeQuota) && firstErr == "" {
+					} else if !client.HasCode(err, core.ErrQuota) && firstErr == "" {
 						firstErr = shortErr(err)
 					}
 				}()
@@ -195,7 +196,7 @@ func tenancyUploads(ctx context.Context, q *quieter, srv *server, clients []*cli
 			if err != nil {
 				return nil, fmt.Errorf("clean session %s: %w", id, err)
 			}
-			if r.Result.Status != client.StatusOK {
+			if r.Result.Status != core.StatusOK {
 				return nil, fmt.Errorf("clean session %s: status %s: %s %s", id, r.Result.Status, r.Result.Reason, r.Result.Stderr)
 			}
 		}
@@ -246,7 +247,7 @@ func tenancyArtifacts(ctx context.Context, q *quieter, srv *server, c *client.Cl
 			if cerr != nil {
 				return nil, cerr
 			}
-			if err == nil && (res.Result.Status != client.StatusOK || res.Result.Stdout != v.want) {
+			if err == nil && (res.Result.Status != core.StatusOK || res.Result.Stdout != v.want) {
 				err = fmt.Errorf("status %s stdout %q stderr %q", res.Result.Status, res.Result.Stdout, res.Result.Stderr)
 			}
 			if err != nil {

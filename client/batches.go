@@ -10,57 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// BatchCounts are a batch's request counts.
-type BatchCounts struct {
-	Total     int `json:"total"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
-}
-
-// Batch is a batch as the API answers it.
-type Batch struct {
-	ID               string          `json:"id"`
-	Object           string          `json:"object"`
-	Status           string          `json:"status"`
-	RequestCounts    BatchCounts     `json:"request_counts"`
-	CreatedAt        int64           `json:"created_at"`
-	InProgressAt     int64           `json:"in_progress_at,omitempty"`
-	FinalizingAt     int64           `json:"finalizing_at,omitempty"`
-	CompletedAt      int64           `json:"completed_at,omitempty"`
-	CancelledAt      int64           `json:"cancelled_at,omitempty"`
-	ExpiresAt        int64           `json:"expires_at"`
-	CompletionWindow string          `json:"completion_window"`
-	Concurrency      int             `json:"concurrency"`
-	Errors           json.RawMessage `json:"errors,omitempty"`
-}
-
-// Terminal reports whether the batch has ended.
-func (b *Batch) Terminal() bool {
-	switch b.Status {
-	case "completed", "failed", "cancelled", "expired":
-		return true
-	}
-	return false
-}
-
-// BatchLine is one line of a batch's results.
-type BatchLine struct {
-	CustomID    string          `json:"custom_id"`
-	Status      string          `json:"status"`
-	ExitCode    *int            `json:"exit_code,omitempty"`
-	Stdout      string          `json:"stdout"`
-	Stderr      string          `json:"stderr"`
-	Truncated   bool            `json:"truncated,omitempty"`
-	Message     string          `json:"message,omitempty"`
-	Artifacts   json.RawMessage `json:"artifacts,omitempty"`
-	RunID       string          `json:"run_id,omitempty"`
-	FinalAnswer string          `json:"final_answer,omitempty"`
-	Error       json.RawMessage `json:"error,omitempty"`
-	DurationMS  int64           `json:"duration_ms"`
-	Attempt     int             `json:"attempt"`
-}
 
 // BatchOptions are the query options of CreateBatch.
 type BatchOptions struct {
@@ -80,32 +32,24 @@ func (o BatchOptions) query() url.Values {
 }
 
 // CreateBatch submits JSONL items (POST /v1/batches).
-func (c *Client) CreateBatch(ctx context.Context, jsonl []byte, opt BatchOptions) (*Batch, error) {
+func (c *Client) CreateBatch(ctx context.Context, jsonl []byte, opt BatchOptions) (*wire.Batch, error) {
 	r := &request{method: http.MethodPost, path: "/v1/batches", query: opt.query(), body: bytes.NewReader(jsonl), contentType: "application/jsonl"}
-	var b Batch
+	var b wire.Batch
 	if err := c.doJSON(ctx, r, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
 }
 
-// MapSpec is a map batch: one tool call template run once per folder
-// matched by Each under input folder Input.
-type MapSpec struct {
-	ToolCall         any    `json:"tool_call"`
-	Each             string `json:"each"`
-	Input            string `json:"input"`
-	Concurrency      int    `json:"concurrency,omitempty"`
-	CompletionWindow string `json:"completion_window,omitempty"`
-}
-
-// CreateMapBatch submits a map spec (POST /v1/batches).
-func (c *Client) CreateMapBatch(ctx context.Context, spec MapSpec) (*Batch, error) {
+// CreateMapBatch submits a map spec (POST /v1/batches): one tool call
+// template run once per folder matched by spec.Each under input folder
+// spec.Input.
+func (c *Client) CreateMapBatch(ctx context.Context, spec wire.BatchMapSpec) (*wire.Batch, error) {
 	r := &request{method: http.MethodPost, path: "/v1/batches"}
 	if err := r.jsonBody(spec); err != nil {
 		return nil, err
 	}
-	var b Batch
+	var b wire.Batch
 	if err := c.doJSON(ctx, r, &b); err != nil {
 		return nil, err
 	}
@@ -113,8 +57,8 @@ func (c *Client) CreateMapBatch(ctx context.Context, spec MapSpec) (*Batch, erro
 }
 
 // GetBatch returns batch id.
-func (c *Client) GetBatch(ctx context.Context, id string) (*Batch, error) {
-	var b Batch
+func (c *Client) GetBatch(ctx context.Context, id string) (*wire.Batch, error) {
+	var b wire.Batch
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/batches/" + seg(id)}, &b); err != nil {
 		return nil, err
 	}
@@ -122,10 +66,8 @@ func (c *Client) GetBatch(ctx context.Context, id string) (*Batch, error) {
 }
 
 // ListBatches returns the caller's batches, newest first.
-func (c *Client) ListBatches(ctx context.Context) ([]Batch, error) {
-	var out struct {
-		Data []Batch `json:"data"`
-	}
+func (c *Client) ListBatches(ctx context.Context) ([]wire.Batch, error) {
+	var out wire.BatchList
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/batches"}, &out); err != nil {
 		return nil, err
 	}
@@ -133,8 +75,8 @@ func (c *Client) ListBatches(ctx context.Context) ([]Batch, error) {
 }
 
 // CancelBatch cancels batch id.
-func (c *Client) CancelBatch(ctx context.Context, id string) (*Batch, error) {
-	var b Batch
+func (c *Client) CancelBatch(ctx context.Context, id string) (*wire.Batch, error) {
+	var b wire.Batch
 	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/batches/" + seg(id) + "/cancel"}, &b); err != nil {
 		return nil, err
 	}
@@ -142,8 +84,8 @@ func (c *Client) CancelBatch(ctx context.Context, id string) (*Batch, error) {
 }
 
 // RetryBatch reruns the failed items of batch id.
-func (c *Client) RetryBatch(ctx context.Context, id string) (*Batch, error) {
-	var b Batch
+func (c *Client) RetryBatch(ctx context.Context, id string) (*wire.Batch, error) {
+	var b wire.Batch
 	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/batches/" + seg(id) + "/retry"}, &b); err != nil {
 		return nil, err
 	}
@@ -169,16 +111,16 @@ func (c *Client) BatchResults(ctx context.Context, id string, errorsOnly bool, w
 }
 
 // BatchLines returns the parsed results of batch id.
-func (c *Client) BatchLines(ctx context.Context, id string) ([]BatchLine, error) {
+func (c *Client) BatchLines(ctx context.Context, id string) ([]wire.BatchLine, error) {
 	var buf bytes.Buffer
 	if err := c.BatchResults(ctx, id, false, &buf); err != nil {
 		return nil, err
 	}
-	var out []BatchLine
+	var out []wire.BatchLine
 	sc := bufio.NewScanner(&buf)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var l BatchLine
+		var l wire.BatchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, fmt.Errorf("airlock client: bad result line: %w", err)
 		}

@@ -8,40 +8,22 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
-)
 
-// Kinds of the events of a streamed tool call (CallEvent.Kind).
-const (
-	CallStdout   = "stdout"   // Text is a piece of standard output
-	CallStderr   = "stderr"   // Text is a piece of standard error
-	CallDisplay  = "display"  // Data is a rich output's MIME bundle
-	CallArtifact = "artifact" // Artifact describes a file the call produced
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
-
-// CallEvent is one piece of a streamed call's output, sent while it runs.
-// The final ToolCallResponse still carries the complete output; events
-// are for watching it happen (the server drops some for a slow reader).
-type CallEvent struct {
-	// Kind is CallStdout, CallStderr, CallDisplay or CallArtifact.
-	Kind string `json:"kind"`
-	// Text is the output of a stdout or stderr event.
-	Text string `json:"text,omitempty"`
-	// Data is the MIME bundle of a display event.
-	Data map[string]string `json:"data,omitempty"`
-	// Artifact describes the file of an artifact event; its download URL
-	// is in the final result's Artifacts.
-	Artifact *Artifact `json:"artifact,omitempty"`
-}
 
 // CallStream is a tool call streamed as Server-Sent Events: Next returns
-// its output events as they come, then io.EOF once the final answer has
-// arrived, which Result returns. Close it when done.
+// its output events (wire.CallEvent: stdout, stderr, display and artifact,
+// the kinds of core.Event) as they come, then io.EOF once the final answer
+// has arrived, which Result returns. The final answer carries the complete
+// output; events are for watching it happen (the server drops some for a
+// slow reader). Close it when done.
 type CallStream struct {
 	body         io.ReadCloser
 	sse          *sseReader
 	method, path string
-	res          *ToolCallResponse
+	res          *wire.ToolCallResponse
 	err          error // sticky: the end of the stream (io.EOF) or its failure
 }
 
@@ -67,14 +49,11 @@ func (c *Client) CallSessionToolStream(ctx context.Context, id string, call Tool
 
 // callToolStream posts call to path asking for an event stream.
 func (c *Client) callToolStream(ctx context.Context, path string, call ToolCall) (*CallStream, error) {
-	if strings.TrimSpace(call.Name) == "" {
-		return nil, fmt.Errorf("airlock client: tool call: empty tool name")
-	}
-	r := &request{method: http.MethodPost, path: path, header: http.Header{}}
-	if err := r.jsonBody(call.wire()); err != nil {
+	r, err := toolCallRequest(path, call)
+	if err != nil {
 		return nil, err
 	}
-	r.header.Set("Accept", "text/event-stream")
+	r.header = http.Header{"Accept": {"text/event-stream"}}
 	res, err := c.send(ctx, r)
 	if err != nil {
 		return nil, err
@@ -82,7 +61,7 @@ func (c *Client) callToolStream(ctx context.Context, path string, call ToolCall)
 	s := &CallStream{body: res.Body, sse: newSSEReader(res.Body), method: r.method, path: r.path}
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
 		// A server that answered without streaming: the answer is the result.
-		var out ToolCallResponse
+		var out wire.ToolCallResponse
 		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
 			s.err = fmt.Errorf("airlock client: %s %s: decode answer: %w", r.method, r.path, err)
 		} else {
@@ -96,7 +75,7 @@ func (c *Client) callToolStream(ctx context.Context, path string, call ToolCall)
 // io.EOF, and Result has the answer; a platform failure the server
 // reported instead of a result is an *APIError; a stream that broke
 // before its end is an error wrapping io.ErrUnexpectedEOF.
-func (s *CallStream) Next() (CallEvent, error) {
+func (s *CallStream) Next() (wire.CallEvent, error) {
 	for s.err == nil {
 		f, err := s.sse.next()
 		if err != nil {
@@ -107,8 +86,8 @@ func (s *CallStream) Next() (CallEvent, error) {
 			break
 		}
 		switch f.Event {
-		case CallStdout, CallStderr, CallDisplay, CallArtifact:
-			var ev CallEvent
+		case core.EventStdout, core.EventStderr, core.EventDisplay, core.EventArtifact:
+			var ev wire.CallEvent
 			if err := json.Unmarshal([]byte(f.Data), &ev); err != nil {
 				s.err = fmt.Errorf("airlock client: %s %s: %s event: %w", s.method, s.path, f.Event, err)
 				break
@@ -116,7 +95,7 @@ func (s *CallStream) Next() (CallEvent, error) {
 			ev.Kind = f.Event
 			return ev, nil
 		case "result":
-			var out ToolCallResponse
+			var out wire.ToolCallResponse
 			if err := json.Unmarshal([]byte(f.Data), &out); err != nil {
 				s.err = fmt.Errorf("airlock client: %s %s: result event: %w", s.method, s.path, err)
 				break
@@ -127,13 +106,13 @@ func (s *CallStream) Next() (CallEvent, error) {
 		}
 		// other event types are newer than this client: skipped
 	}
-	return CallEvent{}, s.err
+	return wire.CallEvent{}, s.err
 }
 
 // Result reads the stream to its end, discarding events not yet read,
 // and returns the call's answer: the same body the non-streaming call
 // answers with. Its errors are those of Next.
-func (s *CallStream) Result() (*ToolCallResponse, error) {
+func (s *CallStream) Result() (*wire.ToolCallResponse, error) {
 	for {
 		if _, err := s.Next(); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -147,18 +126,14 @@ func (s *CallStream) Result() (*ToolCallResponse, error) {
 // Close ends the connection; a call still running is cancelled.
 func (s *CallStream) Close() error { return s.body.Close() }
 
-// streamError decodes the data of an "error" event, {"status": N,
-// "error": {code, message, details}}, into an *APIError.
+// streamError decodes the data of an "error" event (a
+// wire.CallStreamError) into an *APIError.
 func (s *CallStream) streamError(data string) error {
-	var body struct {
-		Status int `json:"status"`
-		errorEnvelope
-	}
+	var body wire.CallStreamError
 	if err := json.Unmarshal([]byte(data), &body); err != nil || body.Error == nil {
 		return fmt.Errorf("airlock client: %s %s: undecodable error event %q", s.method, s.path, truncate(data, 200))
 	}
-	return &APIError{StatusCode: body.Status, Code: body.Error.Code, Message: body.Error.Message,
-		Details: body.Error.Details, Method: s.method, Path: s.path}
+	return &APIError{errorObject: *body.Error, StatusCode: body.Status, Method: s.method, Path: s.path}
 }
 
 // truncate cuts s to n bytes, marking the cut.

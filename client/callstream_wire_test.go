@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 )
 
 // wireServer answers every request with status, content type and body:
@@ -44,7 +45,7 @@ func TestCallStreamWire(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := readStream(t, s)
-		if len(got.events) != 2 || got.events[0].Text != "a\n" || got.events[1].Kind != client.CallArtifact ||
+		if len(got.events) != 2 || got.events[0].Text != "a\n" || got.events[1].Kind != core.EventArtifact ||
 			got.events[1].Artifact == nil || got.events[1].Artifact.Name != "p.png" {
 			t.Fatalf("events %+v", got.events)
 		}
@@ -60,7 +61,7 @@ func TestCallStreamWire(t *testing.T) {
 		}
 		defer s.Close()
 		_, err = s.Next()
-		ae := apiError(t, err, http.StatusServiceUnavailable, client.CodeUnavailable)
+		ae := apiError(t, err, http.StatusServiceUnavailable, core.ErrUnavailable)
 		if ae.Path != "/v1/sessions/s1/tool-calls" || ae.Details["x"] != float64(1) || !ae.Temporary() {
 			t.Fatalf("%+v", ae)
 		}
@@ -95,7 +96,7 @@ func TestCallStreamWire(t *testing.T) {
 	t.Run("refused before the stream", func(t *testing.T) {
 		body := `{"error":{"code":"busy","message":"too many calls"}}`
 		_, err := wireServer(t, http.StatusTooManyRequests, "application/json", body).CallToolStream(ctx, call)
-		if ae := apiError(t, err, http.StatusTooManyRequests, client.CodeBusy); ae.RetryAfter.Seconds() != 3 {
+		if ae := apiError(t, err, http.StatusTooManyRequests, core.ErrBusy); ae.RetryAfter.Seconds() != 3 {
 			t.Fatalf("Retry-After %v", ae.RetryAfter)
 		}
 	})

@@ -17,6 +17,8 @@ import (
 	"github.com/airlock-dev/airlock/agent/agenttest"
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // callTimeout bounds one test's requests (a hang guard, not an assertion).
@@ -40,7 +42,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // apiError asserts err is an *APIError with status and code.
-func apiError(t *testing.T, err error, status int, code client.Code) *client.APIError {
+func apiError(t *testing.T, err error, status int, code core.Code) *client.APIError {
 	t.Helper()
 	var ae *client.APIError
 	if !errors.As(err, &ae) {
@@ -56,20 +58,20 @@ func apiError(t *testing.T, err error, status int, code client.Code) *client.API
 }
 
 // okCall returns a function failing t unless a call's code succeeded.
-func okCall(t *testing.T) func(*client.ToolCallResponse, error) *client.ToolCallResponse {
-	return func(res *client.ToolCallResponse, err error) *client.ToolCallResponse {
+func okCall(t *testing.T) func(*wire.ToolCallResponse, error) *wire.ToolCallResponse {
+	return func(res *wire.ToolCallResponse, err error) *wire.ToolCallResponse {
 		t.Helper()
 		return mustOK(t, res, err)
 	}
 }
 
 // mustOK fails unless the call's code succeeded.
-func mustOK(t *testing.T, res *client.ToolCallResponse, err error) *client.ToolCallResponse {
+func mustOK(t *testing.T, res *wire.ToolCallResponse, err error) *wire.ToolCallResponse {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Result.Status != client.StatusOK {
+	if res.Result.Status != core.StatusOK {
 		t.Fatalf("status %q: stdout %q stderr %q message %q", res.Result.Status, res.Result.Stdout, res.Result.Stderr, res.Message.Content)
 	}
 	return res
@@ -121,12 +123,12 @@ func TestOneShotCallsAndArtifacts(t *testing.T) {
 	}
 	// Failing code is a result, not an error.
 	res, err := c.RunPython(ctx, "raise SystemExit(3)")
-	if err != nil || res.Result.Status != client.StatusError || *res.Result.ExitCode != 3 {
+	if err != nil || res.Result.Status != core.StatusError || *res.Result.ExitCode != 3 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// A refused call too.
 	res, err = c.CallTool(ctx, client.ToolCall{Name: "no_such_tool", Arguments: map[string]any{}})
-	if err != nil || res.Result.Status != client.StatusRejected || res.Result.Reason == "" {
+	if err != nil || res.Result.Status != core.StatusRejected || res.Result.Reason == "" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// An artifact, downloaded both ways.
@@ -149,13 +151,13 @@ func TestOneShotCallsAndArtifacts(t *testing.T) {
 	}
 	// Another key does not see it.
 	_, err = newClient(t, airlockURL, keyBob).GetArtifact(ctx, a.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 }
 
 func TestSessionLifecycle(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, airlockURL, keyAlice)
-	s, err := c.CreateSession(ctx, &client.Limits{MemoryBytes: 128 << 20})
+	s, err := c.CreateSession(ctx, &wire.Limits{MemoryBytes: 128 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,20 +197,20 @@ func TestSessionLifecycle(t *testing.T) {
 	// Another key's session is not found on any route.
 	bob := newClient(t, airlockURL, keyBob)
 	_, err = bob.GetSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = bob.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}})
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	// A bad path is a 400 naming the problem.
 	_, err = c.PutSessionFile(ctx, s.ID, "a/../../etc/x", strings.NewReader("x"))
-	apiError(t, err, http.StatusBadRequest, client.CodeBadRequest)
+	apiError(t, err, http.StatusBadRequest, core.ErrInvalid)
 
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.GetSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	err = c.DeleteSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	// Its artifacts outlive it.
 	if _, err := c.GetSessionArtifact(ctx, s.ID, a.ID); err != nil {
 		t.Fatalf("artifact after close: %v", err)
@@ -232,11 +234,11 @@ func TestSessionExpiryIsOneTruth(t *testing.T) {
 	}
 	time.Sleep(time.Until(s.ExpiresAt) + 100*time.Millisecond)
 	_, err = c.GetSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = c.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}})
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = c.GetSessionFile(ctx, s.ID, "x")
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 }
 
 func TestErrors(t *testing.T) {
@@ -247,36 +249,36 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = anon.ListTools(ctx)
-	apiError(t, err, http.StatusUnauthorized, client.CodeUnauthorized)
+	apiError(t, err, http.StatusUnauthorized, core.ErrUnauthorized)
 	_, err = newClient(t, airlockURL, "wrong-key-000000000000000").RunPython(ctx, "1")
-	ae := apiError(t, err, http.StatusUnauthorized, client.CodeUnauthorized)
+	ae := apiError(t, err, http.StatusUnauthorized, core.ErrUnauthorized)
 	if ae.Temporary() || ae.Method != "POST" || ae.Path != "/v1/tool-calls" {
 		t.Fatalf("%+v", ae)
 	}
 	// 404 on unknown ids.
 	c := newClient(t, airlockURL, keyAlice)
 	_, err = c.GetRun(ctx, "run_nope")
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = c.GetArtifact(ctx, "nope")
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	// 400 on a call without a name is caught before sending; a bad limit by the server.
 	if _, err := c.CallTool(ctx, client.ToolCall{}); err == nil {
 		t.Fatal("empty name accepted")
 	}
 	_, err = c.CallTool(ctx, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}, Input: "no-such-folder"})
-	apiError(t, err, http.StatusBadRequest, client.CodeBadRequest)
+	apiError(t, err, http.StatusBadRequest, core.ErrInvalid)
 
 	// 413: a body and an upload over the limits.
 	small := newClient(t, serve(t, func(c *api.Config) { c.MaxBodyBytes = 4 << 10; c.MaxUploadBytes = 8 << 10 }), keyAlice)
 	_, err = small.RunPython(ctx, strings.Repeat("#", 8<<10))
-	apiError(t, err, http.StatusRequestEntityTooLarge, client.CodeTooLarge)
+	apiError(t, err, http.StatusRequestEntityTooLarge, core.ErrTooLarge)
 	s, err := small.CreateSession(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer small.DeleteSession(context.Background(), s.ID)
 	_, err = small.PutSessionFile(ctx, s.ID, "big.bin", bytes.NewReader(make([]byte, 9<<10)))
-	ae = apiError(t, err, http.StatusRequestEntityTooLarge, client.CodeTooLarge)
+	ae = apiError(t, err, http.StatusRequestEntityTooLarge, core.ErrTooLarge)
 	if ae.Details["limit_bytes"] != float64(8<<10) {
 		t.Fatalf("details %v", ae.Details)
 	}
@@ -289,7 +291,7 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	_, err = slow.ListTools(ctx)
-	ae = apiError(t, err, http.StatusTooManyRequests, client.CodeRateLimited)
+	ae = apiError(t, err, http.StatusTooManyRequests, core.ErrRateLimited)
 	if ae.RetryAfter < time.Second || ae.RetryAfter > 10*time.Second || !ae.Temporary() {
 		t.Fatalf("retry after %v, temporary %v", ae.RetryAfter, ae.Temporary())
 	}
@@ -302,29 +304,29 @@ func TestRunEventsResume(t *testing.T) {
 		agenttest.CallTools(agenttest.Call{ID: "call_sum", Name: "run_python", Arguments: `{"code":"print(40+2)"}`}),
 		agenttest.Say("the answer is 42"),
 	)
-	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "add 40 and 2"})
+	run, err := c.CreateRun(ctx, wire.CreateRunRequest{Goal: "add 40 and 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []client.Event
-	if err := c.FollowRun(ctx, run.ID, 0, func(ev client.Event) error { all = append(all, ev); return nil }); err != nil {
+	var all []wire.RunEvent
+	if err := c.FollowRun(ctx, run.ID, 0, func(ev wire.RunEvent) error { all = append(all, ev); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(all) < 4 || all[len(all)-1].Type != client.EventRunFinished {
+	if len(all) < 4 || all[len(all)-1].Type != wire.EventRunFinished {
 		t.Fatalf("events %v", types(all))
 	}
-	seen := map[string]bool{}
+	seen := map[wire.EventType]bool{}
 	for i, ev := range all {
-		if ev.Seq != int64(i+1) {
+		if ev.Seq != i+1 {
 			t.Fatalf("event %d has seq %d: %v", i, ev.Seq, types(all))
 		}
 		seen[ev.Type] = true
 	}
-	if !seen[client.EventToolCall] || !seen[client.EventToolResult] || !seen[client.EventFinalAnswer] {
+	if !seen[wire.EventToolCall] || !seen[wire.EventToolResult] || !seen[wire.EventFinalAnswer] {
 		t.Fatalf("events %v", types(all))
 	}
 	got, err := c.GetRun(ctx, run.ID)
-	if err != nil || got.Status != client.RunDone || got.FinalAnswer != "the answer is 42" || got.Ended == nil {
+	if err != nil || got.Status != wire.RunDone || got.FinalAnswer != "the answer is 42" || got.Ended.IsZero() {
 		t.Fatalf("run %+v %v", got, err)
 	}
 
@@ -344,15 +346,15 @@ func TestRunEventsResume(t *testing.T) {
 	if last != 2 {
 		t.Fatalf("last id %d", last)
 	}
-	var rest []client.Event
-	if err := c.FollowRun(ctx, run.ID, last, func(ev client.Event) error { rest = append(rest, ev); return nil }); err != nil {
+	var rest []wire.RunEvent
+	if err := c.FollowRun(ctx, run.ID, last, func(ev wire.RunEvent) error { rest = append(rest, ev); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(rest) != len(all)-2 || rest[0].Seq != 3 || rest[len(rest)-1].Type != client.EventRunFinished {
+	if len(rest) != len(all)-2 || rest[0].Seq != 3 || rest[len(rest)-1].Type != wire.EventRunFinished {
 		t.Fatalf("resumed %v, all %v", types(rest), types(all))
 	}
 	// Resuming at the end: nothing more, and the stream ends.
-	s, err = c.StreamRunEvents(ctx, run.ID, all[len(all)-1].Seq)
+	s, err = c.StreamRunEvents(ctx, run.ID, int64(all[len(all)-1].Seq))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,15 +364,15 @@ func TestRunEventsResume(t *testing.T) {
 	_ = s.Close()
 	// Another key does not see the run.
 	_, err = newClient(t, airlockURL, keyBob).StreamRunEvents(ctx, run.ID, 0)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	// Cancelling a finished run changes nothing; an unknown approval is not found.
-	if got, err := c.CancelRun(ctx, run.ID); err != nil || got.Status != client.RunDone {
+	if got, err := c.CancelRun(ctx, run.ID); err != nil || got.Status != wire.RunDone {
 		t.Fatalf("cancel after the end: %+v %v", got, err)
 	}
 	_, err = c.DecideApproval(ctx, run.ID, "apv-nope", true, "fine")
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = c.DecideApproval(ctx, "run_nope", "apv-nope", true, "")
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 }
 
 func TestCancelRun(t *testing.T) {
@@ -380,7 +382,7 @@ func TestCancelRun(t *testing.T) {
 	defer close(release)
 	shared.model.Add(func(agenttest.Request) agenttest.Reply { <-release; return agenttest.Reply{Content: "late"} })
 	asked := len(shared.model.Requests())
-	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "wait"})
+	run, err := c.CreateRun(ctx, wire.CreateRunRequest{Goal: "wait"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,21 +398,21 @@ func TestCancelRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := got
-	for deadline := time.Now().Add(time.Minute); final.Status == client.RunRunning && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); final.Status == wire.RunRunning && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if final, err = c.GetRun(ctx, run.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if final.Status != client.RunCancelled {
+	if final.Status != wire.RunCancelled {
 		t.Fatalf("run %+v", final)
 	}
 }
 
 // types lists the event types for failure messages.
-func types(evs []client.Event) []string {
+func types(evs []wire.RunEvent) []string {
 	var out []string
 	for _, e := range evs {
-		out = append(out, e.Type)
+		out = append(out, string(e.Type))
 	}
 	return out
 }
@@ -452,20 +454,20 @@ func TestFollowRunReconnects(t *testing.T) {
 		},
 		slow("finally"),
 	)
-	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "slowly"})
+	run, err := c.CreateRun(ctx, wire.CreateRunRequest{Goal: "slowly"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []client.Event
-	if err := c.FollowRun(ctx, run.ID, 0, func(ev client.Event) error { evs = append(evs, ev); return nil }); err != nil {
+	var evs []wire.RunEvent
+	if err := c.FollowRun(ctx, run.ID, 0, func(ev wire.RunEvent) error { evs = append(evs, ev); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for i, ev := range evs {
-		if ev.Seq != int64(i+1) {
+		if ev.Seq != i+1 {
 			t.Fatalf("event %d has seq %d: %v", i, ev.Seq, types(evs))
 		}
 	}
-	if len(evs) < 4 || evs[len(evs)-1].Type != client.EventRunFinished {
+	if len(evs) < 4 || evs[len(evs)-1].Type != wire.EventRunFinished {
 		t.Fatalf("events %v", types(evs))
 	}
 	if n := ct.n.Load(); n < 2 {

@@ -15,7 +15,8 @@
 // A call can also be streamed: CallToolStream and CallSessionToolStream
 // return a *CallStream whose Next hands over stdout, stderr, display and
 // artifact events as the code produces them, then io.EOF; Result then
-// returns the same *ToolCallResponse the non-streaming call answers with.
+// returns the same *wire.ToolCallResponse the non-streaming call answers
+// with.
 //
 //	s, err := c.CallToolStream(ctx, call)
 //	defer s.Close()
@@ -25,17 +26,20 @@
 //	res, err := s.Result() // a platform failure is an *APIError here
 //
 // What the user's code did is a result, not an error: a call whose code
-// raised, timed out or was refused by policy returns a *ToolCallResponse
-// with Result.Status set ("error", "timeout", "rejected", ...). An error
+// raised, timed out or was refused by policy returns a
+// *wire.ToolCallResponse with Result.Status set ("error", "timeout",
+// "rejected", ...). An error
 // is returned only when the platform refused or failed the request; it is
 // then an *APIError carrying the API's error code, message, details, HTTP
 // status and Retry-After:
 //
 //	var ae *client.APIError
-//	if errors.As(err, &ae) && ae.Code == client.CodeBusy {
+//	if errors.As(err, &ae) && ae.Code == core.ErrBusy {
 //		time.Sleep(ae.RetryAfter)
 //	}
 //
 // The methods follow the routes of the OpenAPI document the server serves
-// at /openapi.json, one method per operation, named after its operationId.
+// at /openapi.json, one method per operation, named after its operationId;
+// the bodies they send and return are the types of package wire, the ones
+// the server itself encodes.
 package client

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // The Examples run against the server TestMain started (airlockURL, as
@@ -62,7 +64,7 @@ func ExampleClient_CreateSession() {
 	if _, err := c.PutSessionFile(ctx, s.ID, "temps.csv", strings.NewReader(csv)); err != nil {
 		log.Fatal(err)
 	}
-	run := func(code string) *client.ToolCallResponse {
+	run := func(code string) *wire.ToolCallResponse {
 		res, err := c.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": code}})
 		if err != nil {
 			log.Fatal(err)
@@ -107,14 +109,14 @@ func ExampleClient_FollowRun() {
 		log.Fatal(err)
 	}
 	shared.model.Add(scriptedAnswer("Paris")) // the test server's scripted model
-	run, err := c.CreateRun(ctx, client.RunRequest{Goal: "What is the capital of France?"})
+	run, err := c.CreateRun(ctx, wire.CreateRunRequest{Goal: "What is the capital of France?"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Every event once, in order; a dropped stream resumes after the last
 	// event seen (Last-Event-ID).
-	err = c.FollowRun(ctx, run.ID, 0, func(ev client.Event) error {
-		if ev.Type == client.EventFinalAnswer || ev.Type == client.EventRunFinished {
+	err = c.FollowRun(ctx, run.ID, 0, func(ev wire.RunEvent) error {
+		if ev.Type == wire.EventFinalAnswer || ev.Type == wire.EventRunFinished {
 			fmt.Println(ev.Seq > 0, ev.Type)
 		}
 		return nil
@@ -150,7 +152,7 @@ func ExampleClient_CallToolStream() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if ev.Kind == client.CallStdout {
+		if ev.Kind == core.EventStdout {
 			fmt.Printf("live: %q\n", ev.Text)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 )
 
 func TestNotebookRoundTrip(t *testing.T) {
@@ -18,7 +18,7 @@ func TestNotebookRoundTrip(t *testing.T) {
 	t.Cleanup(func() { _ = alice.DeleteSession(ctx, s.ID) })
 
 	_, err = alice.GetNotebook(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 
 	cells := []map[string]any{{"language": "python", "source": "x = 1"}}
 	saved, err := alice.PutNotebook(ctx, s.ID, cells, 0)
@@ -30,11 +30,11 @@ func TestNotebookRoundTrip(t *testing.T) {
 		t.Fatalf("GetNotebook: %+v %v", nb, err)
 	}
 	_, err = alice.PutNotebook(ctx, s.ID, cells, 0)
-	if ae := apiError(t, err, http.StatusConflict, client.CodeConflict); ae.Details["current_version"] != float64(1) {
+	if ae := apiError(t, err, http.StatusConflict, core.ErrConflict); ae.Details["current_version"] != float64(1) {
 		t.Fatalf("conflict details %v", ae.Details)
 	}
 	_, err = bob.GetNotebook(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	_, err = alice.PutNotebook(ctx, s.ID, map[string]any{"not": "a list"}, 1)
-	apiError(t, err, http.StatusBadRequest, client.CodeBadRequest)
+	apiError(t, err, http.StatusBadRequest, core.ErrInvalid)
 }

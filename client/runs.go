@@ -8,16 +8,18 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // CreateRun starts an agent run (POST /v1/runs); follow it with
 // FollowRun or StreamRunEvents, or poll GetRun.
-func (c *Client) CreateRun(ctx context.Context, req RunRequest) (*Run, error) {
+func (c *Client) CreateRun(ctx context.Context, req wire.CreateRunRequest) (*wire.Run, error) {
 	r := &request{method: http.MethodPost, path: "/v1/runs"}
 	if err := r.jsonBody(req); err != nil {
 		return nil, err
 	}
-	var run Run
+	var run wire.Run
 	if err := c.doJSON(ctx, r, &run); err != nil {
 		return nil, err
 	}
@@ -25,8 +27,8 @@ func (c *Client) CreateRun(ctx context.Context, req RunRequest) (*Run, error) {
 }
 
 // GetRun returns the state of run id.
-func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
-	var run Run
+func (c *Client) GetRun(ctx context.Context, id string) (*wire.Run, error) {
+	var run wire.Run
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/runs/" + seg(id)}, &run); err != nil {
 		return nil, err
 	}
@@ -34,8 +36,8 @@ func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
 }
 
 // CancelRun cancels run id and returns its state.
-func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
-	var run Run
+func (c *Client) CancelRun(ctx context.Context, id string) (*wire.Run, error) {
+	var run wire.Run
 	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/runs/" + seg(id) + "/cancel"}, &run); err != nil {
 		return nil, err
 	}
@@ -44,15 +46,12 @@ func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
 
 // DecideApproval approves (or rejects) the pending tool call of run id
 // named by token (from Run.PendingApprovals or an approval_needed event).
-func (c *Client) DecideApproval(ctx context.Context, id, token string, approve bool, reason string) (*Run, error) {
+func (c *Client) DecideApproval(ctx context.Context, id, token string, approve bool, reason string) (*wire.Run, error) {
 	r := &request{method: http.MethodPost, path: "/v1/runs/" + seg(id) + "/approvals/" + seg(token)}
-	if err := r.jsonBody(struct {
-		Approve bool   `json:"approve"`
-		Reason  string `json:"reason,omitempty"`
-	}{approve, reason}); err != nil {
+	if err := r.jsonBody(wire.ApprovalDecision{Approve: &approve, Reason: reason}); err != nil {
 		return nil, err
 	}
-	var run Run
+	var run wire.Run
 	if err := c.doJSON(ctx, r, &run); err != nil {
 		return nil, err
 	}
@@ -85,23 +84,23 @@ func (c *Client) StreamRunEvents(ctx context.Context, id string, after int64) (*
 }
 
 // Next returns the next event; io.EOF when the server ended the stream.
-func (s *EventStream) Next() (Event, error) {
+func (s *EventStream) Next() (wire.RunEvent, error) {
 	f, err := s.sse.next()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return Event{}, io.EOF
+			return wire.RunEvent{}, io.EOF
 		}
-		return Event{}, fmt.Errorf("airlock client: run events: %w", err)
+		return wire.RunEvent{}, fmt.Errorf("airlock client: run events: %w", err)
 	}
-	var ev Event
+	var ev wire.RunEvent
 	if err := json.Unmarshal([]byte(f.Data), &ev); err != nil {
-		return Event{}, fmt.Errorf("airlock client: run event %s: %w", f.ID, err)
+		return wire.RunEvent{}, fmt.Errorf("airlock client: run event %s: %w", f.ID, err)
 	}
 	if ev.Type == "" {
-		ev.Type = f.Event
+		ev.Type = wire.EventType(f.Event)
 	}
-	if ev.Seq > s.lastID {
-		s.lastID = ev.Seq
+	if int64(ev.Seq) > s.lastID {
+		s.lastID = int64(ev.Seq)
 	}
 	return ev, nil
 }
@@ -118,7 +117,7 @@ func (s *EventStream) Close() error { return s.body.Close() }
 // connection drops or ends early it reconnects and resumes after the last
 // event it handed to fn (Last-Event-ID). It returns fn's error, the first
 // error of opening a stream, or ctx's error.
-func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(Event) error) error {
+func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(wire.RunEvent) error) error {
 	for {
 		s, err := c.StreamRunEvents(ctx, id, after)
 		if err != nil {
@@ -140,7 +139,7 @@ func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(
 			if gerr != nil {
 				return gerr
 			}
-			if run.Status != RunRunning && run.Status != RunWaitingApproval {
+			if run.Status.Final() {
 				return nil
 			}
 		}
@@ -149,7 +148,7 @@ func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(
 
 // drain hands the events of s to fn. finished is true when the caller
 // must stop: fn failed or the run_finished event was handed over.
-func drain(s *EventStream, fn func(Event) error) (finished bool, err error) {
+func drain(s *EventStream, fn func(wire.RunEvent) error) (finished bool, err error) {
 	for {
 		ev, err := s.Next()
 		if err != nil {
@@ -158,7 +157,7 @@ func drain(s *EventStream, fn func(Event) error) (finished bool, err error) {
 		if err := fn(ev); err != nil {
 			return true, err
 		}
-		if ev.Type == EventRunFinished {
+		if ev.Type == wire.EventRunFinished {
 			return true, nil
 		}
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/keys"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 func TestListSessionsShowsOnlyTheCallers(t *testing.T) {
@@ -35,7 +37,7 @@ func TestListSessionsShowsOnlyTheCallers(t *testing.T) {
 		t.Fatalf("alice lists %+v, want %v oldest first", list, ids[:2])
 	}
 	first := list[0]
-	if first.State != client.SessionIdle || first.ExecutionCount == nil || *first.ExecutionCount != 1 ||
+	if first.State != wire.SessionIdle || first.ExecutionCount == nil || *first.ExecutionCount != 1 ||
 		first.CPUMS == nil || *first.CPUMS <= 0 || first.MemBytes == nil || *first.MemBytes <= 0 ||
 		first.CreatedAt.IsZero() || first.LastUsedAt.Before(first.CreatedAt) || first.AgeSeconds <= 0 {
 		t.Fatalf("first session %+v", first)
@@ -69,7 +71,7 @@ func TestInterruptSession(t *testing.T) {
 	}
 
 	type answer struct {
-		res *client.ToolCallResponse
+		res *wire.ToolCallResponse
 		err error
 	}
 	done := make(chan answer, 1)
@@ -84,7 +86,7 @@ func TestInterruptSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State == client.SessionBusy {
+		if got.State == wire.SessionBusy {
 			break
 		}
 		if time.Since(start) > 20*time.Second {
@@ -100,7 +102,7 @@ func TestInterruptSession(t *testing.T) {
 	if a.err != nil {
 		t.Fatal(a.err)
 	}
-	if r := a.res.Result; r.Status != client.StatusError || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
+	if r := a.res.Result; r.Status != core.StatusError || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
 		t.Fatalf("interrupted call %+v (error %+v)", r, r.Error)
 	}
 	if el := time.Since(start); el > 25*time.Second {
@@ -111,13 +113,13 @@ func TestInterruptSession(t *testing.T) {
 		t.Fatalf("after the interrupt: %q", res.Result.Stdout)
 	}
 	_, err = newClient(t, airlockURL, keyBob).InterruptSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 }
 
 func TestRestartSession(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, airlockURL, keyAlice)
-	s, err := c.CreateSessionWith(ctx, client.SessionOptions{})
+	s, err := c.CreateSessionWith(ctx, wire.CreateSessionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +130,14 @@ func TestRestartSession(t *testing.T) {
 	okCall(t)(c.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{
 		"code": "v = 7\nopen('kept.txt', 'w').write('file survives')"}}))
 	got, err := c.RestartSession(ctx, s.ID)
-	if err != nil || got.ID != s.ID || got.State != client.SessionIdle {
+	if err != nil || got.ID != s.ID || got.State != wire.SessionIdle {
 		t.Fatalf("restart: %+v %v", got, err)
 	}
 	res, err := c.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Result; r.Status != client.StatusError || r.Error == nil || r.Error.Name != "NameError" {
+	if r := res.Result; r.Status != core.StatusError || r.Error == nil || r.Error.Name != "NameError" {
 		t.Fatalf("v after restart: %+v (error %+v), want a NameError", r, r.Error)
 	}
 	res = okCall(t)(c.CallSessionTool(ctx, s.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "print(open('kept.txt').read())"}}))
@@ -143,14 +145,14 @@ func TestRestartSession(t *testing.T) {
 		t.Fatalf("file after restart: %q", res.Result.Stdout)
 	}
 	_, err = newClient(t, airlockURL, keyBob).RestartSession(ctx, s.ID)
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 }
 
 func TestBackgroundNeedsPolicy(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, airlockURL, keyAlice)
-	_, err := c.CreateSessionWith(ctx, client.SessionOptions{Background: true})
-	ae := apiError(t, err, http.StatusBadRequest, client.CodeBadRequest)
+	_, err := c.CreateSessionWith(ctx, wire.CreateSessionRequest{Background: true})
+	ae := apiError(t, err, http.StatusBadRequest, core.ErrInvalid)
 	if ae.Details["policy"] != "background" {
 		t.Fatalf("details %v", ae.Details)
 	}
@@ -167,7 +169,7 @@ func TestBackgroundNeedsPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	carol := newClient(t, serve(t, func(c *api.Config) { c.Keys = ks }), keyCarol)
-	s, err := carol.CreateSessionWith(ctx, client.SessionOptions{Background: true})
+	s, err := carol.CreateSessionWith(ctx, wire.CreateSessionRequest{Background: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,24 +5,27 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // CreateSession opens a session: one sandbox that keeps state between
 // calls until DeleteSession or its idle timeout (POST /v1/sessions).
 // limits may be nil. CreateSessionWith takes the other options.
-func (c *Client) CreateSession(ctx context.Context, limits *Limits) (*Session, error) {
-	return c.CreateSessionWith(ctx, SessionOptions{Limits: limits})
+func (c *Client) CreateSession(ctx context.Context, limits *wire.Limits) (*wire.Session, error) {
+	return c.CreateSessionWith(ctx, wire.CreateSessionRequest{Limits: limits})
 }
 
 // CreateSessionWith opens a session with opts (POST /v1/sessions), e.g.
 // with Background set; a key whose policy does not allow background
-// processes gets an *APIError with CodeBadRequest.
-func (c *Client) CreateSessionWith(ctx context.Context, opts SessionOptions) (*Session, error) {
+// processes gets an *APIError with core.ErrInvalid.
+func (c *Client) CreateSessionWith(ctx context.Context, opts wire.CreateSessionRequest) (*wire.Session, error) {
 	r := &request{method: http.MethodPost, path: "/v1/sessions"}
 	if err := r.jsonBody(opts); err != nil {
 		return nil, err
 	}
-	var s Session
+	var s wire.Session
 	if err := c.doJSON(ctx, r, &s); err != nil {
 		return nil, err
 	}
@@ -30,9 +33,9 @@ func (c *Client) CreateSessionWith(ctx context.Context, opts SessionOptions) (*S
 }
 
 // GetSession returns the record of session id; a closed or expired
-// session is an *APIError with CodeNotFound.
-func (c *Client) GetSession(ctx context.Context, id string) (*Session, error) {
-	var s Session
+// session is an *APIError with core.ErrNotFound.
+func (c *Client) GetSession(ctx context.Context, id string) (*wire.Session, error) {
+	var s wire.Session
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/sessions/" + seg(id)}, &s); err != nil {
 		return nil, err
 	}
@@ -42,10 +45,8 @@ func (c *Client) GetSession(ctx context.Context, id string) (*Session, error) {
 // ListSessions returns the caller's open sessions, oldest first, each
 // with its live state and resource use (GET /v1/sessions). Sessions of
 // other API keys are never listed.
-func (c *Client) ListSessions(ctx context.Context) ([]Session, error) {
-	var out struct {
-		Sessions []Session `json:"sessions"`
-	}
+func (c *Client) ListSessions(ctx context.Context) ([]wire.Session, error) {
+	var out wire.SessionList
 	if err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/sessions"}, &out); err != nil {
 		return nil, err
 	}
@@ -60,9 +61,7 @@ func (c *Client) InterruptSession(ctx context.Context, id string) (bool, error) 
 	if id == "" {
 		return false, fmt.Errorf("airlock client: InterruptSession: empty session id")
 	}
-	var out struct {
-		Interrupted bool `json:"interrupted"`
-	}
+	var out wire.Interrupted
 	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/sessions/" + seg(id) + "/interrupt"}, &out); err != nil {
 		return false, err
 	}
@@ -72,11 +71,11 @@ func (c *Client) InterruptSession(ctx context.Context, id string) (bool, error) 
 // RestartSession replaces the Python process of session id (POST
 // /v1/sessions/{id}/restart): its variables are gone, its files are
 // kept. It returns the session's record.
-func (c *Client) RestartSession(ctx context.Context, id string) (*Session, error) {
+func (c *Client) RestartSession(ctx context.Context, id string) (*wire.Session, error) {
 	if id == "" {
 		return nil, fmt.Errorf("airlock client: RestartSession: empty session id")
 	}
-	var s Session
+	var s wire.Session
 	if err := c.doJSON(ctx, &request{method: http.MethodPost, path: "/v1/sessions/" + seg(id) + "/restart"}, &s); err != nil {
 		return nil, err
 	}
@@ -90,13 +89,13 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 
 // PutSessionFile uploads data as path (relative, may contain slashes) into
 // the work folder of session id (PUT /v1/sessions/{id}/files/{path}).
-func (c *Client) PutSessionFile(ctx context.Context, id, path string, data io.Reader) (*FileWritten, error) {
+func (c *Client) PutSessionFile(ctx context.Context, id, path string, data io.Reader) (*wire.FileWritten, error) {
 	if path == "" {
 		return nil, fmt.Errorf("airlock client: PutSessionFile: empty path")
 	}
 	r := &request{method: http.MethodPut, path: "/v1/sessions/" + seg(id) + "/files/" + filePath(path),
 		body: data, contentType: "application/octet-stream"}
-	var w FileWritten
+	var w wire.FileWritten
 	if err := c.doJSON(ctx, r, &w); err != nil {
 		return nil, err
 	}
@@ -110,4 +109,22 @@ func (c *Client) GetSessionFile(ctx context.Context, id, path string) (*Download
 		return nil, fmt.Errorf("airlock client: GetSessionFile: empty path")
 	}
 	return c.doBytes(ctx, &request{method: http.MethodGet, path: "/v1/sessions/" + seg(id) + "/files/" + filePath(path)})
+}
+
+// ListSessionFiles lists every file under folder ("" for the work folder)
+// of session id, walked breadth first within the server's bounds (GET
+// /v1/sessions/{id}/files).
+func (c *Client) ListSessionFiles(ctx context.Context, id, folder string) (*wire.FileList, error) {
+	if id == "" {
+		return nil, fmt.Errorf("airlock client: ListSessionFiles: empty session id")
+	}
+	r := &request{method: http.MethodGet, path: "/v1/sessions/" + seg(id) + "/files"}
+	if folder != "" {
+		r.query = url.Values{"path": {folder}}
+	}
+	var out wire.FileList
+	if err := c.doJSON(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -118,7 +118,7 @@ func newStack() (*stack, error) {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	st.queue = q
-	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewHandler(st.engine))
+	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 2}, jobs.NewRunner(st.engine))
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}

@@ -11,14 +11,16 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // streamed is what a test read from a CallStream: the events with the
 // time each arrived, and the result with its time.
 type streamed struct {
-	events []client.CallEvent
+	events []wire.CallEvent
 	at     []time.Time
-	res    *client.ToolCallResponse
+	res    *wire.ToolCallResponse
 	resAt  time.Time
 }
 
@@ -49,7 +51,7 @@ func readStream(t *testing.T, s *client.CallStream) streamed {
 var msDuration = regexp.MustCompile(`[0-9]+ ms`)
 
 // comparable zeroes the fields of r that differ from one run to the next.
-func comparable(r client.ToolCallResponse) client.ToolCallResponse {
+func comparable(r wire.ToolCallResponse) wire.ToolCallResponse {
 	r.Result.DurationMS = 0
 	r.Message.Content = msDuration.ReplaceAllString(r.Message.Content, "N ms")
 	return r
@@ -67,7 +69,7 @@ func TestCallToolStream(t *testing.T) {
 	got := readStream(t, s)
 	var text strings.Builder
 	for i, ev := range got.events {
-		if ev.Kind != client.CallStdout {
+		if ev.Kind != core.EventStdout {
 			t.Fatalf("event %d: %+v, want only stdout", i, ev)
 		}
 		text.WriteString(ev.Text)
@@ -79,7 +81,7 @@ func TestCallToolStream(t *testing.T) {
 	if lead := got.resAt.Sub(got.at[0]); lead < 700*time.Millisecond {
 		t.Fatalf("first stdout event only %v before the result: not streamed", lead)
 	}
-	if got.res.Result.Status != client.StatusOK || got.res.Result.Stdout != "0\n1\n2\n" || got.res.Message.ToolCallID != "call_stream1" {
+	if got.res.Result.Status != core.StatusOK || got.res.Result.Stdout != "0\n1\n2\n" || got.res.Message.ToolCallID != "call_stream1" {
 		t.Fatalf("result %+v", got.res)
 	}
 	plain, err := c.CallTool(ctx, call)
@@ -106,18 +108,18 @@ func TestCallSessionToolStream(t *testing.T) {
 	kinds := map[string]string{}
 	for _, ev := range got.events {
 		switch ev.Kind {
-		case client.CallStdout, client.CallStderr:
+		case core.EventStdout, core.EventStderr:
 			kinds[ev.Kind] += ev.Text
-		case client.CallDisplay:
+		case core.EventDisplay:
 			kinds[ev.Kind] += ev.Data["text/plain"]
 		}
 	}
 	r := got.res.Result
-	want := map[string]string{client.CallStdout: r.Stdout, client.CallStderr: "err\n", client.CallDisplay: "42"}
+	want := map[string]string{core.EventStdout: r.Stdout, core.EventStderr: "err\n", core.EventDisplay: "42"}
 	if !reflect.DeepEqual(kinds, want) || !strings.HasPrefix(r.Stdout, "out\n") || r.Stderr != "err\n" {
 		t.Fatalf("events %+v, want %v", got.events, want)
 	}
-	if r.Status != client.StatusOK || r.SessionID != sess.ID || r.ExecutionCount != 1 ||
+	if r.Status != core.StatusOK || r.SessionID != sess.ID || r.ExecutionCount != 1 ||
 		len(r.Display) != 1 || r.Display[0].Data["text/plain"] != "42" {
 		t.Fatalf("result %+v", r)
 	}
@@ -127,20 +129,20 @@ func TestCallSessionToolStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = readStream(t, s).res.Result
-	if r.Status != client.StatusError || r.Error == nil || r.Error.Name != "ZeroDivisionError" ||
+	if r.Status != core.StatusError || r.Error == nil || r.Error.Name != "ZeroDivisionError" ||
 		len(r.Error.Traceback) == 0 || r.ExecutionCount != 2 {
 		t.Fatalf("error result %+v (error %+v)", r, r.Error)
 	}
 	// A refused request is an *APIError before any event.
 	bob := newClient(t, airlockURL, keyBob)
 	_, err = bob.CallSessionToolStream(ctx, sess.ID, client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}})
-	apiError(t, err, http.StatusNotFound, client.CodeNotFound)
+	apiError(t, err, http.StatusNotFound, core.ErrNotFound)
 	// A call of a tool that does not exist is a result, as without streaming.
 	s, err = c.CallToolStream(ctx, client.ToolCall{Name: "no_such_tool", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := readStream(t, s).res.Result; r.Status != client.StatusRejected {
+	if r := readStream(t, s).res.Result; r.Status != core.StatusRejected {
 		t.Fatalf("unknown tool: %+v", r)
 	}
 }

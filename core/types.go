@@ -225,8 +225,7 @@ type Result struct {
 	Container  string     `json:"container,omitempty"`  // short id of the container that ran it
 	Data       []byte     `json:"data,omitempty"`       // for OpFileGet
 	// Size is the file's total size after an OpFilePut and of the file an
-	// OpFileGet read from (Data may be only a chunk of it). A worker that
-	// leaves it 0 for a non-empty file does not do chunked transfers.
+	// OpFileGet read from (Data may be only a chunk of it).
 	Size int64 `json:"size,omitempty"`
 	// SessionEnded is true when the call's session was destroyed (for
 	// example an interpreter that could not be interrupted after a timeout).

@@ -36,6 +36,11 @@ type Config struct {
 	// ResultTTL is how long an outcome is kept after the job ends, for
 	// callers that retry or attach with the same job ID. Default 2 minutes.
 	ResultTTL time.Duration
+	// MaxResultBytes (memory) bounds the outcomes kept for ResultTTL, all
+	// jobs together: past it the oldest are forgotten first (a caller
+	// attaching to one then runs it again), so outcomes carrying
+	// artifacts cannot pile up in the process. Default 32 MiB.
+	MaxResultBytes int64
 	// VisibilityTimeout (Redis) is how long a job may go without its
 	// worker's heartbeat before another worker reclaims it. Default 30s.
 	VisibilityTimeout time.Duration
@@ -117,6 +122,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 10*time.Minute)
 	c.ResultTTL = cmp.Or(c.ResultTTL, 2*time.Minute)
+	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, 32<<20)
 	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, 30*time.Second)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, 3)
 	c.LivenessTTL = cmp.Or(c.LivenessTTL, c.VisibilityTimeout)

@@ -22,6 +22,7 @@ type Memory struct {
 	closed   bool
 	jobs     map[string]*memJob // active and recently finished, by ID
 	finished []*memJob          // finished jobs in finish order, for expiry
+	kept     int64              // bytes of the outcomes of finished
 	main     []*memJob          // the interactive lane's FIFO
 	batch    []*memJob          // the batch lane's FIFO (served when main is empty)
 	workers  map[string]*memWorker
@@ -203,15 +204,21 @@ func (q *Memory) finishLocked(mj *memJob, state string, out []byte, msg string) 
 		delete(q.owners, mj.job.Owner)
 	}
 	q.finished = append(q.finished, mj)
+	q.kept += int64(len(out))
+	q.expireLocked(mj.finishedAt)
 	return true
 }
 
-// expireLocked forgets outcomes older than ResultTTL.
+// expireLocked forgets outcomes older than ResultTTL, and the oldest while
+// the kept ones are over MaxResultBytes. A waiter still holding one reads
+// it all the same.
 func (q *Memory) expireLocked(now time.Time) {
-	for len(q.finished) > 0 && now.Sub(q.finished[0].finishedAt) > q.cfg.ResultTTL {
-		if q.jobs[q.finished[0].job.ID] == q.finished[0] {
-			delete(q.jobs, q.finished[0].job.ID)
+	for len(q.finished) > 0 && (now.Sub(q.finished[0].finishedAt) > q.cfg.ResultTTL || q.kept > q.cfg.MaxResultBytes) {
+		old := q.finished[0]
+		if q.jobs[old.job.ID] == old {
+			delete(q.jobs, old.job.ID)
 		}
+		q.kept -= int64(len(old.out))
 		q.finished[0] = nil
 		q.finished = q.finished[1:]
 	}

@@ -836,7 +836,7 @@ function timeoutFor(node) {
   const own = parseFloat(node.querySelector(".cell-timeout").value);
   const nb = parseFloat($("nb-timeout").value);
   const t = own > 0 ? own : nb > 0 ? nb : 0;
-  const max = state.maxTimeout || (state.info && state.info.max_timeout_seconds);
+  const max = state.maxTimeout;
   return max && t ? Math.min(t, max) : t;
 }
 
@@ -1092,26 +1092,10 @@ async function refreshFiles() {
   }
 }
 
-// listFiles lists every file under the work folder: the files route when
-// the server has one, else a shell call (find) in the session.
+// listFiles lists every file under the work folder (GET .../files).
 async function listFiles(s) {
-  try {
-    const r = await api("GET", `/v1/sessions/${s.id}/files`);
-    const entries = (r && (r.files || r.entries)) || [];
-    return entries.filter((e) => e.type !== "dir" && !e.dir && !e.is_dir).map((e) => ({ path: e.path || e.name, size: e.size }));
-  } catch (e) {
-    if (!(e instanceof APIError) || (e.status !== 404 && e.status !== 405 && e.status !== 400)) throw e;
-  }
-  const tools = state.tools || (await loadTools());
-  if (!tools.shell) return [];
-  const args = {};
-  args[tools.shell.arg] = "find . -type f -not -path '*/.*' -printf '%s\\t%P\\n' 2>/dev/null | sort -k2 | head -500";
-  const res = await api("POST", `/v1/sessions/${s.id}/tool-calls`, { json: { type: "function", function: { name: tools.shell.name, arguments: JSON.stringify(args) } } });
-  const out = (res.result && res.result.stdout) || "";
-  return out.split("\n").filter((l) => /^\d+\t./.test(l)).map((l) => {
-    const i = l.indexOf("\t");
-    return { size: parseInt(l.slice(0, i), 10), path: l.slice(i + 1) };
-  }).filter((f) => f.path);
+  const r = await api("GET", `/v1/sessions/${s.id}/files`);
+  return r.files.filter((e) => e.type !== "dir").map((e) => ({ path: e.path, size: e.size }));
 }
 
 async function uploadList(files) {
@@ -1571,7 +1555,6 @@ async function init() {
   }
   $("model-banner").hidden = !!state.info.model_configured;
   $("key-button").hidden = !state.info.auth_required;
-  if (state.info.max_timeout_seconds) $("nb-timeout").max = state.info.max_timeout_seconds;
   if (state.info.auth_required && !state.key) await askKey();
   loadTools().catch((e) => showAlert(explain(e)));
   const params = new URLSearchParams(location.search);

@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 const batchUsage = `usage:
@@ -104,7 +105,7 @@ func runBatch(args []string, stdout, stderr io.Writer) int {
 // batchByID runs `airlock batch status|results|cancel|retry ID`.
 func batchByID(ctx context.Context, c *client.Client, cmd command, sub string, f batchFlags, stdout io.Writer) int {
 	id := f.pos[0]
-	var b *client.Batch
+	var b *wire.Batch
 	var err error
 	switch sub {
 	case "results":
@@ -156,7 +157,7 @@ func printJSON(w io.Writer, v any) int {
 }
 
 // submitBatch submits FILE.jsonl, or a map spec from --each/--input TOOL CODE.
-func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []string) (*client.Batch, error) {
+func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []string) (*wire.Batch, error) {
 	if f.each != "" || f.input != "" {
 		if f.each == "" || f.input == "" || len(pos) != 2 {
 			return nil, errors.New("a map batch needs --each GLOB --input NAME TOOL CODE")
@@ -167,10 +168,12 @@ func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []stri
 		if tool == "execute_shell" {
 			args = map[string]any{"command": code}
 		}
-		return c.CreateMapBatch(ctx, client.MapSpec{
-			ToolCall: map[string]any{"type": "function", "function": map[string]any{"name": tool, "arguments": args}},
-			Each:     f.each, Input: name, Concurrency: f.concurrency, CompletionWindow: f.window,
-		})
+		tc, err := client.ToolCall{Name: tool, Arguments: args}.Request()
+		if err != nil {
+			return nil, err
+		}
+		return c.CreateMapBatch(ctx, wire.BatchMapSpec{ToolCall: &tc,
+			Each: f.each, Input: name, Concurrency: f.concurrency, CompletionWindow: f.window})
 	}
 	if len(pos) != 1 {
 		return nil, errors.New("want FILE.jsonl (or --each GLOB --input NAME TOOL CODE)")
@@ -191,7 +194,7 @@ func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []stri
 // runBatchLive submits (or, with --id, resumes following) a batch, shows
 // a progress bar until it ends and writes its results to --out.
 func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []string, stdout, stderr io.Writer) int {
-	var b *client.Batch
+	var b *wire.Batch
 	var err error
 	if f.id != "" {
 		b, err = c.GetBatch(ctx, f.id)
@@ -213,7 +216,7 @@ func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []str
 		progressbar.OptionThrottle(200*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
-	for !b.Terminal() {
+	for !b.Status.Terminal() {
 		select {
 		case <-ctx.Done():
 			fmt.Fprintf(stderr, "\ninterrupted; the batch goes on: airlock batch run --id %s\n", b.ID)

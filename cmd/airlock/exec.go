@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // toolArg names the code argument of the tools `airlock exec` runs.
@@ -195,11 +196,11 @@ func execRemote(ctx context.Context, url, key string, call client.ToolCall, asJS
 		for _, a := range r.Artifacts {
 			fmt.Fprintf(stderr, "[artifact %s %s %d bytes sha256:%s %s]\n", a.Name, a.MIME, a.Size, a.SHA256, a.URL)
 		}
-		if r.Status != client.StatusOK && r.Status != client.StatusError {
+		if r.Status != core.StatusOK && r.Status != core.StatusError {
 			fmt.Fprintf(stderr, "airlock: %s: %s\n", r.Status, res.Message.Content)
 		}
 	}
-	if r.Status == client.StatusPendingApproval {
+	if r.Status == wire.StatusPendingApproval {
 		return 126
 	}
 	exit := 0
@@ -210,9 +211,9 @@ func execRemote(ctx context.Context, url, key string, call client.ToolCall, asJS
 }
 
 // remoteLimits converts the limit flags to the API's limits (nil: none).
-func remoteLimits(l core.Limits) *client.Limits {
+func remoteLimits(l core.Limits) *wire.Limits {
 	if l == (core.Limits{}) {
 		return nil
 	}
-	return &client.Limits{MemoryBytes: l.Memory, CPUs: l.CPUs, Pids: l.Pids, TimeoutSeconds: l.Timeout.Seconds()}
+	return &wire.Limits{MemoryBytes: l.Memory, CPUs: l.CPUs, Pids: l.Pids, TimeoutSeconds: l.Timeout.Seconds()}
 }

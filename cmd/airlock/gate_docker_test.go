@@ -22,6 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/mcpserver"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/keys"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // Keys and secrets of the gate tests.
@@ -115,17 +116,17 @@ func newGateServer(t *testing.T) *gateServer {
 
 // call runs tc (in session sid when not empty) and fails the test on an
 // API error.
-func call(t *testing.T, c *client.Client, sid string, tc client.ToolCall) client.ToolResult {
+func call(t *testing.T, c *client.Client, sid string, tc client.ToolCall) wire.ToolResult {
 	t.Helper()
 	return callMessage(t, c, sid, tc).Result
 }
 
 // callMessage is call returning the whole answer, the tool message too.
-func callMessage(t *testing.T, c *client.Client, sid string, tc client.ToolCall) *client.ToolCallResponse {
+func callMessage(t *testing.T, c *client.Client, sid string, tc client.ToolCall) *wire.ToolCallResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
-	var res *client.ToolCallResponse
+	var res *wire.ToolCallResponse
 	var err error
 	if sid == "" {
 		res, err = c.CallTool(ctx, tc)
@@ -139,7 +140,7 @@ func callMessage(t *testing.T, c *client.Client, sid string, tc client.ToolCall)
 }
 
 // openSession opens a session of c, closed with the test.
-func openSession(t *testing.T, c *client.Client, limits *client.Limits) string {
+func openSession(t *testing.T, c *client.Client, limits *wire.Limits) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
@@ -282,7 +283,7 @@ func testTimeoutCeiling(t *testing.T, g *gateServer) {
 	bad(g.bob, "", client.PythonCall(sleep, client.CodeOptions{TimeoutSeconds: 300}), "timeout_seconds 300 is over 10", "ceiling")
 	bad(g.bob, "", client.ShellCall("sleep 32", client.CodeOptions{TimeoutSeconds: 11}), "timeout_seconds 11 is over 10")
 	bad(g.bob, openSession(t, g.bob, nil), client.ShellCall("sleep 32", client.CodeOptions{TimeoutSeconds: 11}), "is over 10")
-	bad(g.bob, "", client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}, Limits: &client.Limits{TimeoutSeconds: 9.3e9}}, "timeout_seconds", "is over 10")
+	bad(g.bob, "", client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}, Limits: &wire.Limits{TimeoutSeconds: 9.3e9}}, "timeout_seconds", "is over 10")
 	bad(g.alice, "", client.PythonCall(sleep, client.CodeOptions{TimeoutSeconds: 21}), "is over 20")
 	if r := call(t, g.alice, "", client.PythonCall("print('granted')", client.CodeOptions{TimeoutSeconds: 20})); r.Status != "ok" {
 		t.Errorf("alice's granted 20 s: %s %q", r.Status, r.Message)
@@ -301,7 +302,7 @@ func testTimeoutDefaults(t *testing.T, g *gateServer) {
 	if r.Status != "timeout" || !strings.Contains(r.Message, "10000 ms") {
 		t.Errorf("one-shot default: %s %q %q", r.Status, r.Stdout, r.Message)
 	}
-	sid := openSession(t, g.bob, &client.Limits{TimeoutSeconds: 2})
+	sid := openSession(t, g.bob, &wire.Limits{TimeoutSeconds: 2})
 	r = call(t, g.bob, sid, client.PythonCall("import time\ntime.sleep(6)\nprint('ran')", client.CodeOptions{}))
 	if r.Status != "timeout" || !strings.Contains(r.Message, "2000 ms") {
 		t.Errorf("session default: %s %q %q", r.Status, r.Stdout, r.Message)

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
 )
 
@@ -103,9 +102,7 @@ func mcpBackend(ctx context.Context, sf *stackFlags, url, key string, log *slog.
 }
 
 // remoteBackend is the Backend of the server at url: its tools, calls,
-// sessions and files through the Go client. When the server's tools
-// cannot be listed (unreachable, key refused) the built-in registry's are
-// served, and each call reports what the server answered.
+// sessions and files through the Go client (see mcpserver.NewRemote).
 func remoteBackend(ctx context.Context, url, key string, log *slog.Logger) (mcpserver.Backend, error) {
 	c, err := client.New(url, client.WithAPIKey(key), client.WithUserAgent("airlock-mcp/1"))
 	if err != nil {
@@ -113,8 +110,7 @@ func remoteBackend(ctx context.Context, url, key string, log *slog.Logger) (mcps
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	builtin := mcpserver.RegistryTools(dispatcher.BuiltinRegistry(dispatcher.DefaultConfig()))
-	return mcpserver.NewRemote(sctx, c, mcpserver.RemoteConfig{Server: url, Fallback: builtin, Logger: log})
+	return mcpserver.NewRemote(sctx, c, mcpserver.RemoteConfig{Server: url, Logger: log})
 }
 
 // nopWriteCloser is a Writer whose Close does nothing (stdout stays open).

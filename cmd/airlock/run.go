@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // runAgentOwner owns the CLI's runs.
@@ -164,7 +165,7 @@ func runAgent(o runOptions, m *agent.Manager, stdout, stderr io.Writer) int {
 	defer p.spin.stop()
 	for ev := range events {
 		p.event(ev)
-		if ev.Type == agent.EventApprovalNeeded {
+		if ev.Type == wire.EventApprovalNeeded {
 			p.decide(m, view.ID, ev)
 		}
 	}
@@ -176,11 +177,11 @@ func runAgent(o runOptions, m *agent.Manager, stdout, stderr io.Writer) int {
 }
 
 // runExitCode maps a run's final status to the process exit code.
-func runExitCode(s agent.RunStatus) int {
+func runExitCode(s wire.RunStatus) int {
 	switch s {
-	case agent.RunDone, agent.RunMaxSteps:
+	case wire.RunDone, wire.RunMaxSteps:
 		return 0
-	case agent.RunCancelled:
+	case wire.RunCancelled:
 		return 130
 	default:
 		return 1

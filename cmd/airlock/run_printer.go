@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // runPrinter shows a run's events: human-readable progress on stderr and
@@ -46,11 +47,11 @@ type eventData struct {
 	Steps       int             `json:"steps"`
 	FinalAnswer string          `json:"final_answer"`
 	Error       string          `json:"error"`
-	Usage       agent.Usage     `json:"usage"`
+	Usage       wire.Usage      `json:"usage"`
 }
 
 // event prints one event.
-func (p *runPrinter) event(ev agent.Event) {
+func (p *runPrinter) event(ev wire.RunEvent) {
 	if p.json {
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(p.stdout, "%s\n", b)
@@ -59,36 +60,36 @@ func (p *runPrinter) event(ev agent.Event) {
 	var d eventData
 	_ = json.Unmarshal(ev.Data, &d)
 	switch ev.Type {
-	case agent.EventStepStarted:
+	case wire.EventStepStarted:
 		label := fmt.Sprintf("step %d/%d: waiting for the model", ev.Step, d.MaxSteps)
 		if d.Final {
 			p.line("· step limit reached: asking for a final answer without tools")
 			label = "waiting for the final answer"
 		}
 		p.spin.set(label)
-	case agent.EventAssistantMessage:
+	case wire.EventAssistantMessage:
 		if d.Content != "" && string(d.ToolCalls) != "[]" && string(d.ToolCalls) != "null" {
 			p.line("· " + oneLine(d.Content, 200))
 		}
-	case agent.EventToolCall:
+	case wire.EventToolCall:
 		p.started[d.ID] = ev.Time
 		p.line(fmt.Sprintf("→ %s %s", d.Name, oneLine(d.Arguments, 160)))
 		p.spin.set("running " + d.Name)
-	case agent.EventToolResult:
+	case wire.EventToolResult:
 		took := time.Duration(d.DurationMS) * time.Millisecond
 		if t0, ok := p.started[d.ID]; ok && took == 0 {
 			took = ev.Time.Sub(t0)
 		}
 		p.line(fmt.Sprintf("← %s %s (%s) %s", d.Name, d.Status, took.Round(10*time.Millisecond), oneLine(d.Content, 160)))
-	case agent.EventApprovalNeeded:
+	case wire.EventApprovalNeeded:
 		p.line(fmt.Sprintf("? %s needs approval: %s", d.Name, oneLine(d.Arguments, 200)))
 		p.spin.set("waiting for approval")
-	case agent.EventError:
+	case wire.EventError:
 		p.line("! " + oneLine(d.Message, 300))
-	case agent.EventFinalAnswer:
+	case wire.EventFinalAnswer:
 		p.spin.stop()
 		fmt.Fprintln(p.stdout, strings.TrimRight(d.Content, "\n"))
-	case agent.EventRunFinished:
+	case wire.EventRunFinished:
 		p.spin.stop()
 		msg := fmt.Sprintf("%s · %d steps · %d tokens · %s", d.Status, d.Steps, d.Usage.TotalTokens, time.Since(p.runStart).Round(100*time.Millisecond))
 		if d.Error != "" {
@@ -100,7 +101,7 @@ func (p *runPrinter) event(ev agent.Event) {
 
 // decide asks the terminal user about a pending approval; without a
 // terminal nobody can approve, so the call is rejected.
-func (p *runPrinter) decide(m *agent.Manager, runID string, ev agent.Event) {
+func (p *runPrinter) decide(m *agent.Manager, runID string, ev wire.RunEvent) {
 	var d eventData
 	_ = json.Unmarshal(ev.Data, &d)
 	approve, reason := false, "nobody can approve in a non-interactive airlock run"

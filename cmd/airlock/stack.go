@@ -159,7 +159,7 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	}
 	w, err := s.queue.NewWorker(queue.WorkerConfig{
 		ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
-	}, jobs.NewHandler(run))
+	}, jobs.NewRunner(run))
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

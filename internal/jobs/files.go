@@ -22,10 +22,6 @@ const truncateTimeout = 10 * time.Second
 // the file. It returns the bytes written. When reading body fails (for
 // example past an http.MaxBytesReader cap) the partial file is truncated to
 // empty and the read error is returned.
-//
-// A worker that does not report Result.Size after the first chunk does not
-// do chunked writes: then the rest of body is read and the whole file sent
-// in one job (the compatible, whole-file fallback).
 func (c *Client) PutFile(ctx context.Context, owner, id, path string, body io.Reader) (int64, error) {
 	buf := make([]byte, c.cfg.ChunkBytes)
 	var off int64
@@ -39,13 +35,9 @@ func (c *Client) PutFile(ctx context.Context, owner, id, path string, body io.Re
 		if n == 0 && off > 0 {
 			return off, nil
 		}
-		size, err := c.putChunk(ctx, owner, id, path, off, buf[:n])
-		if err != nil {
+		if err := c.putChunk(ctx, owner, id, path, off, buf[:n]); err != nil {
 			c.truncate(ctx, owner, id, path, off)
 			return off, err
-		}
-		if off == 0 && !last && size != int64(n) {
-			return c.putWhole(ctx, owner, id, path, buf[:n], body)
 		}
 		off += int64(n)
 		if last {
@@ -54,31 +46,13 @@ func (c *Client) PutFile(ctx context.Context, owner, id, path string, body io.Re
 	}
 }
 
-// putChunk sends one chunk and returns the file's size the worker reports.
-func (c *Client) putChunk(ctx context.Context, owner, id, path string, off int64, data []byte) (int64, error) {
+// putChunk writes data at off.
+func (c *Client) putChunk(ctx context.Context, owner, id, path string, off int64, data []byte) error {
 	res, err := c.Exec(ctx, core.Request{Op: core.OpFilePut, Owner: owner, SessionID: id, Path: path, Offset: off, Data: data})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if err := rejected(res); err != nil {
-		return 0, err
-	}
-	return res.Size, nil
-}
-
-// putWhole is the fallback for workers without chunked writes: first and
-// the rest of body go as one file.
-func (c *Client) putWhole(ctx context.Context, owner, id, path string, first []byte, body io.Reader) (int64, error) {
-	rest, err := io.ReadAll(body)
-	if err != nil {
-		c.truncate(ctx, owner, id, path, 1)
-		return 0, err
-	}
-	data := append(first[:len(first):len(first)], rest...)
-	if _, err := c.putChunk(ctx, owner, id, path, 0, data); err != nil {
-		return 0, err
-	}
-	return int64(len(data)), nil
+	return rejected(res)
 }
 
 // truncate empties a partially written file (best effort: the upload has
@@ -97,17 +71,14 @@ func (c *Client) truncate(ctx context.Context, owner, id, path string, written i
 // before the first byte is written; a failure before then leaves open
 // uncalled, so the caller can still answer with an error. It returns the
 // bytes written.
-//
-// A worker that does not report Result.Size returns the whole file in the
-// first reply (the whole-file fallback).
 func (c *Client) GetFile(ctx context.Context, owner, id, path string, open func(size int64) io.Writer) (int64, error) {
 	chunk := int64(c.cfg.ChunkBytes)
 	data, size, err := c.getChunk(ctx, owner, id, path, 0, chunk)
 	if err != nil {
 		return 0, err
 	}
-	if size < int64(len(data)) { // no chunked reads: data is the file
-		size = int64(len(data))
+	if size < int64(len(data)) {
+		return 0, fmt.Errorf("jobs: %s: the worker sent %d bytes of a %d-byte file: %w", path, len(data), size, core.ErrInternal)
 	}
 	w := open(size)
 	var off int64

@@ -36,38 +36,30 @@ func randomBytes(n int) []byte {
 }
 
 func TestPutGetFileChunked(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
-		eng := jobstest.NewEngine()
-		eng.Legacy = legacy
-		c := chunkStack(t, eng, 1000)
-		ctx := context.Background()
-		data := randomBytes(10_500)
-		n, err := c.PutFile(ctx, "o", "s-o", "d/f.bin", bytes.NewReader(data))
-		if err != nil || n != int64(len(data)) {
-			t.Fatalf("legacy=%v put: %d %v", legacy, n, err)
-		}
-		sum := sha256.Sum256(data)
-		size, got, ok := eng.File("s-o", "d/f.bin")
-		if !ok || size != int64(len(data)) || got != hex.EncodeToString(sum[:]) {
-			t.Fatalf("legacy=%v stored %d %s", legacy, size, got)
-		}
-		puts, _ := eng.Ops()
-		if want := 11; !legacy && puts != want {
-			t.Errorf("chunked put took %d jobs, want %d", puts, want)
-		}
-		if legacy && puts != 2 { // first chunk, then the whole file
-			t.Errorf("legacy put took %d jobs, want 2", puts)
-		}
-		var out bytes.Buffer
-		var announced int64 = -1
-		n, err = c.GetFile(ctx, "o", "s-o", "d/f.bin", func(sz int64) io.Writer { announced = sz; return &out })
-		if err != nil || n != int64(len(data)) || announced != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
-			t.Fatalf("legacy=%v get: n=%d announced=%d err=%v equal=%v", legacy, n, announced, err, bytes.Equal(out.Bytes(), data))
-		}
-		_, gets := eng.Ops()
-		if !legacy && gets != 11 {
-			t.Errorf("chunked get took %d jobs, want 11", gets)
-		}
+	eng := jobstest.NewEngine()
+	c := chunkStack(t, eng, 1000)
+	ctx := context.Background()
+	data := randomBytes(10_500)
+	n, err := c.PutFile(ctx, "o", "s-o", "d/f.bin", bytes.NewReader(data))
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("put: %d %v", n, err)
+	}
+	sum := sha256.Sum256(data)
+	size, got, ok := eng.File("s-o", "d/f.bin")
+	if !ok || size != int64(len(data)) || got != hex.EncodeToString(sum[:]) {
+		t.Fatalf("stored %d %s", size, got)
+	}
+	if puts, _ := eng.Ops(); puts != 11 {
+		t.Errorf("chunked put took %d jobs, want 11", puts)
+	}
+	var out bytes.Buffer
+	var announced int64 = -1
+	n, err = c.GetFile(ctx, "o", "s-o", "d/f.bin", func(sz int64) io.Writer { announced = sz; return &out })
+	if err != nil || n != int64(len(data)) || announced != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("get: n=%d announced=%d err=%v equal=%v", n, announced, err, bytes.Equal(out.Bytes(), data))
+	}
+	if _, gets := eng.Ops(); gets != 11 {
+		t.Errorf("chunked get took %d jobs, want 11", gets)
 	}
 }
 

@@ -43,7 +43,7 @@ func stack(t *testing.T, eng Engine) *Client {
 // stackOn runs one worker (two slots) over eng on q and returns a client.
 func stackOn(t *testing.T, q queue.Queue, eng Engine) *Client {
 	t.Helper()
-	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 2}, NewHandler(eng))
+	w, err := q.NewWorker(queue.WorkerConfig{Concurrency: 2}, NewRunner(eng))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,8 @@ func TestSessionOpsAndBinding(t *testing.T) {
 			delete(open, req.SessionID)
 			return core.Result{Status: core.StatusOK}, nil
 		case core.OpFileGet:
-			return core.Result{Status: core.StatusOK, Data: []byte("content of " + req.Path)}, nil
+			data := []byte("content of " + req.Path)
+			return core.Result{Status: core.StatusOK, Data: data, Size: int64(len(data))}, nil
 		case core.OpFilePut:
 			return core.Result{Status: core.StatusRejected, Message: "symlink"}, nil
 		}

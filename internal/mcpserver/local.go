@@ -58,18 +58,20 @@ func RegistryTools(reg *dispatcher.Registry) []Tool {
 func (l *local) Instructions() string { return l.disp.Registry().SystemPrompt() }
 
 // Run implements Backend.
-func (l *local) Run(ctx context.Context, call dispatcher.Call) dispatcher.Result {
-	return l.disp.Run(ctx, call)
+func (l *local) Run(ctx context.Context, call dispatcher.Call) Outcome {
+	return outcomeOf(l.disp.Run(ctx, call), call.SessionID)
 }
 
 // Approve implements Backend.
-func (l *local) Approve(ctx context.Context, token string) (dispatcher.Result, error) {
-	return l.disp.Approve(ctx, token)
+func (l *local) Approve(ctx context.Context, token string) (Outcome, error) {
+	res, err := l.disp.Approve(ctx, token)
+	return outcomeOf(res, ""), err
 }
 
 // Reject implements Backend.
-func (l *local) Reject(ctx context.Context, token, reason string) (dispatcher.Result, error) {
-	return l.disp.Reject(ctx, token, reason)
+func (l *local) Reject(ctx context.Context, token, reason string) (Outcome, error) {
+	res, err := l.disp.Reject(ctx, token, reason)
+	return outcomeOf(res, ""), err
 }
 
 // OpenSession implements Backend.

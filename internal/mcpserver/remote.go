@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // maxInlineArtifact caps the bytes of one artifact downloaded to be
@@ -31,10 +32,6 @@ type remote struct {
 type RemoteConfig struct {
 	// Server is the server's URL, for messages.
 	Server string
-	// Fallback are the tools served when the server cannot list its own
-	// at start (unreachable, or the key refused): every call still goes to
-	// the server, whose answer then tells the model what is wrong.
-	Fallback []Tool
 	// Logger receives the warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -42,7 +39,10 @@ type RemoteConfig struct {
 // NewRemote returns the Backend of the server c talks to. It reads the
 // server's /v1/tools once, so the MCP tools are exactly the server's, and
 // /v1/info to know whether the server has sessions (without them every
-// call runs one-shot).
+// call runs one-shot). When the server cannot list its tools at start
+// (unreachable, or the key refused) the built-in registry's are served:
+// every call still goes to the server, whose answer then tells the model
+// what is wrong.
 func NewRemote(ctx context.Context, c *client.Client, cfg RemoteConfig) (Backend, error) {
 	if c == nil {
 		return nil, errors.New("mcpserver: remote backend: a client is required")
@@ -57,11 +57,8 @@ func NewRemote(ctx context.Context, c *client.Client, cfg RemoteConfig) (Backend
 	}
 	list, err := c.ListTools(ctx)
 	if err != nil {
-		if len(cfg.Fallback) == 0 {
-			return nil, fmt.Errorf("mcpserver: remote backend: %s", describe(err, cfg.Server))
-		}
 		log.Warn("mcp: cannot list the server's tools; serving the built-in list, calls will report the server's answer", "err", describe(err, cfg.Server))
-		r.tools = cfg.Fallback
+		r.tools = RegistryTools(dispatcher.BuiltinRegistry(dispatcher.DefaultConfig()))
 		return r, nil
 	}
 	for _, t := range list {
@@ -85,11 +82,12 @@ func (r *remote) Instructions() string {
 }
 
 // Run implements Backend: POST /v1/sessions/{id}/tool-calls, or
-// /v1/tool-calls without a session. An error answer of the server is a
-// result whose Content says what the server answered.
-func (r *remote) Run(ctx context.Context, call dispatcher.Call) dispatcher.Result {
+// /v1/tool-calls without a session; the server's answer is the outcome as
+// it is, artifact bytes downloaded. An error answer of the server is an
+// outcome whose message says what the server answered.
+func (r *remote) Run(ctx context.Context, call dispatcher.Call) Outcome {
 	tc := client.ToolCall{ID: call.ID, Name: call.Name, Arguments: json.RawMessage(call.Arguments), Limits: apiLimits(call.Limits)}
-	var res *client.ToolCallResponse
+	var res *wire.ToolCallResponse
 	var err error
 	if call.SessionID == "" {
 		res, err = r.c.CallTool(ctx, tc)
@@ -99,64 +97,59 @@ func (r *remote) Run(ctx context.Context, call dispatcher.Call) dispatcher.Resul
 	if err != nil {
 		return r.failed(call, err)
 	}
-	out := fromAPI(res)
-	if out.Status == dispatcher.StatusPendingApproval {
+	if res.Result.Status == wire.StatusPendingApproval {
 		// The REST API resolves held calls only inside agent runs.
-		out.Status, out.ApprovalToken = dispatcher.StatusRejected, ""
-		out.Content = "this call needs human approval, which the remote Airlock server grants only inside its agent runs; the call did not run"
+		return refused(call, dispatcher.StatusRejected, res.Result.Reason,
+			"this call needs human approval, which the remote Airlock server grants only inside its agent runs; the call did not run")
 	}
-	r.inline(ctx, res.Result.Artifacts, out.Sandbox)
-	return out
+	return Outcome{Status: dispatcher.Status(res.Result.Status), Answer: *res, Files: r.download(ctx, res.Result.Artifacts)}
 }
 
-// failed turns an error answer into a result: a session the server no
+// failed turns an error answer into an outcome: a session the server no
 // longer knows is StatusSessionNotFound (the Server then moves to a new
 // one), anything else keeps the server's code and message.
-func (r *remote) failed(call dispatcher.Call, err error) dispatcher.Result {
-	res := dispatcher.Result{CallID: call.ID, Name: call.Name, Err: err, Content: describe(err, r.server)}
+func (r *remote) failed(call dispatcher.Call, err error) Outcome {
 	var ae *client.APIError
+	st := dispatcher.StatusUnavailable
 	switch {
-	case errors.As(err, &ae) && ae.Code == client.CodeNotFound && call.SessionID != "":
-		res.Status = dispatcher.StatusSessionNotFound
-	case errors.As(err, &ae) && ae.Code == client.CodeSessionLost:
-		res.Status = dispatcher.StatusSessionLost
-	case errors.As(err, &ae) && (ae.Code == client.CodeBusy || ae.Code == client.CodeRateLimited || ae.Code == client.CodeQuota):
-		res.Status = dispatcher.StatusBusy
-	case errors.As(err, &ae) && (ae.StatusCode == 400 || ae.StatusCode == 401 || ae.StatusCode == 413):
-		res.Status = dispatcher.StatusRejected
-	case errors.As(err, &ae) && ae.StatusCode >= 500:
-		res.Status = dispatcher.StatusUnavailable
-	default:
-		res.Status = dispatcher.StatusUnavailable
+	case !errors.As(err, &ae):
+	case ae.Code == core.ErrNotFound && call.SessionID != "":
+		st = dispatcher.StatusSessionNotFound
+	case ae.Code == core.ErrSessionLost:
+		st = dispatcher.StatusSessionLost
+	case ae.Code == core.ErrBusy || ae.Code == core.ErrRateLimited || ae.Code == core.ErrQuota:
+		st = dispatcher.StatusBusy
+	case ae.StatusCode == 400 || ae.StatusCode == 401 || ae.StatusCode == 413:
+		st = dispatcher.StatusRejected
 	}
-	return res
+	return refused(call, st, "", describe(err, r.server))
 }
 
-// inline downloads the bytes of sb's artifacts (up to maxInlineArtifact
-// each), so plots become image content as they do locally.
-func (r *remote) inline(ctx context.Context, arts []client.Artifact, sb *core.Result) {
-	if sb == nil || len(arts) != len(sb.Artifacts) {
-		return
-	}
+// download fetches the bytes of the kept artifacts (up to
+// maxInlineArtifact each), so plots become image content as they do
+// locally.
+func (r *remote) download(ctx context.Context, arts []wire.Artifact) [][]byte {
+	files := make([][]byte, len(arts))
 	for i, a := range arts {
 		if a.Size > maxInlineArtifact || a.URL == "" {
 			continue
 		}
 		if d, err := r.c.DownloadArtifact(ctx, a); err == nil {
-			sb.Artifacts[i].Data = d.Data
+			files[i] = d.Data
 		}
 	}
+	return files
 }
 
 // Approve implements Backend; the REST API has no route for held tool
 // calls outside runs, and Run never hands one out.
-func (r *remote) Approve(context.Context, string) (dispatcher.Result, error) {
-	return dispatcher.Result{}, core.Errorf("mcpserver: approve", core.ErrNotFound, "the remote server resolves approvals only inside agent runs")
+func (r *remote) Approve(context.Context, string) (Outcome, error) {
+	return Outcome{}, core.Errorf("mcpserver: approve", core.ErrNotFound, "the remote server resolves approvals only inside agent runs")
 }
 
 // Reject implements Backend (see Approve).
-func (r *remote) Reject(context.Context, string, string) (dispatcher.Result, error) {
-	return dispatcher.Result{}, core.Errorf("mcpserver: reject", core.ErrNotFound, "the remote server resolves approvals only inside agent runs")
+func (r *remote) Reject(context.Context, string, string) (Outcome, error) {
+	return Outcome{}, core.Errorf("mcpserver: reject", core.ErrNotFound, "the remote server resolves approvals only inside agent runs")
 }
 
 // OpenSession implements Backend: POST /v1/sessions. A mount cannot be
@@ -198,7 +191,7 @@ func apiErr(op string, err error, server string) error {
 	var ae *client.APIError
 	code := core.ErrUnavailable
 	if errors.As(err, &ae) && ae.Code != "" {
-		code = core.Code(ae.Code)
+		code = ae.Code
 	}
 	return core.E("mcpserver: "+op, code, errors.New(describe(err, server)))
 }
@@ -236,30 +229,9 @@ func describe(err error, server string) string {
 }
 
 // apiLimits converts limits to the API's (nil: none).
-func apiLimits(l core.Limits) *client.Limits {
+func apiLimits(l core.Limits) *wire.Limits {
 	if l == (core.Limits{}) {
 		return nil
 	}
-	return &client.Limits{MemoryBytes: l.Memory, CPUs: l.CPUs, Pids: l.Pids, TimeoutSeconds: l.Timeout.Seconds()}
-}
-
-// fromAPI converts the server's answer to a dispatcher Result. Artifact
-// bytes are fetched by inline.
-func fromAPI(res *client.ToolCallResponse) dispatcher.Result {
-	r := res.Result
-	out := dispatcher.Result{CallID: r.ToolCallID, Name: r.Name, Status: dispatcher.Status(r.Status), Content: res.Message.Content,
-		Reason: r.Reason, Fields: r.Fields, ApprovalToken: r.ApprovalToken, DurationMS: r.DurationMS}
-	if r.ExitCode == nil && r.Stdout == "" && r.Stderr == "" && len(r.Artifacts) == 0 && r.Message == "" {
-		return out
-	}
-	sb := &core.Result{Status: core.Status(r.Status), Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated,
-		DurationMS: r.DurationMS, Message: r.Message, Warnings: r.Warnings, SessionEnded: r.SessionEnded}
-	if r.ExitCode != nil {
-		sb.ExitCode = *r.ExitCode
-	}
-	for _, a := range r.Artifacts {
-		sb.Artifacts = append(sb.Artifacts, core.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256})
-	}
-	out.Sandbox = sb
-	return out
+	return &wire.Limits{MemoryBytes: l.Memory, CPUs: l.CPUs, Pids: l.Pids, TimeoutSeconds: l.Timeout.Seconds()}
 }

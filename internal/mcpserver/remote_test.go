@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,4 +114,53 @@ func TestRemoteToolsCallsAndSessionClose(t *testing.T) {
 	}
 	_ = cs.Close()
 	waitFor(t, "the remote session to be deleted", func() bool { return deleted.Load() == 1 })
+}
+
+// richResult is a server's answer carrying every part of a result.
+const richResult = `{"message":{"role":"tool","tool_call_id":"c","content":"error: ZeroDivisionError"},` +
+	`"result":{"tool_call_id":"c","name":"run_python","status":"error","duration_ms":12,"exit_code":1,"stdout":"a\n","stderr":"b\n",` +
+	`"truncated":true,"warnings":["w"],"artifacts":[{"id":"art_1","name":"fig.png","mime":"image/png","size":4,"sha256":"ab","url":"/v1/artifacts/art_1"}],` +
+	`"session_id":"sess_1","error":{"name":"ZeroDivisionError","value":"division by zero","traceback":["t1","t2"]},` +
+	`"execution_count":7,"display":[{"data":{"text/plain":"42"}}],"dropped":{"stdout":100,"stderr":3},"kernel_restarted":true}}`
+
+// TestRemoteKeepsTheWholeResult: what the server answers reaches the MCP
+// client whole: the exception, the rich displays, the dropped byte counts,
+// the execution count (a remote result once lost all four), and the
+// artifact's bytes as an image.
+func TestRemoteKeepsTheWholeResult(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/info":
+			_, _ = w.Write([]byte(`{"auth_required":true,"sessions":true,"max_upload_bytes":1,"inputs":[]}`))
+		case "/v1/tools":
+			_, _ = w.Write([]byte(`{"tools":[{"type":"function","function":{"name":"run_python","parameters":{"type":"object"}}}]}`))
+		case "/v1/sessions":
+			_, _ = w.Write([]byte(`{"id":"sess_1"}`))
+		case "/v1/sessions/sess_1/tool-calls":
+			_, _ = w.Write([]byte(richResult))
+		case "/v1/artifacts/art_1":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(pngBytes[:4])
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	_, cs := remoteSession(t, ts)
+	defer cs.Close()
+	res := call(t, cs, "run_python", map[string]any{"code": "1/0"})
+	var want struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(richResult), &want); err != nil {
+		t.Fatal(err)
+	}
+	if got := structured(t, res); !reflect.DeepEqual(got, want.Result) {
+		t.Fatalf("structured content\n got %v\nwant %v", got, want.Result)
+	}
+	img, ok := res.Content[1].(*mcp.ImageContent)
+	if !res.IsError || !ok || string(img.Data) != string(pngBytes[:4]) {
+		t.Fatalf("isError=%v content %#v", res.IsError, res.Content[1])
+	}
 }

@@ -71,10 +71,10 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 		st.forget(sid)
 		return out, nil
 	}
-	if res.Status != dispatcher.StatusOK || res.Sandbox == nil {
-		return nil, fmt.Errorf("mcpserver: list /work: %s: %s", res.Status, res.Content)
+	if res.Status != dispatcher.StatusOK {
+		return nil, fmt.Errorf("mcpserver: list /work: %s: %s", res.Status, res.Answer.Message.Content)
 	}
-	for _, line := range strings.Split(res.Sandbox.Stdout, "\n") {
+	for _, line := range strings.Split(res.Answer.Result.Stdout, "\n") {
 		m := fileLine.FindStringSubmatch(line)
 		if m == nil {
 			continue

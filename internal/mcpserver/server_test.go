@@ -155,7 +155,7 @@ func TestCallsShareOneLazySessionClosedWithTheMCPSession(t *testing.T) {
 		if res.IsError || !strings.Contains(text(t, res), "1") {
 			t.Fatalf("run_python: isError=%v %q", res.IsError, text(t, res))
 		}
-		if st := structured(t, res); st["status"] != "ok" || st["result"] == nil {
+		if st := structured(t, res); st["status"] != "ok" || st["stdout"] != "1\n" {
 			t.Fatalf("structured content %v", st)
 		}
 	}
@@ -210,7 +210,7 @@ func TestArtifactsBecomeImagesAndResourceLinks(t *testing.T) {
 		t.Fatalf("read %q", rr.Contents[0].Text)
 	}
 	// Structured content keeps the artifact's metadata, not its bytes.
-	arts := structured(t, res)["result"].(map[string]any)["artifacts"].([]any)
+	arts := structured(t, res)["artifacts"].([]any)
 	if a := arts[0].(map[string]any); a["name"] != "figure-1.png" || a["data"] != nil {
 		t.Fatalf("structured artifact %v", a)
 	}

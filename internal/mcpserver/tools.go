@@ -64,7 +64,7 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 			if sid, err = s.ensure(ctx, st); err == nil {
 				call.SessionID = sid
 				res = s.be.Run(ctx, call)
-				res.Content = sessionRenewed + res.Content
+				res.Answer.Message.Content = sessionRenewed + res.Answer.Message.Content
 			}
 		}
 		stop()
@@ -82,17 +82,17 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 const sessionRenewed = "[airlock: the previous sandbox session had ended, so this call ran in a new one: variables and /work files of earlier calls are gone]\n"
 
 // lost reports whether res says the session was gone before anything ran.
-func lost(res dispatcher.Result) bool {
+func lost(res Outcome) bool {
 	return res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost
 }
 
 // gone reports whether res says the call's session no longer exists.
-func gone(res dispatcher.Result) bool {
+func gone(res Outcome) bool {
 	switch res.Status {
 	case dispatcher.StatusSessionNotFound, dispatcher.StatusSessionLost:
 		return true
 	}
-	return res.Sandbox != nil && res.Sandbox.SessionEnded
+	return res.Answer.Result.SessionEnded
 }
 
 // callID returns a fresh tool call id for the audit log.

@@ -24,9 +24,6 @@ const DefaultKeepBytes = 4 << 20
 
 // Engine is a fake sandbox engine holding sessions' files.
 type Engine struct {
-	// Legacy makes it ignore Offset and Length and leave Result.Size 0, as
-	// a worker without chunked transfers does.
-	Legacy bool
 	// MaxFile refuses a file growing past this many bytes (0: no limit).
 	MaxFile int64
 	// KeepBytes is how much of each file is kept for OpFileGet (a download
@@ -55,9 +52,6 @@ func (e *Engine) Handle(_ context.Context, req core.Request) (core.Result, error
 		e.puts++
 		f := e.files[key]
 		off := req.Offset
-		if e.Legacy {
-			off = 0
-		}
 		if off == 0 || f == nil {
 			if off != 0 {
 				return core.Result{Status: core.StatusRejected, Message: fmt.Sprintf("offset %d: no such file", off)}, nil
@@ -76,19 +70,12 @@ func (e *Engine) Handle(_ context.Context, req core.Request) (core.Result, error
 		if len(f.data) < e.KeepBytes {
 			f.data = append(f.data, req.Data[:min(len(req.Data), e.KeepBytes-len(f.data))]...)
 		}
-		res := core.Result{Status: core.StatusOK}
-		if !e.Legacy {
-			res.Size = f.size
-		}
-		return res, nil
+		return core.Result{Status: core.StatusOK, Size: f.size}, nil
 	case core.OpFileGet:
 		e.gets++
 		f := e.files[key]
 		if f == nil {
 			return core.Result{Status: core.StatusRejected, Message: "no such file"}, nil
-		}
-		if e.Legacy {
-			return core.Result{Status: core.StatusOK, Data: bytes.Clone(f.data)}, nil
 		}
 		lo := min(req.Offset, int64(len(f.data)))
 		hi := int64(len(f.data))

@@ -1,4 +1,4 @@
-package api
+package artifacts
 
 import (
 	"crypto/sha256"
@@ -15,13 +15,13 @@ import (
 // maxArtifactName bounds an artifact's name in bytes.
 const maxArtifactName = 255
 
-// checkArtifacts re-validates what a sandbox result says about its
+// Check re-validates what a sandbox result says about its
 // artifacts, trusting none of it: at most maxCount artifacts and maxBytes
 // of data in total; names relative, clean, without "..", NUL or control
 // characters, of bounded length; Size and SHA256 recomputed from the bytes;
 // the MIME type derived from the name by Go's own table, never taken from
 // the container. What is dropped is said in the returned warnings.
-func checkArtifacts(arts []core.Artifact, maxCount int, maxBytes int64) ([]core.Artifact, []string) {
+func Check(arts []core.Artifact, maxCount int, maxBytes int64) ([]core.Artifact, []string) {
 	var warns []string
 	if len(arts) > maxCount {
 		warns = append(warns, fmt.Sprintf("%d artifacts returned, over the limit of %d: the first %d are kept", len(arts), maxCount, maxCount))

@@ -1,4 +1,4 @@
-package api
+package artifacts
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const quotaSkew = 10 * time.Second
 // quotaCacheMax bounds the per-owner cache of finished windows' sums.
 const quotaCacheMax = 4096
 
-// artifactQuota counts each owner's stored artifact bytes and count in the
+// quota counts each owner's stored artifact bytes and count in the
 // shared state store, so every replica using the store enforces one quota
 // per owner (an API key's artifacts made through replica A count when the
 // next one is made through replica B).
@@ -47,7 +47,7 @@ const quotaCacheMax = 4096
 // is a little behind has finished adding). A new artifact is admitted by
 // one bounded Add per counter whose limit is the quota minus the finished
 // windows' sum, so two replicas racing cannot both pass the quota.
-type artifactQuota struct {
+type quota struct {
 	st     state.Store
 	window time.Duration
 	now    func() time.Time
@@ -67,13 +67,13 @@ type pastUsage struct {
 	curCount     int64
 }
 
-// newArtifactQuota returns the quota counters for artifacts kept ttl.
-func newArtifactQuota(st state.Store, ttl time.Duration, now func() time.Time) *artifactQuota {
+// newQuota returns the quota counters for artifacts kept ttl.
+func newQuota(st state.Store, ttl time.Duration, now func() time.Time) *quota {
 	w := (ttl + quotaWindows - 1) / quotaWindows
 	if w < time.Second {
 		w = time.Second
 	}
-	return &artifactQuota{st: st, window: w, now: now, past: map[string]pastUsage{}}
+	return &quota{st: st, window: w, now: now, past: map[string]pastUsage{}}
 }
 
 // errQuotaFull says which of an owner's quotas a new artifact would pass.
@@ -83,23 +83,23 @@ type errQuotaFull struct{ what string }
 func (e errQuotaFull) Error() string { return "artifact " + e.what + " quota reached" }
 
 // index is the window holding t.
-func (q *artifactQuota) index(t time.Time) int64 { return t.UnixNano() / int64(q.window) }
+func (q *quota) index(t time.Time) int64 { return t.UnixNano() / int64(q.window) }
 
 // keys are the bytes and count counters of owner's window idx.
-func (q *artifactQuota) keys(owner string, idx int64) (state.Key, state.Key) {
+func (q *quota) keys(owner string, idx int64) (state.Key, state.Key) {
 	return state.Key{Kind: quotaKind, Owner: owner, ID: fmt.Sprintf("b:%d", idx)},
 		state.Key{Kind: quotaKind, Owner: owner, ID: fmt.Sprintf("n:%d", idx)}
 }
 
 // ttl is how long window idx's counters must live from now: until the
 // last artifact made in it has expired.
-func (q *artifactQuota) ttl(idx int64, now time.Time) time.Duration {
+func (q *quota) ttl(idx int64, now time.Time) time.Duration {
 	end := time.Unix(0, (idx+quotaWindows+1)*int64(q.window))
 	return end.Sub(now) + time.Second
 }
 
 // read returns a counter's value without changing it.
-func (q *artifactQuota) read(ctx context.Context, k state.Key) (int64, error) {
+func (q *quota) read(ctx context.Context, k state.Key) (int64, error) {
 	v, err := q.st.Add(ctx, k, 0, 0, 0)
 	if err != nil {
 		return 0, fmt.Errorf("artifact quota: read %s: %w", k.ID, err)
@@ -108,7 +108,7 @@ func (q *artifactQuota) read(ctx context.Context, k state.Key) (int64, error) {
 }
 
 // sum adds owner's windows from idx-quotaWindows to last.
-func (q *artifactQuota) sum(ctx context.Context, owner string, idx, last int64) (bytes, count int64, err error) {
+func (q *quota) sum(ctx context.Context, owner string, idx, last int64) (bytes, count int64, err error) {
 	for j := idx - quotaWindows; j <= last; j++ {
 		kb, kn := q.keys(owner, j)
 		b, err := q.read(ctx, kb)
@@ -126,7 +126,7 @@ func (q *artifactQuota) sum(ctx context.Context, owner string, idx, last int64) 
 
 // finished returns the sum of owner's live windows before the current
 // window idx, cached once no replica can still be adding to them.
-func (q *artifactQuota) finished(ctx context.Context, owner string, idx int64, now time.Time) (int64, int64, error) {
+func (q *quota) finished(ctx context.Context, owner string, idx int64, now time.Time) (int64, int64, error) {
 	q.mu.Lock()
 	p, ok := q.past[owner]
 	q.mu.Unlock()
@@ -152,7 +152,7 @@ func (q *artifactQuota) finished(ctx context.Context, owner string, idx int64, n
 // maxBytes and maxCount and returns the window it was counted in (for
 // release). A full quota is an errQuotaFull; a store failure is returned
 // wrapped and nothing is counted.
-func (q *artifactQuota) reserve(ctx context.Context, owner string, size, maxBytes int64, maxCount int) (int64, error) {
+func (q *quota) reserve(ctx context.Context, owner string, size, maxBytes int64, maxCount int) (int64, error) {
 	now := q.now()
 	idx := q.index(now)
 	pb, pn, err := q.finished(ctx, owner, idx, now)
@@ -191,7 +191,7 @@ func (q *artifactQuota) reserve(ctx context.Context, owner string, size, maxByte
 }
 
 // seen returns the current window's counters as last seen (0 when not).
-func (q *artifactQuota) seen(owner string, idx int64) (int64, int64) {
+func (q *quota) seen(owner string, idx int64) (int64, int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if p, ok := q.past[owner]; ok && p.idx == idx {
@@ -202,7 +202,7 @@ func (q *artifactQuota) seen(owner string, idx int64) (int64, int64) {
 
 // saw records the current window's counters as read (-1: not read), when
 // the finished windows of idx are cached.
-func (q *artifactQuota) saw(owner string, idx, bytes, count int64) {
+func (q *quota) saw(owner string, idx, bytes, count int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	p, ok := q.past[owner]
@@ -214,7 +214,7 @@ func (q *artifactQuota) saw(owner string, idx, bytes, count int64) {
 }
 
 // release takes back a reservation of window idx that was not used.
-func (q *artifactQuota) release(ctx context.Context, owner string, idx, size int64) {
+func (q *quota) release(ctx context.Context, owner string, idx, size int64) {
 	kb, kn := q.keys(owner, idx)
 	q.undo(ctx, kb, -size)
 	q.undo(ctx, kn, -1)
@@ -222,12 +222,12 @@ func (q *artifactQuota) release(ctx context.Context, owner string, idx, size int
 
 // undo applies a negative delta, keeping the counter's expiry (a failure
 // leaves the counter high, which only its expiry repairs: conservative).
-func (q *artifactQuota) undo(ctx context.Context, k state.Key, delta int64) {
+func (q *quota) undo(ctx context.Context, k state.Key, delta int64) {
 	_, _ = q.st.Add(ctx, k, delta, 0, 0)
 }
 
 // usage returns owner's counted artifact bytes and count, read live.
-func (q *artifactQuota) usage(ctx context.Context, owner string) (int64, int64, error) {
+func (q *quota) usage(ctx context.Context, owner string) (int64, int64, error) {
 	idx := q.index(q.now())
 	return q.sum(ctx, owner, idx, idx)
 }

@@ -16,19 +16,20 @@ type Engine interface {
 	Handle(ctx context.Context, req core.Request) (core.Result, error)
 }
 
-// Handler runs queue jobs on a sandbox engine. It binds a session to this
-// worker when it opens one and unbinds it when the session ends.
-type Handler struct {
+// runner runs queue jobs on a worker's sandbox engine. It binds a session
+// to this worker when it opens one and unbinds it when the session ends.
+type runner struct {
 	engine Engine
 }
 
-// NewHandler returns a queue.Handler over engine.
-func NewHandler(engine Engine) *Handler { return &Handler{engine: engine} }
+// NewRunner returns the worker side of the queue: the queue.Handler that
+// runs each job's sandbox request on engine.
+func NewRunner(engine Engine) queue.Handler { return queue.HandlerFunc((&runner{engine: engine}).run) }
 
-// Handle decodes the request, runs it and encodes the outcome. Refusals and
+// run decodes the request, runs it and encodes the outcome. Refusals and
 // engine errors travel in the reply; only a broken payload or a cancelled
 // job is returned as an error.
-func (h *Handler) Handle(ctx context.Context, j queue.Job) (queue.Reply, error) {
+func (h *runner) run(ctx context.Context, j queue.Job) (queue.Reply, error) {
 	var req core.Request
 	if err := json.Unmarshal(j.Payload, &req); err != nil {
 		return queue.Reply{}, fmt.Errorf("jobs: decode job %s: %w", j.ID, err)

@@ -1,10 +1,11 @@
-package api
+package batchinput
 
 import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -23,40 +24,53 @@ const (
 	archiveMaxRatio   = 200       // uncompressed / compressed
 )
 
-// readArchives reads and checks uploaded tar/zip archives, one item each.
-// Nothing is unpacked on the host: the bytes are kept in the state store
+// ReadArchives reads and checks uploaded archives, one batch item each:
+// nothing is unpacked on the host, the bytes are kept in the state store
 // under the batch and unpacked inside each item's sandbox. An archive over
-// core.MaxArchiveBytes is 413; absolute paths, "..", links and devices,
-// too many entries, too many bytes or a bomb's compression ratio are 400
-// naming the archive and the entry, before any item runs.
-func readArchives(files []*multipart.FileHeader) ([][]byte, error) {
+// core.MaxArchiveBytes is too_large; one that cannot be read, absolute
+// paths, "..", links and devices, too many entries, too many bytes or a
+// bomb's compression ratio are bad_request naming the archive (its number
+// and file name) and the entry.
+func ReadArchives(files []*multipart.FileHeader) ([][]byte, error) {
 	var out [][]byte
 	for i, fh := range files {
-		if fh.Size > core.MaxArchiveBytes {
-			return nil, archiveTooLarge(i, fh.Filename)
+		data, err := readArchive(fh)
+		switch {
+		case errors.Is(err, errOverSize):
+			return nil, core.Errorf("", core.ErrTooLarge, fmt.Sprintf("archive %d (%s) is over the limit of %d bytes (16 MiB) per archive", i, fh.Filename, core.MaxArchiveBytes))
+		case err == nil:
+			err = checkArchive(data)
 		}
-		f, err := fh.Open()
 		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
-		_ = f.Close()
-		if err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): could not be read", i, fh.Filename))
-		}
-		if len(data) > core.MaxArchiveBytes {
-			return nil, archiveTooLarge(i, fh.Filename)
-		}
-		if err := checkArchive(data); err != nil {
-			return nil, newError(core.ErrInvalid, fmt.Sprintf("archive %d (%s): %v", i, fh.Filename, err))
+			return nil, core.Errorf("", core.ErrInvalid, fmt.Sprintf("archive %d (%s): %v", i, fh.Filename, err))
 		}
 		out = append(out, data)
 	}
 	return out, nil
 }
 
-func archiveTooLarge(i int, name string) error {
-	return newError(core.ErrTooLarge, fmt.Sprintf("archive %d (%s) is over the limit of %d bytes (16 MiB) per archive", i, name, core.MaxArchiveBytes))
+// errOverSize is an archive over core.MaxArchiveBytes.
+var errOverSize = errors.New("archive over the size bound")
+
+// readArchive reads one uploaded archive, never more than one byte past
+// the bound.
+func readArchive(fh *multipart.FileHeader) ([]byte, error) {
+	if fh.Size > core.MaxArchiveBytes {
+		return nil, errOverSize
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, errors.New("could not be read")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, core.MaxArchiveBytes+1))
+	switch {
+	case err != nil:
+		return nil, errors.New("could not be read")
+	case len(data) > core.MaxArchiveBytes:
+		return nil, errOverSize
+	}
+	return data, nil
 }
 
 // safeName checks an archive entry name and returns it cleaned.

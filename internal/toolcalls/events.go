@@ -1,19 +1,20 @@
-package api
+package toolcalls
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 
-	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
-// eventArtifacts rewrites a tool_result event whose data carries
-// "artifacts" with bytes (sandbox.Artifact JSON, data in base64): the bytes
+// EventArtifacts rewrites a tool_result event whose data carries
+// "artifacts" with bytes (core.Artifact JSON, data in base64): the bytes
 // go to the artifact store and each artifact gets a /v1/artifacts/{id} URL
 // instead, as in tool-call answers. Other events pass unchanged.
-func (s *Server) eventArtifacts(owner string, ev agent.Event) agent.Event {
-	if ev.Type != agent.EventToolResult || !bytes.Contains(ev.Data, []byte(`"artifacts"`)) {
+func (s *Service) EventArtifacts(ctx context.Context, owner string, ev wire.RunEvent) wire.RunEvent {
+	if ev.Type != wire.EventToolResult || !bytes.Contains(ev.Data, []byte(`"artifacts"`)) {
 		return ev
 	}
 	var data map[string]json.RawMessage
@@ -24,7 +25,7 @@ func (s *Server) eventArtifacts(owner string, ev agent.Event) agent.Event {
 	if err := json.Unmarshal(data["artifacts"], &arts); err != nil || len(arts) == 0 {
 		return ev
 	}
-	views, warns := s.storeArtifacts(owner, "", arts)
+	views, warns := s.KeepArtifacts(ctx, owner, "", arts)
 	raw, err := json.Marshal(views)
 	if err != nil {
 		return ev
