@@ -87,6 +87,12 @@ type Request struct {
 	// Background keeps processes a session call started running after it
 	// returns (by default they are stopped).
 	Background bool `json:"background,omitempty"`
+	// Generated marks Code as a program Airlock generated (the file and SQL
+	// tools), not the caller's: in a session it runs in a fresh interpreter
+	// beside the session's kernel, never in it, with every process of the
+	// session stopped meanwhile, so nothing the session's code did can
+	// change what it reads or reports.
+	Generated bool `json:"generated,omitempty"`
 	// Offset is where OpFilePut writes (0 creates or truncates the file,
 	// more appends at exactly that offset) and where OpFileGet reads.
 	Offset int64 `json:"offset,omitempty"`

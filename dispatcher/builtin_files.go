@@ -136,7 +136,7 @@ func (c Config) pyAction(inv Invocation, body policy.Program, params map[string]
 		return Action{}, err
 	}
 	return Action{
-		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code},
+		Request:       &core.Request{Op: core.OpExec, Language: core.Python, Code: code, Generated: true},
 		SandboxPolicy: true,
 	}, nil
 }

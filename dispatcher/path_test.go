@@ -268,3 +268,35 @@ c.executemany("insert into t values(?,?)", [(i, "n%d" % i) for i in range(10)]);
 		t.Errorf("ATTACH created a file")
 	}
 }
+
+// TestToolProgramsAreGenerated: the file and SQL tools send their programs
+// as Generated (a session runs them apart from its kernel, issue 26);
+// run_python and execute_shell send the caller's code as is.
+func TestToolProgramsAreGenerated(t *testing.T) {
+	ex := okExecutor()
+	d, _ := newTestDispatcher(t, testConfig(), ex)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want bool
+	}{
+		{ToolReadFile, map[string]any{"path": "a.txt"}, true},
+		{ToolWriteFile, map[string]any{"path": "a.txt", "content": "x"}, true},
+		{ToolListDirectory, map[string]any{"path": "."}, true},
+		{ToolSQLiteQuery, map[string]any{"database": "a.db", "query": "select 1"}, true},
+		{ToolRunPython, map[string]any{"code": "print(1)"}, false},
+		{ToolExecuteShell, map[string]any{"command": "echo 1"}, false},
+	} {
+		cl := call(c.tool, c.args)
+		cl.SessionID = "s1"
+		if r := d.Run(context.Background(), cl); r.Status != StatusOK {
+			t.Fatalf("%s: %s %q", c.tool, r.Status, r.Reason)
+		}
+		ex.mu.Lock()
+		got := ex.reqs[len(ex.reqs)-1].Generated
+		ex.mu.Unlock()
+		if got != c.want {
+			t.Errorf("%s: Generated = %v, want %v", c.tool, got, c.want)
+		}
+	}
+}

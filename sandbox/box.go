@@ -71,11 +71,14 @@ func (b *box) has(feature string) bool { return b.features[feature] }
 // callOpts are one call's Go-side bounds.
 type callOpts struct {
 	deadline time.Time // outer deadline: past it the container is killed
-	session  bool      // a disconnect escalates interrupt -> restart, never kill first
-	output   int       // Limits.OutputBytes: kept bytes per stream (head + tail)
-	budget   int       // longest frame line accepted
-	sink     *forwarder
-	grace    time.Duration
+	// timeout, if set, makes the deadline this long after the call has the
+	// box (a call queued behind another does not spend its bound waiting).
+	timeout time.Duration
+	session bool // a disconnect escalates interrupt -> restart, never kill first
+	output  int  // Limits.OutputBytes: kept bytes per stream (head + tail)
+	budget  int  // longest frame line accepted
+	sink    *forwarder
+	grace   time.Duration
 }
 
 // callOutcome is what one controller call produced.
@@ -246,6 +249,9 @@ func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (
 	}
 	if o.grace <= 0 {
 		o.grace = e.cfg.InterruptGrace
+	}
+	if o.timeout > 0 {
+		o.deadline = time.Now().Add(o.timeout)
 	}
 	req.ID = newID()
 	if err := b.send(req); err != nil {

@@ -237,9 +237,8 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		Op: "exec", Mode: mode, Lang: string(c.Language), Code: c.Code, Env: env, Stdin: c.Stdin,
 		TimeoutMS: c.limits.Timeout.Milliseconds(), HardOutputBytes: e.cfg.HardOutputBytes,
 		MaxArtifacts: e.cfg.MaxArtifacts, MaxArtifactBytes: e.cfg.MaxArtifactBytes,
-		Background: session && c.Background,
-		AllowStdin: session && c.AllowStdin && c.Stdin == "",
-		Notebook:   c.Notebook,
+		Background: session && c.Background, Generated: c.Generated,
+		AllowStdin: session && c.AllowStdin && c.Stdin == "", Notebook: c.Notebook,
 	}
 	if len(c.Archive) > 0 {
 		if !b.has(featureArchive) {

@@ -24,6 +24,7 @@ type ctlRequest struct {
 	MaxArtifacts     int               `json:"max_artifacts,omitempty"`
 	MaxArtifactBytes int               `json:"max_artifact_bytes,omitempty"`
 	Background       bool              `json:"background,omitempty"`
+	Generated        bool              `json:"generated,omitempty"`
 	Path             string            `json:"path,omitempty"`
 	Data             []byte            `json:"data,omitempty"`
 	MaxBytes         int64             `json:"max_bytes,omitempty"`

@@ -10,9 +10,12 @@ import (
 	"github.com/airlock-dev/airlock/core"
 )
 
-// introspectTimeout bounds one introspection in the kernel (the first
-// completion imports Jedi).
-const introspectTimeout = 20 * time.Second
+// introspectTimeout bounds one introspection once it has the session's
+// container; past it the container is killed. The controller's own bound
+// is 15 s in the kernel (the first completion imports Jedi: a kernel that
+// has not answered by then is replaced, the session goes on); the rest is
+// room for adopting a kernel and the cleanup after the question.
+const introspectTimeout = 30 * time.Second
 
 // maxInputBytes bounds one answer to input().
 const maxInputBytes = 1 << 20
@@ -39,7 +42,7 @@ func (e *Engine) IntrospectSession(ctx context.Context, owner, id, code string, 
 		return nil, err
 	}
 	req := ctlRequest{Op: "introspect", What: q.Kind, Code: code, CursorPos: q.CursorPos, DetailLevel: q.DetailLevel}
-	out, err := ss.box.call(ctx, e, req, callOpts{deadline: time.Now().Add(introspectTimeout), session: true})
+	out, err := ss.box.call(ctx, e, req, callOpts{timeout: introspectTimeout, session: true})
 	if err != nil {
 		return nil, err
 	}

@@ -61,19 +61,19 @@ func TestSessionIntrospect(t *testing.T) {
 		t.Fatalf("another owner's session: %v", err)
 	}
 
-	// User code owns its kernel and may replace what answers: an answer
-	// over 512 KiB is refused, a kernel that never answers is replaced
-	// within the controller's bound; either way the session works after.
-	// The kernel's own module, reached from the display builtin it installs.
-	const ours = "mod = type(display.__self__).serve.__globals__['airlock_introspect']\n"
-	sexec(t, e, s.ID, "o", core.Python, ours+`mod.answer = lambda msg, ns: {"status": "ok", "matches": ["x" * (1 << 20)]}`, core.Limits{})
+	// User code owns its kernel and may change what answers (here Jedi,
+	// an ordinary module it can import and patch): an answer over 512 KiB
+	// is refused, a kernel that never answers is replaced within the
+	// controller's bound; either way the session works after.
+	sexec(t, e, s.ID, "o", core.Python, "import jedi, types\nclass Big:\n    def __init__(self, *a, **k): pass\n"+
+		"    def complete(self, *a, **k): return [types.SimpleNamespace(name='x' * (1 << 20), complete='')]\njedi.Interpreter = Big", core.Limits{})
 	if _, err := introspect(t, e, s.ID, "x", core.IntrospectComplete, 1); err == nil || !strings.Contains(err.Error(), "over 524288 bytes") {
 		t.Fatalf("a 1 MiB answer: %v", err)
 	}
 	if r := sexec(t, e, s.ID, "o", core.Python, "print(x)", core.Limits{}); r.Stdout != "5\n" {
 		t.Fatalf("after a refused answer: %s", brief(r))
 	}
-	sexec(t, e, s.ID, "o", core.Python, ours+"import time\nmod.answer = lambda msg, ns: time.sleep(3600)", core.Limits{})
+	sexec(t, e, s.ID, "o", core.Python, "import time\nclass Stuck:\n    def __init__(self, *a, **k): time.sleep(3600)\njedi.Interpreter = Stuck", core.Limits{})
 	t0 := time.Now()
 	if _, err := introspect(t, e, s.ID, "x", core.IntrospectComplete, 1); err == nil {
 		t.Fatal("a kernel that never answers gave an answer")

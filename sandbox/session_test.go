@@ -171,7 +171,9 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 
 func TestArtifacts(t *testing.T) {
 	e := newTestEngine(t, nil)
-	r := run(t, e, core.Request{Language: core.Python, Code: `
+	// A cold container imports matplotlib in the call itself: on a machine whose cores
+	// are busy that alone has taken most of the default 10 s. The test is about artifacts.
+	r := run(t, e, core.Request{Language: core.Python, Limits: core.Limits{Timeout: time.Minute}, Code: `
 import matplotlib.pyplot as plt
 import os
 plt.plot([1, 2, 3], [4, 1, 9])

@@ -261,7 +261,7 @@ def t_timeout(c):
         t = time.monotonic()
         out, err, done, _ = c.exec("while True: pass", mode=mode, timeout_ms=1000)
         dt = (time.monotonic() - t) * 1000
-        check("timeout busy loop (%s)" % mode, done["status"] == "timeout" and dt < 2000, "%.0f ms" % dt)
+        check("timeout busy loop (%s)" % mode, done["status"] == "timeout" and dt < 2000, "%.0f ms %s %r" % (dt, done["status"], done["message"]))
     # The driver stops reading: the deadline must still hold inside.
     rid = c.send({"op": "exec", "mode": "oneshot", "code": "import sys\nwhile True: sys.stdout.write('x' * 10000)",
                   "timeout_ms": 1000, "hard_output_bytes": 1 << 40})
@@ -341,6 +341,159 @@ Image.new('RGB', (2, 2)).save('a/b/pic.png')
     check("stats", d.get("procs", 0) >= 3, repr(d))
 
 
+def attack(name):
+    """A call's code shared with the Go tests (images/python/tests/attacks)."""
+    with open(os.path.join(HERE, "attacks", name)) as f:
+        return f.read()
+
+
+# A stand-in for Airlock's file tools (internal/policy's read_file): resolve, check, read.
+READ_TOOL = r"""
+import os, sys
+p = os.path.realpath("/work/passwd_link")
+if not p.startswith("/work/"):
+    print("REFUSED", p)
+    raise SystemExit(3)
+print(open(p).read())
+"""
+
+
+def t_hooked(c):
+    out, err, done, _ = c.exec(attack("hook_kernel.py"), mode="session")
+    check("hook the session kernel", done["status"] == "ok", repr((out, err))[:300])
+    out, err, done, _ = c.exec("echo five; exit 5", mode="session", lang="shell")
+    check("hooked session: shell exit 5 reported", done["status"] == "error" and done["exit_code"] == 5 and out == "five\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    out, err, done, _ = c.exec("print('seven')\nraise SystemExit(7)  # HOOKVICTIM", mode="session")
+    check("hooked session: SystemExit(7) reported", done["status"] == "error" and done["exit_code"] == 7 and out == "seven\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    out, err, done, _ = c.exec(READ_TOOL, mode="session", generated=True)
+    check("hooked session: a tool's read of a symlink to /etc/passwd refused", "root:" not in out and done["exit_code"] == 3,
+          "exit=%s out=%r" % (done["exit_code"], out[:80]))
+    out, err, done, _ = c.exec("print(os.path.realpath('/work/passwd_link'))", mode="session")
+    check("hooked session: its own state kept", out == "/work/passwd_link\n", repr(out))
+    c.call({"op": "restart"})
+
+
+def t_ipc(c, n=20):
+    bad, t0 = [], time.monotonic()
+    for i in range(n):
+        out, err, done, _ = c.exec("N = %d\n" % i + attack("fork_bomb_ipc.py"), timeout_ms=20000)
+        if out != "[True, True, True, True]\n":
+            bad.append((i, "bomb", out, err[-200:]))
+            continue
+        out, err, done, _ = c.exec(attack("leftovers.py"))
+        if out != "0 0 []\n":
+            bad.append((i, out))
+    check("no IPC object or process crosses one-shot calls (%d fork bombs)" % n, not bad,
+          "%.1f s %r" % (time.monotonic() - t0, bad[:3]))
+
+
+SPIN = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()"
+LATER = """import subprocess, threading, time
+def later():
+    time.sleep(1)
+    subprocess.Popen(["sleep", "4321"], start_new_session=True)
+threading.Thread(target=later, daemon=True).start()"""
+COUNT_4321 = "import os\nprint(sum(1 for p in os.listdir('/proc') if p.isdigit() and b'4321' in open('/proc/%s/cmdline' % p, 'rb').read()))"
+
+
+def t_background(c):
+    c.call({"op": "restart"})
+    c.exec(SPIN, mode="session")
+    time.sleep(0.5)
+    _, a = c.call({"op": "stats"})
+    time.sleep(3)
+    _, b = c.call({"op": "stats"})
+    used = b["cpu_ms"] - a["cpu_ms"]
+    check("session thread uses no CPU between calls (no background policy)", used < 150, "%.0f ms in 3 s" % used)
+    out, err, done, _ = c.exec("import threading\nprint(threading.active_count())", mode="session")
+    check("the thread runs again in the next call", out == "2\n", repr(out))
+    c.call({"op": "restart"})
+    c.exec(LATER, mode="session")
+    time.sleep(2)
+    c.exec("import time\ntime.sleep(1.5)", mode="session")
+    out, err, done, _ = c.exec(COUNT_4321, mode="session")
+    check("a process a session thread starts after a call's cleanup does not survive", out == "0\n", repr(out))
+    c.exec(SPIN, mode="session", background=True)
+    time.sleep(0.5)
+    _, a = c.call({"op": "stats"})
+    time.sleep(1)
+    _, b = c.call({"op": "stats"})
+    check("with background the thread keeps running", b["cpu_ms"] - a["cpu_ms"] > 50, "%.0f ms in 1 s" % (b["cpu_ms"] - a["cpu_ms"]))
+    c.call({"op": "restart"})
+
+
+def t_jupyter(c):
+    """The Jupyter operations (issue 31) on the split controller: introspection in the stopped
+    session kernel, input() answered by Airlock, notebook conventions, a stolen question token."""
+    c.call({"op": "restart"})
+    _, d = c.call({"op": "introspect", "what": "complete", "code": "import js", "cursor_pos": 9})
+    check("complete before any call", "json" in d.get("reply", {}).get("matches", []), repr(d)[:200])
+    c.exec("x = 5\n" + SPIN, mode="session")
+    lat = []
+    for _ in range(20):
+        t = time.monotonic()
+        _, d = c.call({"op": "introspect", "what": "complete", "code": "x.bit_", "cursor_pos": 6})
+        lat.append((time.monotonic() - t) * 1000)
+    check("complete over the live namespace x20 (a thread spinning in the kernel)", "bit_length" in d.get("reply", {}).get("matches", []),
+          "p50=%.1f ms max=%.1f ms" % (pct(lat, .5), max(lat)))
+    time.sleep(0.3)
+    _, a = c.call({"op": "stats"})
+    time.sleep(2)
+    _, b = c.call({"op": "stats"})
+    check("the kernel is stopped again after introspections", b["cpu_ms"] - a["cpu_ms"] < 100,
+          "%.0f ms in 2 s" % (b["cpu_ms"] - a["cpu_ms"]))
+    rid = c.send({"op": "exec", "mode": "session", "allow_stdin": True, "notebook": True, "timeout_ms": 30000,
+                  "code": "import getpass\na = input('first? ')\nb = getpass.getpass()\nclear_output(wait=True)\na + b"})
+    answers = []
+    for value in ("a\nb", "cd"):
+        for _ in range(200):
+            _, d = c.call({"op": "input_reply", "value": value})
+            if d.get("taken"):
+                break
+            time.sleep(0.05)
+        answers.append(d.get("taken"))
+    frames, done = c.wait(rid)
+    kinds = [(f["t"], f.get("prompt", f.get("result"))) for f in frames]
+    check("input() and getpass() answered, value as the result", answers == [True, True] and done["status"] == "ok" and
+          kinds == [("input_request", "first? "), ("input_request", "Password: "), ("clear_output", None), ("display", True)]
+          and frames[-1]["data"]["text/plain"] == repr("a\nbcd"), repr((answers, kinds, done["status"]))[:300])
+    rid = c.send({"op": "exec", "mode": "session", "allow_stdin": True, "timeout_ms": 30000, "code": "input('wait? ')"})
+    time.sleep(1)
+    _, d = c.call({"op": "interrupt"})
+    frames, done = c.wait(rid)
+    check("an interrupt ends a wait in input()", d.get("interrupted") and done["status"] == "interrupted",
+          repr((d, done["status"], done.get("error")))[:200])
+    _, d = c.call({"op": "input_reply", "value": "late"})
+    out, _, _, _ = c.exec("try:\n    input()\nexcept EOFError:\n    print('eof')", mode="session")
+    check("no input crosses calls; input() reads EOF without allow_stdin", d.get("taken") is False and out == "eof\n",
+          repr((d, out)))
+    out, _, done, _ = c.exec(attack("introspect_thief.py"), mode="session")
+    _, d = c.call({"op": "introspect", "what": "complete", "code": "x", "cursor_pos": 1})
+    out, err, done, _ = c.exec(attack("introspect_forge.py"), mode="session")
+    check("a question's stolen token forges no call's done", done["exit_code"] == 7 and out == "forged\n",
+          "status=%s exit=%s out=%r" % (done["status"], done["exit_code"], out))
+    c.call({"op": "restart"})
+
+
+def t_pilshow(c):
+    for mode in ("oneshot", "session"):
+        out, err, done, disp = c.exec("from PIL import Image\nImage.new('RGB', (4, 4), 'red').show()", mode=mode)
+        check("PIL Image.show() is a display (%s)" % mode, done["status"] == "ok" and any("image/png" in d for d in disp),
+              "%d bundles %r" % (len(disp), err[-200:]))
+
+
+def t_envstdin(c):
+    cases = {"python": ("import os, sys\nprint(os.environ.get('FOO'), repr(sys.stdin.read()))", "bar 'in put'\n", "None ''\n"),
+             "shell": ("echo \"${FOO-unset} '$(cat)'\"", "bar 'in put'\n", "unset ''\n")}
+    for mode in ("oneshot", "session"):
+        for lang, (code, want, after) in cases.items():
+            out, err, done, _ = c.exec(code, mode=mode, lang=lang, env={"FOO": "bar"}, stdin="in put")
+            out2, err2, _, _ = c.exec(code, mode=mode, lang=lang)
+            check("env and stdin (%s %s), gone after" % (mode, lang), out == want and out2 == after, repr((out, err, out2, err2)))
+
+
 def t_eof():
     name = "airlock-drive-eof-%d" % os.getpid()
     c = Client(name=name)
@@ -357,13 +510,15 @@ def t_eof():
     check("stdin EOF (docker client killed -9) -> container gone", dt < 3, "%.2f s" % dt)
 
 
-def t_maxlife():
-    # Life counts from the controller's start; preload takes a few seconds of it.
+def t_maxlife(life=30):
+    # Life counts from the controller's start; preload takes a few seconds of it (more than
+    # ten on a machine whose cores are busy), so the life leaves room for the ready frame.
     t = time.monotonic()
-    c = Client(env={"AIRLOCK_MAX_LIFE_S": "10"})
-    c.eof.wait(20)
+    c = Client(env={"AIRLOCK_MAX_LIFE_S": str(life)})
+    c.eof.wait(life + 10)
     dt = time.monotonic() - t
-    check("AIRLOCK_MAX_LIFE_S=10 honoured", c.eof.is_set() and 9 < dt < 12.5, "stdout closed %.1f s after docker run" % dt)
+    check("AIRLOCK_MAX_LIFE_S=%d honoured" % life, c.eof.is_set() and life - 1 < dt < life + 2.5,
+          "stdout closed %.1f s after docker run" % dt)
     c.close()
 
 
@@ -375,7 +530,7 @@ def burner():
 
 
 ALL = ["boot", "latency", "isolation", "session", "forgery", "interrupt", "timeout", "death", "rich", "error", "misc",
-       "ordering", "eof", "maxlife"]
+       "hooked", "ipc", "background", "jupyter", "pilshow", "envstdin", "ordering", "eof", "maxlife"]
 
 
 def main(argv):
@@ -415,6 +570,18 @@ def main(argv):
                 t_error(c)
             elif name == "misc":
                 t_misc(c)
+            elif name == "jupyter":
+                t_jupyter(c)
+            elif name == "hooked":
+                t_hooked(c)
+            elif name == "ipc":
+                t_ipc(c)
+            elif name == "background":
+                t_background(c)
+            elif name == "pilshow":
+                t_pilshow(c)
+            elif name == "envstdin":
+                t_envstdin(c)
             elif name == "ordering":
                 b = burner()
                 try:

@@ -20,6 +20,8 @@ import stat
 import tarfile
 import zipfile
 
+import airlock_files as files
+
 MAX_ENTRIES = 10000
 MAX_BYTES = 256 << 20
 MAX_RATIO = 200
@@ -28,7 +30,6 @@ MAX_DEPTH = 64  # path components
 MAX_PATH = 4096
 MAX_LINK = 4095
 HEADER_SLACK = 16 << 20  # decompressed tar stream beyond the entries' data (headers, padding)
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class Refused(ValueError):
@@ -118,24 +119,10 @@ class Writer:
         os.close(self.rootfd)
 
     def _open_dir(self, name, parts, create):
-        fd = os.dup(self.rootfd)
         try:
-            for p in parts:
-                if create:
-                    try:
-                        os.mkdir(p, 0o755, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                try:
-                    nfd = os.open(p, DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    refuse_entry(name, "its folder %s is a link or a file" % _q(p))
-                os.close(fd)
-                fd = nfd
-            return fd
-        except BaseException:
-            os.close(fd)
-            raise
+            return files.open_dir(self.rootfd, parts, create)
+        except files.NotAFolder as exc:
+            refuse_entry(name, "its folder %s is a link or a file" % _q(exc.filename))
 
     def parent(self, name, parts):
         key = tuple(parts[:-1])
@@ -162,7 +149,7 @@ class Writer:
             os.mkdir(parts[-1], 0o755, dir_fd=dfd)
         except FileExistsError:
             try:
-                os.close(os.open(parts[-1], DIR_FLAGS, dir_fd=dfd))
+                os.close(os.open(parts[-1], files.DIR_FLAGS, dir_fd=dfd))
             except OSError:
                 refuse_entry(name, "a file or link of the same name came before it")
         except OSError as exc:
@@ -252,20 +239,10 @@ class Writer:
 
     def seal(self):
         """Make every folder read-only (0555), deepest first, without following links."""
-        self._seal(os.dup(self.rootfd), 0)
-
-    def _seal(self, dfd, depth):
-        try:
-            if depth <= MAX_DEPTH:
-                for n in os.listdir(dfd):
-                    try:
-                        sub = os.open(n, DIR_FLAGS, dir_fd=dfd)
-                    except OSError:
-                        continue  # a file or a link
-                    self._seal(sub, depth + 1)
-            os.fchmod(dfd, 0o555)
-        finally:
-            os.close(dfd)
+        for kind, _, _, _, _, sub in files.tree(self.rootfd, max_depth=MAX_DEPTH + 1):
+            if kind == "leave":
+                os.fchmod(sub, 0o555)
+        os.fchmod(self.rootfd, 0o555)
 
 
 class _Counted(io.RawIOBase):

@@ -1,9 +1,9 @@
-"""Safe file operations under the work folder, for the controller.
+"""Safe file operations under a folder, for the controller and the archive unpacker.
 
 Every path is opened one component at a time with O_NOFOLLOW relative to an
-already-open directory, so a symlink can never lead outside the work folder, even
-if it is swapped in while a file is being read. FIFOs and devices are refused
-without blocking (O_NONBLOCK).
+already-open directory (open_dir), so a symlink can never lead outside the folder,
+even if it is swapped in while a file is being read; every tree is walked the same
+way (tree). FIFOs and devices are refused without blocking (O_NONBLOCK).
 """
 
 import os
@@ -26,9 +26,20 @@ def split(work, path):
     return parts
 
 
-def open_dir(work, parts, create=False):
-    """Open work/parts... as a directory fd, never following a symlink."""
-    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+class NotAFolder(OSError):
+    """A path component that should be a folder is a link, a file or missing; its name is
+    the exception's filename."""
+
+
+def open_dir(root, parts, create=False):
+    """Open root/parts... as a folder fd, one component at a time relative to the folder
+    opened before it (O_DIRECTORY | O_NOFOLLOW), so no symlink is ever followed; with
+    create, missing folders are made (0755). root is a path or an open folder fd (kept
+    open). Raises NotAFolder naming the component that could not be opened."""
+    if isinstance(root, int):
+        fd = os.dup(root)
+    else:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for p in parts:
             if create:
@@ -36,13 +47,64 @@ def open_dir(work, parts, create=False):
                     os.mkdir(p, 0o755, dir_fd=fd)
                 except FileExistsError:
                     pass
-            nfd = os.open(p, DIR_FLAGS, dir_fd=fd)
+            try:
+                nfd = os.open(p, DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                raise NotAFolder(exc.errno, exc.strerror, p) from None
             os.close(fd)
             fd = nfd
         return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def tree(dfd, max_depth=64, max_entries=None, _prefix="", _depth=0, _seen=None):
+    """Walk the folder open as dfd without ever following a symlink. Yields
+    (kind, parent_fd, name, rel, st, sub) for every entry, a folder's names sorted, its
+    non-folders first, then its folders last-first, each walked completely:
+      "file"  anything but a folder (check st for regular files, links, others);
+      "enter" a folder about to be walked (its mode may still be changed);
+      "leave" that folder once its entries came, sub its open fd;
+      "skip"  a folder not walked (deeper than max_depth, or it cannot be opened).
+    Folders are opened by name relative to their parent's fd (O_NOFOLLOW). parent_fd and
+    sub are valid until the next item. Past max_entries names the walk stops."""
+    seen = _seen if _seen is not None else [0]
+    try:
+        names = sorted(os.listdir(dfd))
+    except OSError:
+        return
+    folders = []
+    for n in names:
+        seen[0] += 1
+        if max_entries is not None and seen[0] > max_entries:
+            return
+        try:
+            st = os.stat(n, dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            folders.append((n, st))
+        else:
+            yield "file", dfd, n, _prefix + n, st, None
+    for n, st in reversed(folders):
+        rel = _prefix + n
+        if _depth >= max_depth:
+            yield "skip", dfd, n, rel, st, None
+            continue
+        yield "enter", dfd, n, rel, st, None
+        try:
+            sub = os.open(n, DIR_FLAGS, dir_fd=dfd)
+        except OSError:
+            yield "skip", dfd, n, rel, st, None
+            continue
+        try:
+            yield from tree(sub, max_depth, max_entries, rel + "/", _depth + 1, seen)
+            if max_entries is not None and seen[0] > max_entries:
+                return
+            yield "leave", dfd, n, rel, st, sub
+        finally:
+            os.close(sub)
 
 
 def read_file(dfd, name, max_bytes):
@@ -178,40 +240,12 @@ def walk(work, max_entries=20000, max_depth=32):
         root = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return
-    stack = [(root, "", 0)]
-    seen = 0
     try:
-        while stack:
-            dfd, prefix, depth = stack.pop()
-            try:
-                try:
-                    names = sorted(os.listdir(dfd))
-                except OSError:
-                    names = []
-                for n in names:
-                    seen += 1
-                    if seen > max_entries:
-                        return
-                    try:
-                        st = os.stat(n, dir_fd=dfd, follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        if depth < max_depth:
-                            try:
-                                stack.append((os.open(n, DIR_FLAGS, dir_fd=dfd), prefix + n + "/", depth + 1))
-                            except OSError:
-                                pass
-                    elif stat.S_ISREG(st.st_mode):
-                        yield dfd, n, prefix + n, st
-            finally:
-                os.close(dfd)
+        for kind, dfd, name, rel, st, _ in tree(root, max_depth, max_entries):
+            if kind == "file" and stat.S_ISREG(st.st_mode):
+                yield dfd, name, rel, st
     finally:
-        for dfd, _, _ in stack:
-            try:
-                os.close(dfd)
-            except OSError:
-                pass
+        os.close(root)
 
 
 def clear_dir(path):
@@ -222,47 +256,23 @@ def clear_dir(path):
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return 0
-    try:
-        return _clear(fd, 0)
-    finally:
-        os.close(fd)
-
-
-def _clear(dfd, depth):
     failed = 0
     try:
-        names = os.listdir(dfd)
-    except OSError:
-        return 1
-    for n in names:
-        try:
-            st = os.stat(n, dir_fd=dfd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if depth > 64:
-                failed += 1
-                continue
+        for kind, dfd, name, _, _, _ in tree(fd, max_depth=65):
             try:
-                os.chmod(n, 0o700, dir_fd=dfd, follow_symlinks=False)
-            except (OSError, NotImplementedError):
-                pass
-            try:
-                sub = os.open(n, DIR_FLAGS, dir_fd=dfd)
+                if kind == "file":
+                    os.unlink(name, dir_fd=dfd)
+                elif kind == "enter":
+                    try:
+                        os.chmod(name, 0o700, dir_fd=dfd, follow_symlinks=False)
+                    except (OSError, NotImplementedError):
+                        pass
+                elif kind == "leave":
+                    os.rmdir(name, dir_fd=dfd)
+                else:
+                    failed += 1
             except OSError:
                 failed += 1
-                continue
-            try:
-                failed += _clear(sub, depth + 1)
-            finally:
-                os.close(sub)
-            try:
-                os.rmdir(n, dir_fd=dfd)
-            except OSError:
-                failed += 1
-        else:
-            try:
-                os.unlink(n, dir_fd=dfd)
-            except OSError:
-                failed += 1
+    finally:
+        os.close(fd)
     return failed

@@ -1,15 +1,18 @@
-"""Kernel-side answers to Jupyter's complete, inspect and is_complete requests, and input().
+"""Kernel-side answers to Jupyter's complete, inspect and is_complete requests.
 
-Runs in the session kernel, over the user's own namespace, so its answers are that call's
-own output and nothing more (the controller only checks they are a bounded JSON object).
-Completion uses Jedi (Debian's python3-jedi), imported on the first completion; inspection
-resolves the dotted name at the cursor by attribute lookups only (no calls) and shows its
-signature and docstring; is_complete follows codeop. See images/python/PROTOCOL.md.
+kernel.Kernel.serve calls answer() (through a reference taken at import) for an
+{"op": "introspect"} message, outside any call, over the session's own namespace. User
+code can change what this computes (it owns its objects, and Jedi is an ordinary module it
+may import and patch), so an answer is that session's own output and nothing more: the
+controller only checks it is a JSON object of bounded size, received with the request's
+own token (airlock_kernelops.py). Completion uses Jedi (Debian's python3-jedi), imported
+on the first completion; inspection resolves the dotted name at the cursor by attribute
+lookups only (no calls) and shows its signature and docstring; is_complete follows codeop.
+See images/python/PROTOCOL.md "Jupyter operations".
 """
 
 import codeop
 import inspect as _inspect
-import os
 import re
 
 MAX_MATCHES = 2000
@@ -154,41 +157,3 @@ def is_complete(code):
         indent += "    "
     return {"status": "incomplete", "indent": indent}
 
-
-def ask(kernel, prompt="", password=False):
-    """input()/getpass() of a call with allow_stdin: ask Airlock (the controller forwards
-    an input_request frame; Jupyter shows it on the stdin channel) and wait for the
-    input_reply on the control socket. KeyboardInterrupt (interrupt) ends the wait."""
-    kernel._flush()
-    kernel._send({"t": "input_request", "prompt": str(prompt), "password": bool(password)})
-    while True:
-        msg = kernel.reader.recv()
-        if msg is None:
-            os._exit(0)
-        for fd in kernel.reader.take_fds(int(msg.get("nfds", 0) or 0)):
-            os.close(fd)
-        if msg.get("op") == "input_reply" and msg.get("seq") == kernel.seq:
-            return str(msg.get("value", ""))
-
-
-class StdinHooks:
-    """Installs input() and getpass.getpass() that ask Airlock, for one call."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.saved = None
-
-    def __enter__(self):
-        import builtins
-        import getpass
-        k = self.kernel
-        self.saved = (builtins.input, getpass.getpass)
-        builtins.input = lambda prompt="": ask(k, prompt)
-        getpass.getpass = lambda prompt="Password: ", stream=None: ask(k, prompt, True)
-        return self
-
-    def __exit__(self, *_):
-        import builtins
-        import getpass
-        builtins.input, getpass.getpass = self.saved
-        return False

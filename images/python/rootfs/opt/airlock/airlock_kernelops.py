@@ -1,81 +1,110 @@
-"""Controller side of the session kernel's Jupyter operations: introspection
-(complete, inspect, is_complete) and input() answered by Airlock.
+"""Questions the session's kernel answers between calls: Jupyter's complete, inspect and
+is_complete (issue 31), through the queued "introspect" op.
 
-- {"op": "introspect", "what", "code", "cursor_pos", "detail_level"} runs in the session
-  kernel (adopted from the spares if the session has none yet) like a call without pipes;
-  done carries "reply": the kernel's answer, a JSON object of at most MAX_REPLY bytes.
-- During a session exec sent with "allow_stdin": true the kernel's input() sends
-  {"t": "input_request", "prompt", "password"}; the controller forwards it as a frame with
-  the exec's id and remembers that the call waits. {"op": "input_reply", "value"} (answered
-  at once, even while the exec runs) hands the value to the waiting kernel; done carries
-  "taken": whether a call was waiting.
-See images/python/PROTOCOL.md.
+An introspection runs in the session's kernel (a spare adopted if the session has none
+yet, as its first call would, without arming it) the way a call does, without pipes: the
+processes are noted, the kernel is resumed (it is stopped between calls without the
+background policy), asked with a seq of its own and a fresh token, and waited for at most
+INTROSPECT_S. Afterwards the session is left as it was found: if its kernel was stopped,
+what the question started meanwhile (user code runs: its threads, the properties Jedi
+looks at) is swept and the kernel is stopped again. A kernel that has not answered in time
+(user code may replace what answers) is killed; the session's next call adopts a spare and
+reports kernel_restarted. The answer is that session's own output: the controller checks
+only that it came with the question's token and is a JSON object of at most MAX_REPLY
+bytes. See PROTOCOL.md "Jupyter operations".
 """
 
 import json
-import time
+import os
 
+import airlock_proc as proc
 import airlock_wire as wire
+from airlock_loop import now
 
-INTROSPECT_S = 15.0
+INTROSPECT_S = 15.0  # the first completion imports Jedi
 MAX_REPLY = 512 << 10
+WHATS = ("complete", "inspect", "is_complete")
 
 
-def introspect(ctl, req, call_cls):
-    """Answer an introspect request from the session kernel (queued like an exec)."""
-    rid = req.get("id")
-    if ctl.session is None:
-        ctl.session = ctl.take_spare()  # session_lost stays: the next exec still reports it
-    k = ctl.session
-    while k.pid is None and k.dead is None:
-        ctl.poll(0.05)
-    ctl.seq += 1
-    call = call_cls(dict(req, mode="session"), k, ctl.seq)
-    msg = {"op": "introspect", "seq": call.seq, "what": str(req.get("what") or ""),
-           "code": str(req.get("code") or ""), "cursor_pos": req.get("cursor_pos"),
-           "detail_level": req.get("detail_level") or 0}
-    ctl.call = call
-    try:
-        if k.dead is None and k.sock is not None:
-            wire.send(k.sock, msg)
-            end = time.monotonic() + INTROSPECT_S
-            while call.kdone is None and k.dead is None and time.monotonic() < end:
-                ctl.poll(min(0.25, max(0.0, end - time.monotonic())))
-    except OSError:
-        pass
-    finally:
-        ctl.call = None
-    if call.kdone is None and k.dead is None:
-        # Stuck (user code can replace what answers): a kernel that cannot take the next
-        # call is replaced, as after a timeout; the next exec reports kernel_restarted.
-        ctl.kill_kernel(k, {"message": "the kernel did not answer an introspection", "exit_code": 137})
-    if k.dead is not None:
-        ctl.session = None  # the next exec adopts a spare and reports kernel_restarted
-        ctl.session_lost = True
-    reply = (call.kdone or {}).get("reply")
-    if not isinstance(reply, dict):
-        return ctl.emit({"t": "done", "id": rid, "fail": "introspect: the kernel did not answer"})
-    if len(json.dumps(reply)) > MAX_REPLY:
-        return ctl.emit({"t": "done", "id": rid, "fail": "introspect: the kernel's answer is over %d bytes" % MAX_REPLY})
-    return ctl.emit({"t": "done", "id": rid, "reply": reply})
+class Question:
+    """One introspection waiting for its kernel's answer."""
+
+    def __init__(self, kernel, seq):
+        self.kernel = kernel
+        self.seq = seq
+        # Only the kernel's own reporting code gets it; never the token of a call.
+        self.token = os.urandom(16).hex()
+        self.answered = False
+        self.reply = None
 
 
-def input_request(ctl, call, msg):
-    """The running call's kernel waits in input(): tell Airlock."""
-    call.waiting_input = True
-    ctl.emit({"t": "input_request", "id": call.id, "prompt": str(msg.get("prompt", ""))[:4096],
-              "password": bool(msg.get("password"))})
+class KernelOps:
+    """The introspect op and the kernel messages that answer it."""
 
+    def __init__(self, loop, kernels, session, next_seq):
+        self.loop = loop
+        self.kernels = kernels
+        self.session = session
+        self.next_seq = next_seq  # next_seq(): a seq no call or question has had
+        self.question = None
 
-def input_reply(ctl, req):
-    """Hand Airlock's answer to the kernel waiting in input(), if one is."""
-    call = ctl.call
-    taken = (call is not None and getattr(call, "waiting_input", False) and call.kernel.dead is None
-             and call.kernel.sock is not None)
-    if taken:
-        call.waiting_input = False
+    def introspect(self, req):
+        """The queued introspect op: the kernel's reply, or ValueError (the op fails)."""
+        what = req.get("what")
+        if what not in WHATS:
+            raise ValueError("unknown question %r (want one of %s)" % (what, ", ".join(WHATS)))
+        cursor, detail = req.get("cursor_pos"), req.get("detail_level")
+        msg = {"op": "introspect", "what": what, "code": str(req.get("code") or ""),
+               # Airlock leaves out a zero cursor_pos.
+               "cursor_pos": cursor if type(cursor) is int else 0,
+               "detail_level": detail if type(detail) is int else 0}
+        k = self.session.kernel_for_question()
+        self.kernels.wait_ready(k)
+        stopped = self.session.stopped
+        snapshot = proc.starts() if stopped else None  # before the kernel runs again
+        self.session.resume()
+        q = Question(k, self.next_seq())
+        self.question = q
         try:
-            wire.send(call.kernel.sock, {"op": "input_reply", "seq": call.seq, "value": str(req.get("value", ""))})
+            self._ask(q, dict(msg, seq=q.seq, token=q.token))
+        finally:
+            self.question = None
+        dead = ()
+        if not q.answered and k.dead is None:
+            self.kernels.kill(k, {"message": "the kernel did not answer an introspection", "exit_code": 137})
+            dead = (k.pid,)
+        if stopped:
+            self.session.sweep(snapshot, run_kernel=False, dead=dead)
+        return {"reply": checked(q)}
+
+    def _ask(self, q, msg):
+        """Send the question and wait for its answer, the kernel's death or the bound."""
+        k = q.kernel
+        try:
+            if k.dead is not None or k.sock is None:
+                return
+            wire.send(k.sock, msg)
         except OSError:
-            taken = False
-    ctl.emit({"t": "done", "id": req.get("id"), "taken": taken})
+            return
+        end = now() + INTROSPECT_S
+        while not q.answered and k.dead is None and now() < end:
+            self.loop.poll(max(0.0, end - now()))
+
+    def on_message(self, k, msg):
+        """What kernel k said: only the pending question's done, with its token, counts."""
+        q = self.question
+        if q is None or k is not q.kernel or q.answered or msg.get("seq") != q.seq:
+            return
+        if msg.get("t") == "done" and msg.get("token") == q.token:
+            q.answered, q.reply = True, msg.get("reply")
+
+
+def checked(q):
+    """The reply of an answered question, or ValueError saying why there is none."""
+    if not q.answered:
+        raise ValueError("the kernel did not answer")
+    if not isinstance(q.reply, dict):
+        raise ValueError("the kernel's answer is not a JSON object")
+    if len(json.dumps(q.reply)) > MAX_REPLY:
+        raise ValueError("the kernel's answer is over %d bytes" % MAX_REPLY)
+    return q.reply

@@ -5,6 +5,7 @@ socketpair. With AIRLOCK_PRELOAD=1 it imports numpy, pandas and matplotlib (Agg,
 pyplot patched for figure capture) and runs nothing else. Messages (airlock_wire):
   controller -> zygote  {"op": "fork", "tag": n} + 1 fd: the new kernel's control socket
   zygote -> controller  {"t": "ready", "pid"}  {"t": "forked", "tag", "pid"}
+                        {"t": "forked", "tag", "pid": null, "error"} (fork failed)
                         {"t": "exit", "pid", "exit_code" | "signal", "cpu_s"}
 The zygote reaps its children (the kernels) and reports every exit.
 """
@@ -33,25 +34,30 @@ def main():
     sock.setblocking(True)
     if os.environ.get("AIRLOCK_PRELOAD", "") == "1":
         kernel.preload()
-    rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+    signal.set_wakeup_fd(wake[1], warn_on_full_buffer=False)
     gc.collect()
     gc.freeze()  # keep the preloaded objects' pages shared with the kernels
-    reader = wire.Reader(sock)
     wire.send(sock, {"t": "ready", "pid": os.getpid()})
+    serve(sock, wake)
+
+
+def serve(sock, wake):
+    """Fork a kernel for every fork request, report every exit; until the controller goes."""
+    reader = wire.Reader(sock)
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
-    poller.register(rfd, select.POLLIN)
+    poller.register(wake[0], select.POLLIN)
     while True:
         try:
             events = poller.poll()
         except InterruptedError:
             continue
         for fd, _ev in events:
-            if fd == rfd:
+            if fd == wake[0]:
                 try:
-                    while os.read(rfd, 512):
+                    while os.read(wake[0], 512):
                         pass
                 except BlockingIOError:
                     pass
@@ -63,35 +69,43 @@ def main():
                 msg = reader.next()
                 if msg is None:
                     break
-                if msg.get("op") != "fork":
-                    continue
-                fds = reader.take_fds(1)
-                if not fds:
-                    continue
-                # The kernel starts with every signal blocked (from before the fork, so
-                # there is no window): a spare waits, blocked, while other calls run, and
-                # unblocks only once it takes its own (kernel.Kernel.arm).
-                mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-                pid = -1
-                try:
-                    pid = os.fork()
-                finally:
-                    if pid != 0:
-                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                if pid == 0:
-                    signal.set_wakeup_fd(-1)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    sock.detach()
-                    os.close(rfd)
-                    os.close(wfd)
-                    kernel.child_main(fds[0])
-                    os._exit(0)
-                os.close(fds[0])
-                wire.send(sock, {"t": "forked", "tag": msg.get("tag"), "pid": pid})
+                if msg.get("op") == "fork":
+                    fds = reader.take_fds(1)
+                    if fds:
+                        fork(sock, msg.get("tag"), fds[0], wake)
         reap(sock)
 
 
+def fork(sock, tag, ctl_fd, wake):
+    """Fork a kernel whose control socket is ctl_fd and say so (or that it failed)."""
+    # The kernel starts with every signal blocked (from before the fork, so there is no
+    # window): a spare waits, blocked, while other calls run, and unblocks only once it
+    # takes its own (kernel.Kernel.arm).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    pid = -1
+    try:
+        pid = os.fork()
+    except OSError as exc:  # the pids limit, memory: that kernel is not started
+        os.close(ctl_fd)
+        wire.send(sock, {"t": "forked", "tag": tag, "pid": None, "error": str(exc)})
+        return
+    finally:
+        if pid != 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock.detach()
+        for fd in wake:
+            os.close(fd)
+        kernel.child_main(ctl_fd)
+        os._exit(0)
+    os.close(ctl_fd)
+    wire.send(sock, {"t": "forked", "tag": tag, "pid": pid})
+
+
 def reap(sock):
+    """Report every kernel that exited, with its rusage."""
     while True:
         try:
             pid, status, ru = os.wait4(-1, os.WNOHANG)

@@ -1,0 +1,99 @@
+"""/workspace when it is the controller's own tmpfs (AIRLOCK_WORKSPACE=tmpfs): a call's
+archive is unpacked into it before any kernel takes the call, and it is emptied after
+every one-shot call (a session's stays: Airlock sends a session's input folder with its
+first exec). Otherwise it is Airlock's read-only input folder, never touched.
+See PROTOCOL.md "Archives".
+"""
+
+import base64
+import os
+
+import airlock_files as files
+from airlock_loop import now
+
+PATH = "/workspace"
+
+
+class CallRefused(Exception):
+    """A call refused before anything ran: message and a core error code."""
+
+    def __init__(self, message, code="bad_request"):
+        super().__init__(message)
+        self.code = code
+
+
+def load_archive():
+    """The unpacker, imported only where archives can come (tarfile, zipfile and gzip cost
+    tens of ms to load): the controller loads it while the zygote preloads."""
+    import airlock_archive
+    return airlock_archive
+
+
+class Workspace:
+    """The controller's own /workspace, or an input folder it leaves alone."""
+
+    def __init__(self, owned, path=PATH):
+        self.owned = owned
+        self.path = path
+
+    def reset(self):
+        """Empty it and make it writable for unpacking; reports whether it is empty."""
+        try:
+            os.chmod(self.path, 0o755)
+        except OSError:
+            pass
+        files.clear_dir(self.path)
+        try:
+            return not os.listdir(self.path)
+        except OSError:
+            return False
+
+    def seal(self):
+        """An empty workspace is read-only, like the image's own /workspace folder."""
+        try:
+            os.chmod(self.path, 0o555)
+        except OSError:
+            pass
+
+    def clean(self):
+        """After a one-shot call: empty and read-only again (an owned workspace only)."""
+        if self.owned:
+            self.reset()
+            self.seal()
+
+    def unpack(self, req):
+        """Unpack the request's archive into the emptied workspace; returns what was
+        unpacked ({"format", "entries", "bytes", "unpack_ms"}). Raises CallRefused, leaving the
+        workspace empty."""
+        t0 = now()
+        data, req["archive"] = req.get("archive"), None
+        if not self.owned:
+            raise CallRefused("this container's /workspace is an input folder, not its own: it cannot "
+                          "take an archive", "internal")
+        if not isinstance(data, str):
+            raise CallRefused("archive must be base64 text")
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise CallRefused("archive is not valid base64") from None
+        del data
+        if not self.reset():
+            raise CallRefused("the workspace could not be emptied", "internal")
+
+        def bound(key, default):
+            v = req.get(key)
+            return int(v) if isinstance(v, int) and v > 0 else default
+
+        archive = load_archive()
+        try:
+            info = archive.unpack(self.path, raw, bound("archive_max_entries", archive.MAX_ENTRIES),
+                                  bound("archive_max_bytes", archive.MAX_BYTES),
+                                  bound("archive_max_ratio", archive.MAX_RATIO))
+        except archive.Refused as exc:
+            self.clean()
+            raise CallRefused(str(exc)) from None
+        except Exception as exc:  # a bug: still leave nothing half unpacked behind
+            self.clean()
+            raise CallRefused("unpacking the archive failed: %s: %s" % (type(exc).__name__, exc), "internal") from None
+        info["unpack_ms"] = round((now() - t0) * 1000, 3)
+        return info
