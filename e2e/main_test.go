@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,12 @@ func TestMain(m *testing.M) {
 
 // runMain builds the binary, runs the tests and removes the build folder.
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short: every test here drives the real binary, Docker, Redis or Chromium")
+		return 0
+	}
+	removeStaleStacks()
 	root, err := repoRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -51,6 +58,44 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// staleStackAge is how old a compose test project must be before a new run
+// removes it: a run killed by its -timeout never reaches its cleanup, and
+// its stack's workers would go on reaping sandboxes of the same queue.
+const staleStackAge = time.Hour
+
+// removeStaleStacks removes the containers and networks of compose test
+// projects (airlocktest*) created more than staleStackAge ago. Younger ones
+// may belong to a run in progress beside this one.
+func removeStaleStacks() {
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=com.docker.compose.project",
+		"--format", `{{.ID}} {{.Label "com.docker.compose.project"}} {{.CreatedAt}}`).Output()
+	if err != nil {
+		return
+	}
+	stale := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) < 3 || !strings.HasPrefix(f[1], "airlocktest") {
+			continue
+		}
+		created, err := time.Parse("2006-01-02 15:04:05 -0700 MST", f[2])
+		if err == nil && time.Since(created) > staleStackAge {
+			stale[f[1]] = true
+		}
+	}
+	for project := range stale {
+		fmt.Fprintf(os.Stderr, "e2e: removing compose test project %s left by an earlier run\n", project)
+		ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=com.docker.compose.project="+project).Output()
+		if f := strings.Fields(string(ids)); len(f) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, f...)...).Run()
+		}
+		nets, _ := exec.Command("docker", "network", "ls", "-q", "--filter", "label=com.docker.compose.project="+project).Output()
+		if f := strings.Fields(string(nets)); len(f) > 0 {
+			_ = exec.Command("docker", append([]string{"network", "rm"}, f...)...).Run()
+		}
+	}
 }
 
 // repoRoot is the folder holding go.mod: from `go env GOMOD`, else from
