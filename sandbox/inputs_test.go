@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"os"
 	"path/filepath"
@@ -221,7 +222,7 @@ func TestInputFolderCopied(t *testing.T) {
 		}
 	}
 	dir := privateTree(t, 4242, 4242)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	info, rej, err := e.OpenSession(ctx, core.Request{Owner: "o", Mount: dir})
 	if err != nil || rej != nil {
@@ -297,7 +298,7 @@ func TestNoInputHostPath(t *testing.T) {
 			}
 		})
 		t.Run(string(lang)+"/session", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 			defer cancel()
 			info, rej, err := cold.OpenSession(ctx, core.Request{Owner: "o", Mount: dir})
 			if err != nil || rej != nil {
