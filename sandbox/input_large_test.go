@@ -25,6 +25,7 @@ import (
 // times the tar (272 MiB). A folder past the server's --input-max-bytes is
 // refused naming it.
 func TestLargeInputStreamed(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	dir := t.TempDir()
 	h := sha256.New()
 	for i := range 5 {
