@@ -24,6 +24,8 @@ func httpStatus(code core.Code) int {
 		return http.StatusBadRequest
 	case core.ErrUnauthorized:
 		return http.StatusUnauthorized
+	case core.ErrForbidden:
+		return http.StatusForbidden
 	case core.ErrNotFound:
 		return http.StatusNotFound
 	case core.ErrConflict, core.ErrSessionLost:
