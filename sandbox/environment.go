@@ -112,3 +112,26 @@ func (e *Engine) requireController(ctx context.Context, image, env string) error
 	}
 	return nil
 }
+
+// Warm counts the idle warm containers of image (generic and owned, every
+// lane) across its pools.
+func (e *Engine) Warm(image string) int {
+	e.mu.Lock()
+	pools := make([]*pool, 0, 1)
+	for k, p := range e.pools {
+		if k.image == image {
+			pools = append(pools, p)
+		}
+	}
+	e.mu.Unlock()
+	n := 0
+	for _, p := range pools {
+		p.mu.Lock()
+		n += len(p.generic)
+		for _, l := range p.owned {
+			n += len(l)
+		}
+		p.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/environments/builder"
+	"github.com/airlock-dev/airlock/internal/envservice"
+	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/state"
+)
+
+// envResolver is the dispatcher's environment resolver. The dispatcher is
+// built before the state store is open, so its registry is set later
+// (use); until then, and in commands without a state store, it knows the
+// built-in environments only.
+type envResolver struct {
+	r atomic.Pointer[environments.Resolver]
+}
+
+// Resolve resolves name (environments.Resolver.Resolve).
+func (e *envResolver) Resolve(ctx context.Context, name string, may func(string) bool) (environments.Target, error) {
+	return e.r.Load().Resolve(ctx, name, may)
+}
+
+// use resolves with the environments of the state store st from now on.
+func (e *envResolver) use(st state.Store) {
+	e.r.Store(environments.NewResolver(environments.NewRegistry(st)))
+}
+
+// environments is serve's environments service on the state store: the
+// stack's dispatcher resolves with it, and with a worker in this process
+// (a Docker daemon) it builds and removes environments too.
+func (s *stack) environments(store state.Store, f *stackFlags) (*envservice.Service, error) {
+	s.envs.use(store)
+	reg := environments.NewRegistry(store)
+	if s.engine == nil {
+		return envservice.New(reg, nil, nil, s.log), nil
+	}
+	dc, err := sandbox.NewDockerClient()
+	if err != nil {
+		return nil, err
+	}
+	cfg := builder.DefaultConfig()
+	cfg.Bases = map[string]string{environments.Python: f.python, environments.Shell: f.shell}
+	scfg := sandbox.DefaultConfig()
+	scfg.Runtime = f.runtime
+	m := builder.New(cfg, dc, store, builder.SandboxRunners(dc, scfg, s.log), s.log)
+	return envservice.New(reg, m, s.engine.Warm, s.log), nil
+}
