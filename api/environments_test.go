@@ -20,7 +20,9 @@ import (
 const keyAdmin = "admin-key-0123456789abcdef"
 
 // fakeEnvs is an environments service with one custom environment, geo.
-type fakeEnvs struct{ created []wire.CreateEnvironmentRequest }
+type fakeEnvs struct {
+	created []wire.CreateEnvironmentRequest
+}
 
 func (f *fakeEnvs) Resolve(ctx context.Context, name string, may func(string) bool) (environments.Target, error) {
 	if environments.Builtin(name) {
