@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/environments/builder"
 	"github.com/airlock-dev/airlock/internal/envservice"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -48,4 +50,20 @@ func (s *stack) environments(store state.Store, f *stackFlags) (*envservice.Serv
 	scfg.Runtime = f.runtime
 	m := builder.New(cfg, dc, store, builder.SandboxRunners(dc, scfg, s.log), s.log)
 	return envservice.New(reg, m, s.engine.Warm, s.log), nil
+}
+
+// keyEnvironments is what each owner's calls may name as their
+// environment (dispatcher.Call.Environments): every one without keys
+// (insecure) or for an admin key, else its keys-file environments=.
+func keyEnvironments(ks *keys.Set, insecure bool) func(owner string) []string {
+	return func(owner string) []string {
+		p := ks.Policy(owner)
+		if insecure || p.IsAdmin() {
+			return []string{dispatcher.AllEnvironments}
+		}
+		if p == nil {
+			return nil
+		}
+		return p.Environments
+	}
 }
