@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"os"
 	"sync/atomic"
 
 	"github.com/airlock-dev/airlock/dispatcher"
@@ -66,4 +69,25 @@ func keyEnvironments(ks *keys.Set, insecure bool) func(owner string) []string {
 		}
 		return p.Environments
 	}
+}
+
+// registerEnvironment adds --environment to a command's flags.
+func registerEnvironment(fs *flag.FlagSet, env *string) {
+	fs.StringVar(env, "environment", os.Getenv("AIRLOCK_ENVIRONMENT"), "environment the calls run in: python, shell or a custom one built with `airlock env build` (default python, shell for execute_shell; env AIRLOCK_ENVIRONMENT)")
+}
+
+// useLocalEnvironments lets a local command's dispatcher resolve the
+// custom environment env from the embedded state store `airlock env
+// build` records in ($AIRLOCK_DATA_DIR); a built-in one needs nothing.
+// The returned func closes the store.
+func (s *stack) useLocalEnvironments(env string) (func(), error) {
+	if env == "" || environments.Builtin(env) {
+		return func() {}, nil
+	}
+	store, err := openState(nil, state.DefaultDataDir())
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: open the state store of `airlock env build` (%s): %w", env, state.DefaultDataDir(), err)
+	}
+	s.envs.use(store)
+	return func() { _ = store.Close() }, nil
 }
