@@ -72,7 +72,7 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 	if c.image, err = e.imageFor(c.Request); err != nil {
 		return reject("%v", err)
 	}
-	if err := e.requireController(ctx, c.image); err != nil {
+	if err := e.requireController(ctx, c.image, c.Environment); err != nil {
 		return checked{}, nil, err
 	}
 	return c, nil, nil

@@ -77,7 +77,7 @@ func waitPool(t *testing.T, e *Engine) {
 	t.Helper()
 	for _, img := range e.cfg.Images {
 		e.mu.Lock()
-		p := e.pools[img]
+		p := e.pools[poolKey{image: img}]
 		e.mu.Unlock()
 		if p == nil {
 			t.Fatalf("no pool for %s", img)

@@ -37,6 +37,7 @@ type stack struct {
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
 	reaper   *reaper // with Redis: dead workers' containers, unbound sessions
+	envs     *envResolver
 }
 
 // stackEngine is what the stack needs of a sandbox engine.
@@ -86,7 +87,9 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	}
 	sb := sandbox.DefaultConfig()
 	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
-	s.disp = dispatcher.New(f.dispatcherConfig(held), s.client, log)
+	dcfg := f.dispatcherConfig(held)
+	dcfg.Environments = s.envs
+	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
 
@@ -107,7 +110,7 @@ func buildWorkerWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEn
 
 // newStack returns an empty stack with its metrics registry.
 func newStack(log *slog.Logger) *stack {
-	s := &stack{log: log, metrics: prometheus.NewRegistry()}
+	s := &stack{log: log, metrics: prometheus.NewRegistry(), envs: &envResolver{}}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s
 }
