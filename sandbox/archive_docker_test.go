@@ -69,6 +69,7 @@ func execErr(t *testing.T, e *Engine, req core.Request) (core.Result, error) {
 // previous call's files; user code cannot simply write to /workspace; and
 // the unpack of a small archive is timed.
 func TestArchiveWarm(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	reg := prometheus.NewRegistry()
 	e := pooledEngine(t, func(c *Config) { c.Metrics = reg })
 	repo, sums := smallRepo(1)
@@ -160,6 +161,7 @@ func escapes(t *testing.T) []struct {
 // owner's container stays usable and clean. Mount+Archive and an oversize
 // archive are refused before any container.
 func TestArchiveRefused(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	ctx := context.Background()
 	for _, tc := range escapes(t) {

@@ -67,12 +67,17 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	cfg.ReapInterval = 0
 	cfg.Instance = "test-" + newID()
 	cfg.Images = testImages()
+	// A call's default deadline is a bound the test's code must finish
+	// within (import pandas took over 10 s on two cores at a load of 25):
+	// it scales like every other bound; a test that needs the exact
+	// default sets it (mod) or names its own limit.
+	cfg.Defaults.Timeout = testscale.D(cfg.Defaults.Timeout)
 	if mod != nil {
 		mod(&cfg)
 	}
 	e := New(cfg, dc, nil)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		if err := e.Close(ctx); err != nil {
 			t.Errorf("close engine: %v", err)

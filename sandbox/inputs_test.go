@@ -196,6 +196,7 @@ func TestInputTooLarge(t *testing.T) {
 // out of the folder are not there and the result says so; a missing folder
 // is refused without quoting its path.
 func TestInputFolderCopied(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	for _, owner := range []int{4242, 0} {
 		dir := privateTree(t, owner, owner)
@@ -250,6 +251,7 @@ func TestInputFolderCopied(t *testing.T) {
 // /proc/self/mounts are read, and the folder's content is there to prove it
 // was given. The cgroup lines carry no container id either.
 func TestNoInputHostPath(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	cold := newTestEngine(t, nil)
 	warm := pooledEngine(t, nil)
 	parent := filepath.Join(t.TempDir(), "clients")

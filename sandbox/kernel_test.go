@@ -114,6 +114,7 @@ func TestSingleUse(t *testing.T) {
 // frame, patching __main__ and writing to every reachable fd change
 // nothing but the call's own output.
 func TestForgery(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	attacks := map[string]string{
 		"frame walk": `
@@ -365,6 +366,7 @@ func TestKernelDeath(t *testing.T) {
 // TestRichResults: structured errors, displays, head+tail output, per-call
 // env and stdin in a warm container; a bad env name is refused.
 func TestRichResults(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	r := run(t, e, core.Request{Owner: "A", Language: core.Python, Code: "    x = 1\n    1 / 0"})
 	if r.Error == nil || r.Error.Name != "ZeroDivisionError" || len(r.Error.Traceback) == 0 || !strings.Contains(r.Stderr, "ZeroDivisionError") {
@@ -399,6 +401,7 @@ func TestRichResults(t *testing.T) {
 
 // TestChunkedFiles: chunked upload with no gaps, chunked download, listing.
 func TestChunkedFiles(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // and a write through a link to /tmp, as their path policy says, while the
 // session's own hooks stay in its state.
 func TestHookedSessionKernel(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	lim := core.Limits{Timeout: 30 * time.Second}

@@ -44,6 +44,7 @@ func sexec(t *testing.T, e *Engine, id, owner string, lang core.Language, code s
 }
 
 func TestSessionState(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, func(c *Config) { c.PoolSize = 1 })
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -171,6 +172,7 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 }
 
 func TestArtifacts(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	// A cold container imports matplotlib in the call itself: on a machine whose cores
 	// are busy that alone has taken most of the default 10 s. The test is about artifacts.
@@ -221,6 +223,7 @@ open('/work/outputs/big.bin', 'wb').write(b'y' * 5000)`})
 }
 
 func TestFilesAndSymlinks(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, func(c *Config) { c.MaxFileBytes = 1 << 20 })
 	s := openSession(t, e, "o")
 	ctx := context.Background()
@@ -371,6 +374,7 @@ func TestHelperPoolOwner(t *testing.T) {
 // TestStdinCannotSwallowRequests: code reading stdin sees end-of-file, in a
 // one-shot run and in a session, and the session keeps working.
 func TestStdinCannotSwallowRequests(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	r := run(t, e, core.Request{Language: core.Python, Code: "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('eof')", Limits: core.Limits{Timeout: 30 * time.Second}})
 	if r.Status != core.StatusOK || r.Stdout != "''\neof\n" {
@@ -422,6 +426,7 @@ func TestCloseDuringCall(t *testing.T) {
 // reply line, or fills outputs with junk gets a result about its own code,
 // never a platform error, and Airlock's memory stays bounded.
 func TestProtocolAbuse(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	// The old runner's marker is now plain output of the call.
 	r := run(t, e, core.Request{Language: core.Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})
