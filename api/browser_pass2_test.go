@@ -1,0 +1,138 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/airlock-dev/airlock/agent"
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/wire"
+)
+
+// The workbench's second pass (issue 32): one browser test per problem.
+
+// longLine is a 300-character line without a break opportunity.
+var longLine = strings.Repeat("x", 300)
+
+// workbench is one browser tab on a harness server, past the key prompt.
+type workbench struct {
+	*browsertest.Browser
+	t   *testing.T
+	h   *harness
+	url string
+}
+
+// openWorkbench starts a browser of width×height on a fresh harness
+// (mut as in newHarness) and opens the UI with alice's key.
+func openWorkbench(t *testing.T, width, height int, mut func(*harness)) *workbench {
+	t.Helper()
+	br := browsertest.Start(t, width, height, 3*time.Minute)
+	h := newHarness(t, nil)
+	if mut != nil {
+		mut(h)
+	}
+	ts := httptest.NewServer(h.srv)
+	t.Cleanup(ts.Close)
+	w := &workbench{Browser: br, t: t, h: h, url: ts.URL}
+	w.Do("open the workbench",
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.ID("key-input")),
+		chromedp.SendKeys(chromedp.ID("key-input"), keyAlice),
+		chromedp.Click(chromedp.ID("key-save")),
+		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)),
+		chromedp.Click(chromedp.ID("welcome-close")),
+	)
+	return w
+}
+
+// eval evaluates a JavaScript expression to a string.
+func (w *workbench) eval(expr string) string {
+	w.t.Helper()
+	return evalIn(w.t, w.Ctx, expr)
+}
+
+// evalIn evaluates a JavaScript expression to a string in tab ctx.
+func evalIn(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// setCell puts code in cell i (0-based) of the notebook.
+func (w *workbench) setCell(i int, code string) {
+	w.t.Helper()
+	b, _ := json.Marshal(code)
+	w.eval(`document.querySelectorAll('.cell .CodeMirror')[` + itoa(i) + `].CodeMirror.setValue(` + string(b) + `), ''`)
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// overflow is how far the page is wider than its viewport, in px.
+const overflowJS = `String(Math.max(document.documentElement.scrollWidth, document.body.scrollWidth) - document.documentElement.clientWidth)`
+
+// answerScript answers with a 300-character line; the model's last
+// message (same text) also comes as the step's assistant message, as the
+// agent loop sends it.
+func answerScript(agent.RunRequest) [][]wire.RunEvent {
+	answer := "The answer is unique-answer-text.\n\n" + longLine
+	return [][]wire.RunEvent{{
+		ev(wire.EventStepStarted, 1, map[string]any{}),
+		ev(wire.EventAssistantMessage, 1, map[string]any{"content": answer}),
+		ev(wire.EventFinalAnswer, 1, map[string]any{"content": answer}),
+		ev(wire.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1, "final_answer": answer}),
+	}}
+}
+
+// TestBrowserPhoneFits: at 390 px a 300-character line in a cell (its
+// code and its output) and in an answer scrolls inside its box: the page
+// never scrolls sideways, and a resize from desktop does not zoom out.
+func TestBrowserPhoneFits(t *testing.T) {
+	w := openWorkbench(t, 1200, 900, func(h *harness) {
+		h.runs.script = answerScript
+		h.disp.run = func(_ context.Context, call dispatcher.Call) dispatcher.Result {
+			return dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: longLine,
+				Sandbox: &core.Result{Status: core.StatusOK, Stdout: longLine + "\n", ExecutionCount: 1}}
+		}
+	})
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "print('"+longLine+"')")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("cell ran", `document.querySelector('.cell .output').textContent.includes('xxxxxxxxxx')`)
+	w.Do("ask", chromedp.Click(chromedp.ID("tab-assistant")), chromedp.SendKeys(chromedp.ID("question"), "long?"), chromedp.Click(chromedp.ID("ask")))
+	w.Poll("answer", `!!document.querySelector('.turn .final .md')`)
+	// Resize the open page from desktop to a phone, then check both views.
+	w.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	for _, view := range []string{"assistant", "notebook"} {
+		w.Do(view, chromedp.Click(chromedp.ID("tab-"+view)))
+		if over := w.eval(overflowJS); over != "0" {
+			t.Errorf("%s after a resize: the page is %s px wider than 390 px", view, over)
+		}
+		if iw := w.eval(`String(window.innerWidth)`); iw != "390" {
+			t.Errorf("%s after a resize: the layout viewport is %s px (zoomed out), want 390", view, iw)
+		}
+	}
+	w.Do("reload on the phone", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	for _, view := range []string{"notebook", "assistant"} {
+		w.Do(view, chromedp.Click(chromedp.ID("tab-"+view)))
+		if view == "notebook" {
+			w.Poll("restored", `document.querySelector('.cell .output').textContent.includes('xxxxxxxxxx')`)
+		}
+		if over := w.eval(overflowJS); over != "0" {
+			t.Errorf("%s after a reload: the page is %s px wider than 390 px", view, over)
+		}
+	}
+	if errs := w.JSErrors(); len(errs) > 0 {
+		t.Fatalf("JavaScript errors: %v", errs)
+	}
+}
