@@ -136,3 +136,49 @@ func TestBrowserPhoneFits(t *testing.T) {
 		t.Fatalf("JavaScript errors: %v", errs)
 	}
 }
+
+// kernelLike imitates the python kernel's two conventions for a cell's
+// value: with Notebook the value comes once, as a result display (richest
+// representation plus text/plain); without, it is printed and displayed.
+func kernelLike(_ context.Context, call dispatcher.Call) dispatcher.Result {
+	code := string(call.Arguments)
+	bundle := map[string]string{"text/plain": "42"}
+	if strings.Contains(code, "df") {
+		bundle = map[string]string{"text/plain": "   month  sales\n0  jan   10 df-text-repr",
+			"text/html": "<table class=\"dataframe\"><thead><tr><th></th><th>month</th><th>sales</th></tr></thead><tbody><tr><th>0</th><td>jan</td><td>10</td></tr></tbody></table>"}
+	}
+	sb := &core.Result{Status: core.StatusOK, ExecutionCount: 1}
+	if call.Notebook {
+		sb.Display = []core.Display{{Data: bundle, Result: true}}
+	} else {
+		sb.Stdout = bundle["text/plain"] + "\n"
+		sb.Display = []core.Display{{Data: bundle}}
+	}
+	return dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: "status: ok\n" + bundle["text/plain"], Sandbox: sb}
+}
+
+// TestBrowserValueShownOnce: `x + 1` shows 42 once and a DataFrame comes
+// once, as its table (the cell runs with the notebook convention, so the
+// server sends the value once).
+func TestBrowserValueShownOnce(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.disp.run = kernelLike })
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "x = 41\nx + 1")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("ran", `document.querySelector('.cell').dataset.status === 'ok'`)
+	w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")))
+	w.setCell(1, "df")
+	w.Do("run the DataFrame cell", chromedp.Click(chromedp.CSS(".cell:nth-child(2) .run")))
+	w.Poll("ran", `document.querySelectorAll('.cell')[1].dataset.status === 'ok'`)
+	if got := w.eval(`String(document.querySelectorAll('.cell')[0].querySelector('.output').textContent.split('42').length - 1)`); got != "1" {
+		t.Errorf("42 is shown %s times, want once", got)
+	}
+	out := `document.querySelectorAll('.cell')[1].querySelector('.output')`
+	if got := w.eval(`String(` + out + `.querySelectorAll('table').length) + ' ' + ` + out + `.textContent.includes('df-text-repr')`); got != "1 false" {
+		t.Errorf("DataFrame: tables, text copy shown: %q, want one table and no text copy", got)
+	}
+	if !w.h.disp.lastCall().Notebook {
+		t.Errorf("the cell's call lacks the notebook convention")
+	}
+}
+

@@ -34,6 +34,12 @@ type ToolCallRequest struct {
 	// Input names an input folder the operator allowed (mounted read-only).
 	Input  string  `json:"input,omitempty"`
 	Limits *Limits `json:"limits,omitempty"`
+	// Notebook runs the call with a notebook front end's conventions
+	// (core.Request.Notebook): the last expression's value is sent once,
+	// as a display marked "result" holding its richest representations
+	// with a text/plain fallback, instead of printed and displayed;
+	// figures come as image/png displays.
+	Notebook bool `json:"notebook,omitempty"`
 }
 
 // ToolCallFunction is the tool and its arguments: a JSON object, or a

@@ -843,7 +843,9 @@ function timeoutFor(node) {
 // callCell runs the tool call; a timeout over the key's ceiling is capped
 // to the ceiling the refusal names, and tried once more.
 async function callCell(s, tool, args, node, onEvent) {
-  const body = { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } };
+  // notebook: the cell's value comes once, as its richest representation
+  // with a text fallback (a display marked "result"), never also printed.
+  const body = { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) }, notebook: true };
   const t = timeoutFor(node);
   if (t) body.limits = { timeout_seconds: t };
   try {
