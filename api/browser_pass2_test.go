@@ -182,3 +182,18 @@ func TestBrowserValueShownOnce(t *testing.T) {
 	}
 }
 
+// TestBrowserAnswerOnce: the model's last message is shown once, in the
+// Answer box, not also as the last step's message.
+func TestBrowserAnswerOnce(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.runs.script = answerScript })
+	w.Do("ask", chromedp.SendKeys(chromedp.ID("question"), "what?"), chromedp.Click(chromedp.ID("ask")))
+	w.Poll("answer", `!!document.querySelector('.turn .final .md') && document.getElementById('run-status').textContent.startsWith('done')`)
+	if got := w.eval(`String(document.querySelector('.turn').textContent.split('unique-answer-text').length - 1)`); got != "1" {
+		t.Errorf("the answer is shown %s times, want once", got)
+	}
+	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	w.Poll("answer restored", `!!document.querySelector('.turn .final .md')`)
+	if got := w.eval(`String(document.querySelector('.turn').textContent.split('unique-answer-text').length - 1)`); got != "1" {
+		t.Errorf("after a reload the answer is shown %s times, want once", got)
+	}
+}

@@ -1322,7 +1322,12 @@ function renderEvent(run, ev) {
       setTurnStatus(run, `running: step ${ev.step}`);
       break;
     case "assistant_message":
-      if (d.content) stepBox(run, ev.step).append(markdown(d.content));
+      if (d.content) {
+        const m = markdown(d.content);
+        m.dataset.message = "true";
+        m.message = d.content;
+        stepBox(run, ev.step).append(m);
+      }
       break;
     case "tool_call": {
       const box = stepBox(run, ev.step);
@@ -1450,9 +1455,27 @@ function showAnswer(run, content) {
   a.dataset.shown = "true";
   a.replaceChildren(el("h2", null, "Answer"), markdown(content));
   a.hidden = false;
+  dropAnswerMessage(run, content);
   const c = state.conv.find((r) => r.id === run.id);
   if (c) { c.answer = String(content || "").slice(0, 4000); saveConv(); }
   a.scrollIntoView({ block: "start" });
+}
+
+// dropAnswerMessage removes the step message that repeats the answer (the
+// model's last message comes both as its step's message and as the
+// answer): the answer is shown once, in the Answer box. A step left with
+// nothing but its heading goes too.
+function dropAnswerMessage(run, content) {
+  const text = String(content || "").trim();
+  for (const m of run.turn.steps.querySelectorAll('.md[data-message="true"]')) {
+    if (String(m.message || "").trim() !== text) continue;
+    const step = m.closest(".step");
+    m.remove();
+    if (step && step.children.length === 1) {
+      for (const k of Object.keys(run.turn.stepBoxes)) if (run.turn.stepBoxes[k] === step) delete run.turn.stepBoxes[k];
+      step.remove();
+    }
+  }
 }
 
 function finishRun(run, v) {
