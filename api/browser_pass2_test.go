@@ -197,3 +197,36 @@ func TestBrowserAnswerOnce(t *testing.T) {
 		t.Errorf("after a reload the answer is shown %s times, want once", got)
 	}
 }
+
+// TestBrowserCellTimeoutIsTheSessions: a cell's timeout is the session's
+// own limit, named in the cell, and the UI sends none, so a 40 s cell
+// (here: a call that times out when given any limit under 40 s) finishes.
+func TestBrowserCellTimeoutIsTheSessions(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, func(h *harness) {
+		h.disp.run = func(_ context.Context, call dispatcher.Call) dispatcher.Result {
+			if call.Limits.Timeout > 0 && call.Limits.Timeout < 40*time.Second {
+				return dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusTimeout, Content: "timeout",
+					Sandbox: &core.Result{Status: core.StatusTimeout, Stderr: "KeyboardInterrupt\n"}}
+			}
+			return dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: "done",
+				Sandbox: &core.Result{Status: core.StatusOK, Stdout: "slept 40 s\n", ExecutionCount: 1}}
+		}
+	})
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "import time; time.sleep(40); print('slept 40 s')")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("finished", `!!document.querySelector('.cell').dataset.status && document.querySelector('.cell').dataset.status !== 'running'`)
+	if got := w.eval(`document.querySelector('.cell').dataset.status`); got != "ok" {
+		t.Errorf("the 40 s cell ended %q, want ok", got)
+	}
+	if c := w.h.disp.lastCall(); c.Limits.Timeout != 0 {
+		t.Errorf("the UI sent a timeout of %s; the session's own applies when it sends none", c.Limits.Timeout)
+	}
+	// The session's limit (the server default here, 10 s) is named in the
+	// cell and in the notebook's box.
+	if got := w.eval(`document.querySelector('.cell .cell-timeout').placeholder + ' | ' + document.getElementById('nb-timeout').placeholder`); got != "10 s | 10 s" {
+		t.Errorf("timeouts shown %q, want the session's 10 s in the cell and the notebook", got)
+	}
+	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
+	w.Poll("limit shown after a reload", `document.querySelector('.cell .cell-timeout').placeholder === '10 s'`)
+}

@@ -230,6 +230,9 @@ function setSession(s, fresh) {
   $("session-label").textContent = s ? `Session ${s.id}` : "No session";
   $("session-label").title = s ? s.id : "";
   $("session-close").disabled = !s;
+  if (s && s.timeout_seconds) state.sessionTimeout = s.timeout_seconds;
+  else if (changed) state.sessionTimeout = 0;
+  showTimeouts();
   if (changed) {
     state.nb.version = 0;
     state.nb.server = true;
@@ -779,6 +782,7 @@ function addCell(lang, code, after, saved) {
     }
     if (saved.collapsed) setCollapsed(node, true);
   }
+  showCellTimeout(node);
   if (after) after.after(node);
   else $("cells").append(node);
   const cm = cellEditor(node);
@@ -827,6 +831,26 @@ function focusNext(node) {
 function resetCells() {
   $("cells").replaceChildren();
   addCell("python", "");
+}
+
+// showTimeouts names the session's own limit (what a cell that names no
+// timeout gets) in the notebook's and every cell's Timeout box.
+function showTimeouts() {
+  const t = state.sessionTimeout;
+  const nb = $("nb-timeout");
+  nb.placeholder = t ? `${t} s` : "session's";
+  nb.title = t ? `Cells get the session's own limit, ${t} s, unless a timeout is set here or in the cell` : "Cells get the session's own limit unless a timeout is set";
+  for (const n of $("cells").children) showCellTimeout(n);
+}
+
+// showCellTimeout shows the limit the cell runs with when its box is
+// empty: the notebook's box, else the session's own.
+function showCellTimeout(node) {
+  const box = node.querySelector(".cell-timeout");
+  const nb = parseFloat($("nb-timeout").value);
+  const t = nb > 0 ? nb : state.sessionTimeout;
+  box.placeholder = t ? `${t} s` : "session";
+  box.title = t ? `Runs with ${nb > 0 ? "the notebook's" : "the session's"} limit, ${t} s, unless set here` : "Runs with the session's own limit unless set here";
 }
 
 // timeoutFor is the cell's timeout in seconds (the cell's own, else the
@@ -1562,6 +1586,7 @@ async function init() {
   $("interrupt").addEventListener("click", interruptSession);
   $("restart").addEventListener("click", restartSession);
   $("run-all").addEventListener("click", runAll);
+  $("nb-timeout").addEventListener("input", showTimeouts);
   $("clear-all").addEventListener("click", () => { for (const n of $("cells").children) clearCell(n); scheduleSave(); });
   $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
   $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
