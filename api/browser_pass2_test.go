@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -229,4 +231,86 @@ func TestBrowserCellTimeoutIsTheSessions(t *testing.T) {
 	}
 	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
 	w.Poll("limit shown after a reload", `document.querySelector('.cell .cell-timeout').placeholder === '10 s'`)
+}
+
+// TestBrowserReloadReattaches: a reload while a cell runs does not stop
+// it: the call runs on under its idempotency key, the reloaded page
+// re-attaches to it and shows its output when it ends, and the variable
+// it set exists afterwards.
+func TestBrowserReloadReattaches(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	vars := map[string]bool{}
+	cancelled := 0
+	w := openWorkbench(t, 1200, 1000, func(h *harness) {
+		h.disp.run = func(ctx context.Context, call dispatcher.Call) dispatcher.Result {
+			code := string(call.Arguments)
+			res := dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: "ok"}
+			switch {
+			case strings.Contains(code, "sleep"):
+				select {
+				case <-release:
+				case <-ctx.Done():
+					mu.Lock()
+					cancelled++
+					mu.Unlock()
+					res.Status, res.Err, res.Content = dispatcher.StatusUnavailable, ctx.Err(), "cancelled"
+					return res
+				}
+				mu.Lock()
+				vars["v"] = true
+				mu.Unlock()
+				res.Sandbox = &core.Result{Status: core.StatusOK, Stdout: "slept and set v\n", ExecutionCount: 1}
+			default:
+				mu.Lock()
+				set := vars["v"]
+				mu.Unlock()
+				if !set {
+					res.Status = dispatcher.StatusError
+					res.Sandbox = &core.Result{Status: core.StatusError, ExitCode: 1, Error: &core.ExecError{Name: "NameError", Value: "name 'v' is not defined"}}
+				} else {
+					res.Sandbox = &core.Result{Status: core.StatusOK, Stdout: "v is 7\n", ExecutionCount: 2}
+				}
+			}
+			return res
+		}
+	})
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "import time\nv = 7\ntime.sleep(10)\nprint('slept and set v')")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("running", `document.querySelector('.cell').dataset.status === 'running' && new URLSearchParams(location.search).has('session')`)
+	sid := w.eval(`new URLSearchParams(location.search).get('session')`)
+	// The call and its key are saved with the cell before the reload.
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
+	for !strings.Contains(string(w.h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/notebook", nil).Body), `"pending"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the running cell's call was never saved with the notebook")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
+	w.Poll("re-attached", `document.querySelector('.cell').dataset.status === 'running'`)
+	close(release)
+	w.Poll("output after the call ended", `document.querySelector('.cell .output').textContent.includes('slept and set v') && document.querySelector('.cell').dataset.status === 'ok'`)
+	mu.Lock()
+	n := cancelled
+	mu.Unlock()
+	if n != 0 {
+		t.Errorf("the reload cancelled the call %d times", n)
+	}
+	w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")))
+	w.setCell(1, "print(f'v is {v}')")
+	w.Do("run it", chromedp.Click(chromedp.CSS(".cell:nth-child(2) .run")))
+	w.Poll("variable exists", `document.querySelectorAll('.cell')[1].querySelector('.output').textContent.includes('v is 7')`)
+	var runs int
+	w.h.disp.mu.Lock()
+	for _, c := range w.h.disp.calls {
+		if strings.Contains(string(c.Arguments), "sleep") {
+			runs++
+		}
+	}
+	w.h.disp.mu.Unlock()
+	if runs != 1 {
+		t.Errorf("the sleeping cell ran %d times, want once (re-attached, not re-run)", runs)
+	}
 }

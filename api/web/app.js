@@ -660,8 +660,10 @@ function liveOutput(out) {
 // streamToolCall posts a tool call with Accept: text/event-stream, passes
 // live events to onEvent and resolves with the final answer (the same
 // object as the JSON call). An error event or status rejects with APIError.
-async function streamToolCall(path, body, onEvent, signal) {
-  const res = await api("POST", path, { json: body, raw: true, signal, headers: { Accept: "text/event-stream" } });
+async function streamToolCall(path, body, onEvent, signal, key) {
+  const headers = { Accept: "text/event-stream" };
+  if (key) headers["Idempotency-Key"] = key;
+  const res = await api("POST", path, { json: body, raw: true, signal, headers });
   if (!(res.headers.get("Content-Type") || "").startsWith("text/event-stream")) return res.json();
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "", final = null, failure = null;
@@ -781,6 +783,10 @@ function addCell(lang, code, after, saved) {
       node.dataset.status = "failed";
     }
     if (saved.collapsed) setCollapsed(node, true);
+    if (saved.pending && saved.pending.key) {
+      node.resume = saved.pending;
+      node.pending = saved.pending;
+    }
   }
   showCellTimeout(node);
   if (after) after.after(node);
@@ -873,7 +879,7 @@ async function callCell(s, tool, args, node, onEvent) {
   const t = timeoutFor(node);
   if (t) body.limits = { timeout_seconds: t };
   try {
-    return await streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+    return await streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent, undefined, detach(node, s, body));
   } catch (e) {
     const m = e instanceof APIError && /timeout_seconds \S+ is over (\d+(?:\.\d+)?)/.exec(e.message);
     if (!m) throw e;
@@ -881,8 +887,20 @@ async function callCell(s, tool, args, node, onEvent) {
     $("nb-timeout").max = String(state.maxTimeout);
     node.querySelector(".cell-status").textContent = `timeout capped at the server's maximum, ${state.maxTimeout} s`;
     body.limits = { timeout_seconds: state.maxTimeout };
-    return streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+    return streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent, undefined, detach(node, s, body));
   }
+}
+
+// detach gives the cell's call an idempotency key: the server runs a call
+// with an explicit key to its end even when this page goes away (a reload,
+// a closed tab), and the same request with the same key attaches to it.
+// The key and the request are saved with the cell at once, so a reload
+// re-attaches (resumeCell) and shows the output when the call ends.
+function detach(node, s, body) {
+  const key = `cell-${node.dataset.cellId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  node.pending = { key, session: s.id, body: JSON.parse(JSON.stringify(body)) };
+  saveNotebook();
+  return key;
 }
 
 // runCell queues the cell; cells run one at a time in order of asking.
@@ -906,11 +924,21 @@ async function pump() {
   const node = state.queue.shift();
   delete node.dataset.queue;
   showQueue();
-  await execCell(node);
+  if (node.resume) await resumeCell(node);
+  else await execCell(node);
   pump();
 }
 
-async function execCell(node) {
+// resumeCell re-attaches a restored cell to the call it started before a
+// reload (same request, same idempotency key): the output shows when the
+// call ends, or at once when it already has.
+async function resumeCell(node) {
+  const p = node.resume;
+  node.resume = null;
+  await execCell(node, (onEvent) => streamToolCall(`/v1/sessions/${p.session}/tool-calls`, p.body, onEvent, undefined, p.key), "re-attached, running");
+}
+
+async function execCell(node, attach, label) {
   const btn = node.querySelector(".run");
   const status = node.querySelector(".cell-status");
   const out = node.querySelector(".output");
@@ -920,21 +948,28 @@ async function execCell(node) {
   node.dataset.status = "running";
   $("interrupt").disabled = false;
   const started = Date.now();
-  const tick = () => { status.textContent = `running ${((Date.now() - started) / 1000).toFixed(1)} s`; };
+  const tick = () => { status.textContent = `${label || "running"} ${((Date.now() - started) / 1000).toFixed(1)} s`; };
   tick();
   const timer = setInterval(tick, 100);
   setExecCount(node, "*");
   node.querySelector(".out-bar").hidden = false;
   if (node.dataset.collapsed === "true") setCollapsed(node, false);
   try {
-    const tools = state.tools || (await loadTools());
-    const tool = tools[lang];
-    if (!tool) throw new Error(`no ${lang} tool on this server`);
-    const s = await ensureSession();
-    const args = {};
-    args[tool.arg] = code;
-    const res = await callCell(s, tool, args, node, liveOutput(out));
+    let res;
+    if (attach) {
+      res = await attach(liveOutput(out));
+    } else {
+      const tools = state.tools || (await loadTools());
+      const tool = tools[lang];
+      if (!tool) throw new Error(`no ${lang} tool on this server`);
+      const s = await ensureSession();
+      const args = {};
+      args[tool.arg] = code;
+      res = await callCell(s, tool, args, node, liveOutput(out));
+    }
     const r = res.result || {};
+    node.pending = null;
+    node.reattempts = 0;
     node.result = r;
     renderResult(out, r, code);
     status.textContent = "";
@@ -942,6 +977,16 @@ async function execCell(node) {
     setExecCount(node, r.execution_count || null);
     if (r.session_ended) sessionGone(new APIError(404, { error: { code: "not_found" } }));
   } catch (e) {
+    if (node.pending && !(e instanceof APIError) && (node.reattempts = (node.reattempts || 0) + 1) <= 5) {
+      // The connection broke (a reload, the server restarting): the call
+      // goes on under its key; keep it, to re-attach.
+      if (state.unloading) return;
+      node.resume = node.pending;
+      status.textContent = "connection lost: the call goes on; re-attaching when the server answers";
+      setTimeout(() => { if (node.resume && !state.queue.includes(node)) { state.queue.unshift(node); pump(); } }, 2000);
+      return;
+    }
+    node.pending = null;
     sessionGone(e);
     status.textContent = "";
     setExecCount(node, null);
@@ -1008,11 +1053,12 @@ function notebookCells() {
     result: n.result || undefined,
     error: n.dataset.status === "failed" ? n.querySelector(".output").textContent : undefined,
     collapsed: n.dataset.collapsed === "true" || undefined,
+    pending: n.pending || undefined,
   }));
 }
 
 function scheduleSave() {
-  if (state.restoring) return;
+  if (state.restoring || state.unloading) return;
   state.nb.dirty = true;
   clearTimeout(state.nb.timer);
   state.nb.timer = setTimeout(saveNotebook, 600);
@@ -1061,6 +1107,13 @@ function restoreCells(cells) {
   for (const c of cells || []) addCell(c.lang, c.source, null, c);
   if (!$("cells").children.length) addCell("python", "");
   state.restoring = false;
+  // Calls started before a reload: re-attach, in order, before anything else runs.
+  const resumed = [...$("cells").children].filter((n) => n.resume);
+  if (resumed.length) {
+    state.queue = resumed.concat(state.queue.filter((n) => !resumed.includes(n)));
+    resumed.forEach((n) => { n.querySelector(".run").disabled = true; });
+    pump();
+  }
 }
 
 function loadLocalNotebook(id) {
@@ -1596,6 +1649,7 @@ async function init() {
   $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
   $("welcome").hidden = !!localStorage.getItem("airlock.welcomed");
   window.addEventListener("beforeunload", () => { if (state.nb.dirty) saveNotebook(); });
+  window.addEventListener("pagehide", () => { state.unloading = true; });
   try {
     state.info = await (await fetch("/v1/info")).json();
   } catch (e) {
