@@ -314,3 +314,60 @@ func TestBrowserReloadReattaches(t *testing.T) {
 		t.Errorf("the sleeping cell ran %d times, want once (re-attached, not re-run)", runs)
 	}
 }
+
+// TestBrowserTwoTabsKeepBothCells: two tabs on one session each add a
+// cell; both cells remain on the server and in both tabs (a save on a
+// stale version merges instead of overwriting).
+func TestBrowserTwoTabsKeepBothCells(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, nil)
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "first = 1")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("saved", `document.querySelector('.cell').dataset.status === 'ok' && document.getElementById('save-status').textContent.startsWith('saved')`)
+	url := w.eval(`location.href`)
+	sid := w.eval(`new URLSearchParams(location.search).get('session')`)
+	tab2, cancel := chromedp.NewContext(w.Ctx)
+	defer cancel()
+	if err := chromedp.Do(tab2, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`))); err != nil {
+		t.Fatalf("second tab: %v", err)
+	}
+	if _, err := chromedp.Run(tab2, chromedp.Poll[bool](`document.querySelectorAll('.cell .CodeMirror').length === 1`)); err != nil {
+		t.Fatalf("second tab restored: %v", err)
+	}
+	// Tab 1 adds a cell and saves; then tab 2, which never saw it, adds its own.
+	w.Do("tab 1 adds a cell", chromedp.Click(chromedp.ID("add-cell")))
+	w.setCell(1, "added_in_tab_one = 1")
+	w.Poll("tab 1 saved", `document.getElementById('save-status').textContent.startsWith('saved') && !document.querySelector('#cells').dataset.dirty`)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
+	for !strings.Contains(string(w.h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/notebook", nil).Body), "added_in_tab_one") {
+		if time.Now().After(deadline) {
+			t.Fatal("tab 1's cell was never saved")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := chromedp.Do(tab2, chromedp.Click(chromedp.ID("tab-notebook")), chromedp.Click(chromedp.ID("add-cell"))); err != nil {
+		t.Fatal(err)
+	}
+	evalIn(t, tab2, `document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror.setValue("added_in_tab_two = 2"), ''`)
+	deadline = time.Now().Add(testscale.D(10 * time.Second))
+	for {
+		body := string(w.h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/notebook", nil).Body)
+		if strings.Contains(body, "added_in_tab_two") {
+			if !strings.Contains(body, "added_in_tab_one") || !strings.Contains(body, "first = 1") {
+				t.Fatalf("tab 2's save dropped a cell: %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("tab 2's cell was never saved")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cells := `[...document.querySelectorAll('.cell .CodeMirror')].map((e) => e.CodeMirror.getValue()).join(' | ')`
+	if _, err := chromedp.Run(tab2, chromedp.Poll[bool](cells+` === "first = 1 | added_in_tab_one = 1 | added_in_tab_two = 2"`)); err != nil {
+		t.Fatalf("tab 2 shows %q: %v", evalIn(t, tab2, cells), err)
+	}
+	// Tab 1 takes in tab 2's cell when it comes back into view.
+	w.eval(`window.dispatchEvent(new Event('focus')), ''`)
+	w.Poll("tab 1 shows both", cells+` === "first = 1 | added_in_tab_one = 1 | added_in_tab_two = 2"`)
+}

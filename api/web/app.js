@@ -235,6 +235,7 @@ function setSession(s, fresh) {
   showTimeouts();
   if (changed) {
     state.nb.version = 0;
+    state.nb.base = null;
     state.nb.server = true;
   }
   updateURL();
@@ -1070,7 +1071,7 @@ function scheduleSave() {
 async function saveNotebook() {
   if (!state.session) return;
   const id = state.session.id;
-  const cells = notebookCells();
+  let cells = notebookCells();
   try {
     localStorage.setItem("airlock.nb." + id, JSON.stringify({ cells, saved: Date.now() }));
   } catch { /* full: the server copy is the one that matters */ }
@@ -1080,13 +1081,18 @@ async function saveNotebook() {
     try {
       const r = await api("PUT", `/v1/sessions/${id}/notebook`, { json: { cells, version: state.nb.version } });
       state.nb.version = r && r.version !== undefined ? r.version : state.nb.version + 1;
-      $("save-status").textContent = "saved";
+      setBase(cells);
+      $("save-status").textContent = attempt ? "saved (merged with another tab's changes)" : "saved";
       return;
     } catch (e) {
       if (e instanceof APIError && e.status === 409) {
+        // Another tab saved first: merge its cells into ours (no cell of
+        // either is dropped) and save the merge over its version.
         try {
           const cur = await api("GET", `/v1/sessions/${id}/notebook`);
+          mergeNotebook(cur.cells || []);
           state.nb.version = cur.version;
+          cells = notebookCells();
         } catch { /* try again below */ }
         continue;
       }
@@ -1099,6 +1105,77 @@ async function saveNotebook() {
       return;
     }
   }
+}
+
+// setBase remembers the cells as last agreed with the server: the base of
+// a three-way merge with another tab's save.
+function setBase(cells) {
+  state.nb.base = new Map((cells || []).map((c) => [c.id, c.source || ""]));
+}
+
+// mergeNotebook merges the server's cells (another tab's save) into this
+// page's, three ways against the base: a cell only they added is
+// inserted after its predecessor, a cell only they changed takes their
+// version, a cell they deleted and we left alone goes; our additions and
+// edits stay. It reports whether the page changed.
+function mergeNotebook(theirs) {
+  const base = state.nb.base || new Map();
+  const box = $("cells");
+  const nodes = new Map([...box.children].map((n) => [n.dataset.cellId, n]));
+  const ids = new Set(theirs.map((c) => c.id));
+  let changed = false;
+  state.restoring = true;
+  try {
+    for (const n of [...box.children]) {
+      const id = n.dataset.cellId;
+      if (!ids.has(id) && base.has(id) && cellSource(n) === base.get(id) && n !== state.running && !n.pending) {
+        n.remove();
+        nodes.delete(id);
+        changed = true;
+      }
+    }
+    let prev = null;
+    for (const c of theirs) {
+      const n = nodes.get(c.id);
+      if (n) {
+        const mine = cellSource(n);
+        if (base.has(c.id) && mine === base.get(c.id) && (c.source || "") !== mine && n !== state.running && !n.pending) {
+          const fresh = addCell(c.lang, c.source, n, c);
+          n.remove();
+          nodes.set(c.id, fresh);
+          prev = fresh;
+          changed = true;
+        } else {
+          prev = n;
+        }
+        continue;
+      }
+      if (base.has(c.id)) continue; // we deleted it
+      const fresh = addCell(c.lang, c.source, prev, c);
+      if (!prev) box.prepend(fresh);
+      nodes.set(c.id, fresh);
+      prev = fresh;
+      changed = true;
+    }
+  } finally {
+    state.restoring = false;
+  }
+  if (changed) cellsRefresh();
+  return changed;
+}
+
+// syncNotebook takes in another tab's saves when this page comes back
+// into view (a save of ours merges anyway).
+async function syncNotebook() {
+  if (!state.session || !state.nb.server || state.nb.dirty) return;
+  const id = state.session.id;
+  try {
+    const cur = await api("GET", `/v1/sessions/${id}/notebook`);
+    if (!state.session || state.session.id !== id || state.nb.dirty || cur.version === state.nb.version) return;
+    mergeNotebook(cur.cells || []);
+    state.nb.version = cur.version;
+    setBase(cur.cells || []);
+  } catch { /* the next save merges */ }
 }
 
 function restoreCells(cells) {
@@ -1134,6 +1211,7 @@ async function loadNotebook() {
     state.nb.version = nb.version || 0;
     state.nb.server = true;
     restoreCells(nb.cells);
+    setBase(nb.cells);
     $("save-status").textContent = "restored";
     return;
   } catch (e) {
@@ -1650,6 +1728,8 @@ async function init() {
   $("welcome").hidden = !!localStorage.getItem("airlock.welcomed");
   window.addEventListener("beforeunload", () => { if (state.nb.dirty) saveNotebook(); });
   window.addEventListener("pagehide", () => { state.unloading = true; });
+  window.addEventListener("focus", syncNotebook);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) syncNotebook(); });
   try {
     state.info = await (await fetch("/v1/info")).json();
   } catch (e) {
