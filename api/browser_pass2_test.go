@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -370,4 +372,48 @@ func TestBrowserTwoTabsKeepBothCells(t *testing.T) {
 	// Tab 1 takes in tab 2's cell when it comes back into view.
 	w.eval(`window.dispatchEvent(new Event('focus')), ''`)
 	w.Poll("tab 1 shows both", cells+` === "first = 1 | added_in_tab_one = 1 | added_in_tab_two = 2"`)
+}
+
+// TestBrowserOneWorkspaceSession: the assistant and the notebook share one
+// session by default: a file uploaded in the Assistant is listed in the
+// Notebook's Files panel, the header names the session, the assistant's
+// run uses it; restored cell editors render at full height.
+func TestBrowserOneWorkspaceSession(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, nil)
+	csv := filepath.Join(t.TempDir(), "sales.csv")
+	if err := os.WriteFile(csv, []byte("month,sales\njan,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Do("upload in the assistant",
+		chromedp.SetUploadFiles(chromedp.ID("upload-files"), []string{csv}),
+		chromedp.Click(chromedp.ID("upload")),
+	)
+	w.Poll("uploaded", `document.querySelector('#uploaded').textContent.includes('sales.csv') && !document.querySelector('#uploaded').textContent.includes('uploading')`)
+	w.Do("ask", chromedp.SendKeys(chromedp.ID("question"), "sum?"), chromedp.Click(chromedp.ID("ask")))
+	w.Poll("answer", `!!document.querySelector('.turn .final .md')`)
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.Poll("listed in the notebook", `document.querySelector('#uploaded').textContent.includes('sales.csv')`)
+	sid := w.eval(`new URLSearchParams(location.search).get('session') || ''`)
+	if sid == "" {
+		t.Fatal("no session in the URL after an upload in the Assistant")
+	}
+	if got := w.eval(`document.getElementById('session-label').textContent + ' | ' + document.getElementById('files-session').textContent`); strings.Count(got, sid) != 2 {
+		t.Errorf("header and Files panel %q, want both to name %s", got, sid)
+	}
+	w.h.runs.mu.Lock()
+	runSession := w.h.runs.lastReq.SessionID
+	w.h.runs.mu.Unlock()
+	if runSession != sid {
+		t.Errorf("the assistant ran in %q, the notebook's session is %q", runSession, sid)
+	}
+	// Restored cells' editors have their full height.
+	w.setCell(0, "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6")
+	w.Poll("saved", `document.getElementById('save-status').textContent.startsWith('saved')`)
+	w.Do("reload in the assistant", chromedp.Navigate(w.url+"/?session="+sid), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	w.Poll("files of the shared session", `document.querySelector('#uploaded').textContent.includes('sales.csv')`)
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.Poll("editor at full height", `(() => { const e = document.querySelector('.cell .CodeMirror'); return !!e && e.CodeMirror.getValue().startsWith('a = 1') && e.getBoundingClientRect().height >= 6 * 16; })()`)
+	if errs := w.JSErrors(); len(errs) > 0 {
+		t.Fatalf("JavaScript errors: %v", errs)
+	}
 }

@@ -246,6 +246,7 @@ function setSession(s, fresh) {
 // showNoFiles shows the empty work folder of a session just opened.
 function showNoFiles(s) {
   if (viewSession() !== s) return;
+  filesToken++;
   $("files-session").textContent = `Work folder of session ${s.id}`;
   $("uploaded").replaceChildren(el("li", "muted", "The work folder is empty."));
 }
@@ -1226,12 +1227,14 @@ let filesToken = 0;
 async function refreshFiles() {
   const s = viewSession();
   const list = $("uploaded");
+  // Every refresh takes a new token, also one with no session, so a listing
+  // still under way for another view or session never lands here.
+  const my = ++filesToken;
   $("files-session").textContent = s ? `Work folder of session ${s.id}` : "No session yet: one opens with your first upload, cell or question.";
   if (!s) { list.replaceChildren(); return; }
-  const my = ++filesToken;
   try {
     const entries = await listFiles(s);
-    if (my !== filesToken) return;
+    if (my !== filesToken || (viewSession() || {}).id !== s.id) return;
     list.replaceChildren();
     if (!entries.length) list.append(el("li", "muted", "The work folder is empty."));
     for (const f of entries) {
@@ -1683,7 +1686,7 @@ async function restoreConversation(runID) {
   const i = runs.findIndex((r) => r.id === runID);
   runs = i >= 0 ? runs.slice(0, i + 1) : [{ id: runID, goal: "" }];
   if (saved && saved.assist) state.assistSession = { id: saved.assist };
-  if (saved && saved.shared) $("share-session").checked = true;
+  if (saved && saved.shared === false) $("share-session").checked = false; // the workspace's session unless the person chose a separate one
   state.conv = runs;
   for (const r of runs) {
     const turn = newTurn(r.goal || "(question asked earlier)");
@@ -1722,6 +1725,9 @@ async function init() {
   $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
   $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
   initBatches();
+  // A cell restored while the notebook view was hidden measured nothing;
+  // refresh the editors whenever the view's size changes (shown, resized).
+  if (window.ResizeObserver) new ResizeObserver(() => { if (!$("view-notebook").hidden) cellsRefresh(); }).observe($("view-notebook"));
   $("reconnect").addEventListener("click", probe);
   $("welcome-close").addEventListener("click", () => { localStorage.setItem("airlock.welcomed", "1"); $("welcome").hidden = true; });
   $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
