@@ -417,3 +417,65 @@ func TestBrowserOneWorkspaceSession(t *testing.T) {
 		t.Fatalf("JavaScript errors: %v", errs)
 	}
 }
+
+// TestBrowserCellControl: the notebook's toolbar stays in view while a
+// lower cell runs, the running cell has its own Stop (an interrupt that
+// ends it), and the Files panel shows a file a cell wrote without a
+// manual refresh.
+func TestBrowserCellControl(t *testing.T) {
+	w := openWorkbench(t, 1200, 700, nil)
+	h := w.h
+	h.disp.run = func(ctx context.Context, call dispatcher.Call) dispatcher.Result {
+		code := string(call.Arguments)
+		res := dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: "ok",
+			Sandbox: &core.Result{Status: core.StatusOK, ExecutionCount: 1}}
+		switch {
+		case strings.Contains(code, "sleep"):
+			h.sess.mu.Lock()
+			h.sess.busy[call.SessionID] = true
+			h.sess.mu.Unlock()
+			defer func() { h.sess.mu.Lock(); h.sess.busy[call.SessionID] = false; h.sess.mu.Unlock() }()
+			for {
+				h.sess.mu.Lock()
+				n := h.sess.interrupts
+				h.sess.mu.Unlock()
+				if n > 0 {
+					res.Status = dispatcher.StatusError
+					res.Sandbox = &core.Result{Status: core.StatusError, ExitCode: 130, Error: &core.ExecError{Name: "KeyboardInterrupt", Value: ""}}
+					return res
+				}
+				select {
+				case <-ctx.Done():
+					res.Status, res.Err = dispatcher.StatusUnavailable, ctx.Err()
+					return res
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		case strings.Contains(code, "to_csv"):
+			h.sess.mu.Lock()
+			h.sess.files[call.SessionID+"/written_by_cell.csv"] = []byte("a,b\n")
+			h.sess.mu.Unlock()
+		}
+		return res
+	}
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "df.to_csv('written_by_cell.csv')")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("the Files panel lists the file", `document.querySelector('#uploaded').textContent.includes('written_by_cell.csv')`)
+	for i := 1; i < 8; i++ {
+		w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")))
+		w.setCell(i, "x = 1\ny = 2\nz = 3\n")
+	}
+	w.setCell(7, "import time\ntime.sleep(60)")
+	w.eval(`document.querySelectorAll('.cell')[7].querySelector('.run').click(), ''`)
+	w.Poll("running", `document.querySelectorAll('.cell')[7].dataset.status === 'running'`)
+	w.eval(`document.querySelectorAll('.cell')[7].scrollIntoView({block: 'end'}), ''`)
+	if got := w.eval(`(() => { const r = document.querySelector('.kernel-bar').getBoundingClientRect(); return String(window.scrollY > 0) + ' ' + String(r.top >= -1 && r.bottom <= innerHeight); })()`); got != "true true" {
+		t.Errorf("scrolled, toolbar in view: %q, want the toolbar to stay in view", got)
+	}
+	if got := w.eval(`String(!document.querySelectorAll('.cell')[7].querySelector('.stop').hidden) + ' ' + String(document.querySelectorAll('.cell')[0].querySelector('.stop').hidden)`); got != "true true" {
+		t.Errorf("Stop shown on the running cell, hidden on an idle one: %q", got)
+	}
+	w.eval(`document.querySelectorAll('.cell')[7].querySelector('.stop').click(), ''`)
+	w.Poll("stopped", `document.querySelectorAll('.cell')[7].dataset.status === 'error' && document.querySelectorAll('.cell')[7].querySelector('.output').textContent.includes('KeyboardInterrupt')`)
+}

@@ -751,6 +751,7 @@ function addCell(lang, code, after, saved) {
     scheduleSave();
   });
   node.querySelector(".run").addEventListener("click", () => runCell(node));
+  node.querySelector(".stop").addEventListener("click", () => stopCell(node));
   node.querySelector(".delete").addEventListener("click", () => {
     if (state.running === node) return;
     state.queue = state.queue.filter((n) => n !== node);
@@ -910,8 +911,32 @@ function runCell(node) {
   if (state.running === node || state.queue.includes(node)) return;
   state.queue.push(node);
   node.querySelector(".run").disabled = true;
+  node.querySelector(".stop").hidden = false;
   showQueue();
   pump();
+}
+
+// stopCell stops the cell: the running one with a KeyboardInterrupt (its
+// session keeps its variables), a queued one by taking it out of the queue.
+async function stopCell(node) {
+  if (state.queue.includes(node)) {
+    state.queue = state.queue.filter((n) => n !== node);
+    delete node.dataset.queue;
+    node.querySelector(".run").disabled = false;
+    node.querySelector(".stop").hidden = true;
+    node.querySelector(".cell-status").textContent = "not run (stopped)";
+    showQueue();
+    return;
+  }
+  if (state.running !== node) return;
+  const s = node.pending ? { id: node.pending.session } : state.session;
+  if (!s) return;
+  node.querySelector(".cell-status").textContent = "stopping…";
+  try {
+    await api("POST", `/v1/sessions/${s.id}/interrupt`);
+  } catch (e) {
+    if (!sessionGone(e)) showAlert(explain(e));
+  }
 }
 
 function showQueue() {
@@ -998,9 +1023,12 @@ async function execCell(node, attach, label) {
   } finally {
     clearInterval(timer);
     btn.disabled = false;
+    node.querySelector(".stop").hidden = true;
     state.running = null;
     $("interrupt").disabled = true;
     scheduleSave();
+    // The cell may have written files: the Files panel shows them.
+    if (!state.unloading) refreshFiles();
   }
 }
 
@@ -1017,6 +1045,7 @@ async function interruptSession() {
   for (const n of state.queue) {
     n.querySelector(".cell-status").textContent = "not run (interrupted)";
     n.querySelector(".run").disabled = false;
+    n.querySelector(".stop").hidden = true;
     delete n.dataset.queue;
   }
   state.queue = [];
@@ -1189,7 +1218,7 @@ function restoreCells(cells) {
   const resumed = [...$("cells").children].filter((n) => n.resume);
   if (resumed.length) {
     state.queue = resumed.concat(state.queue.filter((n) => !resumed.includes(n)));
-    resumed.forEach((n) => { n.querySelector(".run").disabled = true; });
+    resumed.forEach((n) => { n.querySelector(".run").disabled = true; n.querySelector(".stop").hidden = false; });
     pump();
   }
 }
