@@ -479,3 +479,42 @@ func TestBrowserCellControl(t *testing.T) {
 	w.eval(`document.querySelectorAll('.cell')[7].querySelector('.stop').click(), ''`)
 	w.Poll("stopped", `document.querySelectorAll('.cell')[7].dataset.status === 'error' && document.querySelectorAll('.cell')[7].querySelector('.output').textContent.includes('KeyboardInterrupt')`)
 }
+
+// ApproveFor runs the held fake call: it answers as if the cell ran.
+func (f *fakeDispatcher) ApproveFor(_ context.Context, owner, token string) (dispatcher.Call, dispatcher.Result, error) {
+	if token != "tok-1" || owner != "alice" {
+		return dispatcher.Call{}, dispatcher.Result{}, dispatcher.ErrApprovalNotFound
+	}
+	call := f.lastCall()
+	return call, dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusOK, Content: "ran",
+		Sandbox: &core.Result{Status: core.StatusOK, Stdout: "approved and ran\n", ExecutionCount: 3}}, nil
+}
+
+// RejectFor resolves the held fake call without running it.
+func (f *fakeDispatcher) RejectFor(_ context.Context, owner, token, reason string) (dispatcher.Call, dispatcher.Result, error) {
+	if token != "tok-1" || owner != "alice" {
+		return dispatcher.Call{}, dispatcher.Result{}, dispatcher.ErrApprovalNotFound
+	}
+	call := f.lastCall()
+	return call, dispatcher.Result{CallID: call.ID, Name: call.Name, Status: dispatcher.StatusRejected, Reason: "approval_rejected", Content: "rejected: " + reason}, nil
+}
+
+// TestBrowserCellApproval: with approvals on, a notebook cell held at
+// pending_approval is approved in place and shows its output.
+func TestBrowserCellApproval(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, nil)
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "# approval needed\nprint('hi')")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("held", `document.querySelector('.cell').dataset.status === 'pending_approval' && !!document.querySelector('.cell .approval .approve')`)
+	if f := w.eval(`document.activeElement.className`); f != "reject" {
+		t.Errorf("focused %q, want Reject", f)
+	}
+	w.Do("approve", chromedp.Click(chromedp.CSS(".cell .approval .approve")))
+	w.Poll("ran", `document.querySelector('.cell').dataset.status === 'ok' && document.querySelector('.cell .output').textContent.includes('approved and ran') && document.querySelector('.cell .exec-count').textContent === '[3]'`)
+	// Another key cannot decide alice's held call.
+	r := w.h.do(keyBob, "POST", "/v1/tool-calls/approvals/tok-1", map[string]any{"approve": true})
+	if r.Code != 404 {
+		t.Errorf("bob deciding alice's call: %d %s, want 404", r.Code, r.Body)
+	}
+}

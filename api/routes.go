@@ -47,6 +47,7 @@ func (s *Server) routes() *gin.Engine {
 	g := v1.Group("", s.limitConcurrency(s.callGate))
 	g.GET("/tools", quick, s.listTools)
 	g.POST("/tool-calls", slow, body, s.toolCall)
+	g.POST("/tool-calls/approvals/:token", slow, body, s.decideToolCall)
 	g.GET("/artifacts/:artifact", quick, s.artifact(false))
 
 	g.POST("/sessions", slow, body, s.openSession)

@@ -1002,6 +1002,7 @@ async function execCell(node, attach, label) {
     status.textContent = "";
     node.dataset.status = r.status;
     setExecCount(node, r.execution_count || null);
+    if (r.status === "pending_approval" && r.approval_token) cellApproval(node, r.approval_token, code);
     if (r.session_ended) sessionGone(new APIError(404, { error: { code: "not_found" } }));
   } catch (e) {
     if (node.pending && !(e instanceof APIError) && (node.reattempts = (node.reattempts || 0) + 1) <= 5) {
@@ -1030,6 +1031,53 @@ async function execCell(node, attach, label) {
     // The cell may have written files: the Files panel shows them.
     if (!state.unloading) refreshFiles();
   }
+}
+
+// cellApproval asks, in the cell, about its call held for approval (the
+// key's policy): Approve runs it now, in the session; Reject resolves it
+// without running. Reject has the focus (Enter must not approve).
+function cellApproval(node, token, code) {
+  const out = node.querySelector(".output");
+  const card = el("div", "approval");
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-label", "Approval needed");
+  card.append(el("p", null, "This cell waits for approval (the API key's policy). Run it?"));
+  const lab = el("label", "reason-label", "Reason (optional)");
+  const reason = el("input", "reason");
+  reason.type = "text";
+  reason.id = "reason-" + token;
+  lab.htmlFor = reason.id;
+  const row = el("div", "row");
+  const no = el("button", "reject", "Reject");
+  const yes = el("button", "approve", "Approve");
+  no.type = yes.type = "button";
+  const st = el("p", "approval-state", "waiting for your decision");
+  st.setAttribute("aria-live", "polite");
+  const decide = async (approve) => {
+    setCardState(card, "sending", approve ? "approving: the cell runs…" : "rejecting…");
+    node.dataset.status = "running";
+    try {
+      const res = await api("POST", `/v1/tool-calls/approvals/${encodeURIComponent(token)}`, { json: { approve, reason: reason.value.trim() } });
+      const r = res.result || {};
+      node.result = r;
+      renderResult(out, r, code);
+      node.dataset.status = r.status;
+      setExecCount(node, r.execution_count || null);
+    } catch (e) {
+      node.dataset.status = "pending_approval";
+      setCardState(card, "waiting", "not sent: " + explain(e));
+      if (e instanceof APIError && e.status === 404) setCardState(card, "expired", "no longer waiting (decided elsewhere or expired)");
+    }
+    scheduleSave();
+    refreshFiles();
+  };
+  yes.addEventListener("click", () => decide(true));
+  no.addEventListener("click", () => decide(false));
+  row.append(no, yes);
+  card.append(lab, reason, row, st);
+  card.dataset.state = "waiting";
+  out.append(card);
+  no.focus();
 }
 
 function runAll() {
