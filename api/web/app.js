@@ -1804,7 +1804,17 @@ async function init() {
   initBatches();
   // A cell restored while the notebook view was hidden measured nothing;
   // refresh the editors whenever the view's size changes (shown, resized).
-  if (window.ResizeObserver) new ResizeObserver(() => { if (!$("view-notebook").hidden) cellsRefresh(); }).observe($("view-notebook"));
+  // Only a change of width counts: output growing a cell must not refresh
+  // every editor again.
+  let nbWidth = 0;
+  if (window.ResizeObserver) {
+    new ResizeObserver((entries) => {
+      const w = Math.round(entries[entries.length - 1].contentRect.width);
+      if (w === nbWidth) return;
+      nbWidth = w;
+      if (w > 0) cellsRefresh();
+    }).observe($("view-notebook"));
+  }
   $("reconnect").addEventListener("click", probe);
   $("welcome-close").addEventListener("click", () => { localStorage.setItem("airlock.welcomed", "1"); $("welcome").hidden = true; });
   $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
