@@ -518,3 +518,30 @@ func TestBrowserCellApproval(t *testing.T) {
 		t.Errorf("bob deciding alice's call: %d %s, want 404", r.Code, r.Body)
 	}
 }
+
+// sortScript answers with a Markdown table.
+func sortScript(agent.RunRequest) [][]wire.RunEvent {
+	answer := "Sales:\n\n| month | sales |\n|---|---|\n| feb | 9 |\n| jan | 120 |\n| mar | 30 |\n"
+	return [][]wire.RunEvent{{
+		ev(wire.EventStepStarted, 1, map[string]any{}),
+		ev(wire.EventFinalAnswer, 1, map[string]any{"content": answer}),
+		ev(wire.EventRunFinished, 1, map[string]any{"status": "done", "steps": 1, "final_answer": answer}),
+	}}
+}
+
+// TestBrowserAnswerTableSorts: a table in an answer sorts by a column on
+// a click of its header, numbers as numbers.
+func TestBrowserAnswerTableSorts(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.runs.script = sortScript })
+	w.Do("ask", chromedp.SendKeys(chromedp.ID("question"), "sales?"), chromedp.Click(chromedp.ID("ask")))
+	w.Poll("answer", `!!document.querySelector('.turn .final table th button.sort')`)
+	col := `[...document.querySelectorAll('.turn .final tbody tr')].map((r) => r.children[0].textContent).join(',')`
+	w.eval(`document.querySelectorAll('.turn .final th button.sort')[1].click(), ''`)
+	if got := w.eval(col); got != "feb,mar,jan" {
+		t.Errorf("sorted by sales ascending: %s", got)
+	}
+	w.eval(`document.querySelectorAll('.turn .final th button.sort')[1].click(), ''`)
+	if got := w.eval(col + ` + ' ' + document.querySelectorAll('.turn .final th')[1].getAttribute('aria-sort')`); got != "jan,mar,feb descending" {
+		t.Errorf("sorted by sales descending: %s", got)
+	}
+}

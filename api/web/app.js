@@ -430,8 +430,38 @@ function markdown(text) {
     const w = el("div", "table-wrap");
     t.replaceWith(w);
     w.append(t);
+    sortable(t);
   }
   return box;
+}
+
+// sortable lets a person sort a table by a column: a click on its header
+// sorts the rows ascending, a second click descending (aria-sort says
+// which); numbers sort as numbers, the rest as text.
+function sortable(t) {
+  const heads = [...t.querySelectorAll("thead th")];
+  const body = t.tBodies[0];
+  if (!heads.length || !body) return;
+  heads.forEach((th, i) => {
+    const b = el("button", "sort", th.textContent);
+    b.type = "button";
+    b.title = "Sort by this column";
+    th.replaceChildren(b);
+    b.addEventListener("click", () => {
+      const asc = th.getAttribute("aria-sort") !== "ascending";
+      heads.forEach((h) => h.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+      const key = (tr) => (tr.children[i] ? tr.children[i].textContent.trim() : "");
+      const rows = [...body.rows];
+      const numeric = rows.every((r) => key(r) === "" || !isNaN(Number(key(r).replace(/,/g, ""))));
+      rows.sort((a, b2) => {
+        const x = key(a), y = key(b2);
+        const c = numeric ? Number(x.replace(/,/g, "")) - Number(y.replace(/,/g, "")) : x.localeCompare(y);
+        return asc ? c : -c;
+      });
+      body.append(...rows);
+    });
+  });
 }
 
 async function download(url, name) {
