@@ -545,3 +545,34 @@ func TestBrowserAnswerTableSorts(t *testing.T) {
 		t.Errorf("sorted by sales descending: %s", got)
 	}
 }
+
+// TestBrowserMarkdownCell: a Markdown cell renders (sanitised) without a
+// call to the server, and renders again after a reload.
+func TestBrowserMarkdownCell(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, nil)
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.setCell(0, "print(1)")
+	w.Do("run", chromedp.Click(chromedp.CSS(".cell .run")))
+	w.Poll("ran", `document.querySelector('.cell').dataset.status === 'ok'`)
+	w.h.disp.mu.Lock()
+	before := len(w.h.disp.calls)
+	w.h.disp.mu.Unlock()
+	w.Do("add a Markdown cell", chromedp.Click(chromedp.ID("add-md-cell")))
+	w.setCell(1, "# Findings\n\nSales **rose**.<img src=x onerror=\"window.pwned = 1\">")
+	w.eval(`document.querySelectorAll('.cell')[1].querySelector('.run').click(), ''`)
+	w.Poll("rendered", `!!document.querySelectorAll('.cell')[1].querySelector('.output .md h1')`)
+	w.Poll("saved", `document.getElementById('save-status').textContent.startsWith('saved')`)
+	time.Sleep(700 * time.Millisecond) // the debounced save (not a timing assertion on the product)
+	w.Poll("saved", `document.getElementById('save-status').textContent.startsWith('saved')`)
+	w.h.disp.mu.Lock()
+	after := len(w.h.disp.calls)
+	w.h.disp.mu.Unlock()
+	if after != before {
+		t.Errorf("a Markdown cell made %d calls", after-before)
+	}
+	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
+	w.Poll("rendered after a reload", `document.querySelectorAll('.cell').length === 2 && !!document.querySelectorAll('.cell')[1].querySelector('.output .md strong') && document.querySelectorAll('.cell')[1].querySelector('.lang').value === 'markdown'`)
+	if got := w.eval(`String(window.pwned)`); got != "undefined" {
+		t.Errorf("a handler in a Markdown cell ran: %s", got)
+	}
+}

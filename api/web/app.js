@@ -751,7 +751,7 @@ function addCell(lang, code, after, saved) {
   if (window.CodeMirror) {
     const cm = window.CodeMirror(holder, {
       value: code || "",
-      mode: sel.value === "shell" ? "shell" : "python",
+      mode: editorMode(sel.value),
       lineNumbers: true,
       viewportMargin: Infinity, // the editor grows with its content
       indentUnit: 4,
@@ -777,7 +777,8 @@ function addCell(lang, code, after, saved) {
   }
   sel.addEventListener("change", () => {
     const cm = cellEditor(node);
-    if (cm) cm.setOption("mode", sel.value === "shell" ? "shell" : "python");
+    if (cm) cm.setOption("mode", editorMode(sel.value));
+    node.dataset.lang = sel.value;
     scheduleSave();
   });
   node.querySelector(".run").addEventListener("click", () => runCell(node));
@@ -803,6 +804,8 @@ function addCell(lang, code, after, saved) {
   node.querySelector(".cell-timeout").addEventListener("change", () => scheduleSave());
   const toggle = node.querySelector(".toggle-output");
   toggle.addEventListener("click", () => setCollapsed(node, toggle.getAttribute("aria-expanded") === "true"));
+  node.dataset.lang = sel.value;
+  if (saved && saved.lang === "markdown") renderMarkdownCell(node);
   if (saved) {
     if (saved.timeout) node.querySelector(".cell-timeout").value = saved.timeout;
     if (saved.execution_count) setExecCount(node, saved.execution_count);
@@ -936,8 +939,26 @@ function detach(node, s, body) {
   return key;
 }
 
-// runCell queues the cell; cells run one at a time in order of asking.
+// editorMode is CodeMirror's mode for a cell language.
+function editorMode(lang) {
+  return lang === "shell" ? "shell" : lang === "markdown" ? "text/plain" : "python";
+}
+
+// renderMarkdownCell shows a Markdown cell as its text (sanitised, as a
+// model's answer is); it runs nothing.
+function renderMarkdownCell(node) {
+  const out = node.querySelector(".output");
+  out.replaceChildren(markdown(cellSource(node)));
+  node.result = null;
+  node.dataset.status = "markdown";
+  setExecCount(node, null);
+  node.querySelector(".out-bar").hidden = true;
+}
+
+// runCell queues the cell; cells run one at a time in order of asking. A
+// Markdown cell is rendered at once.
 function runCell(node) {
+  if (node.querySelector(".lang").value === "markdown") { renderMarkdownCell(node); scheduleSave(); return; }
   if (state.running === node || state.queue.includes(node)) return;
   state.queue.push(node);
   node.querySelector(".run").disabled = true;
@@ -1831,6 +1852,7 @@ async function init() {
   $("clear-all").addEventListener("click", () => { for (const n of $("cells").children) clearCell(n); scheduleSave(); });
   $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
   $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
+  $("add-md-cell").addEventListener("click", () => { focusCell(addCell("markdown", "")); scheduleSave(); });
   initBatches();
   // A cell restored while the notebook view was hidden measured nothing;
   // refresh the editors whenever the view's size changes (shown, resized).
