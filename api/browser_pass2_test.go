@@ -576,3 +576,50 @@ func TestBrowserMarkdownCell(t *testing.T) {
 		t.Errorf("a handler in a Markdown cell ran: %s", got)
 	}
 }
+
+// TestBrowserIpynb: a Jupyter notebook imports as cells (Markdown, Python,
+// %%bash as shell) and the cells export as nbformat 4 with their outputs.
+func TestBrowserIpynb(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.disp.run = kernelLike })
+	nb := filepath.Join(t.TempDir(), "analysis.ipynb")
+	src := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+ {"cell_type": "markdown", "metadata": {}, "source": ["# Imported\n", "text"]},
+ {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [], "source": ["x = 41\n", "x + 1"]},
+ {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [], "source": "%%bash\nls -la"}]}`
+	if err := os.WriteFile(nb, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
+	w.eval(`document.querySelector('.cell .delete').click(), ''`) // the starter cell
+	w.Do("import", chromedp.SetUploadFiles(chromedp.ID("import-ipynb"), []string{nb}))
+	w.Poll("imported", `document.querySelectorAll('.cell').length === 3`)
+	if got := w.eval(`[...document.querySelectorAll('.cell')].map((c) => c.querySelector('.lang').value + ':' + c.querySelector('.CodeMirror').CodeMirror.getValue().split('\n')[0]).join(' | ')`); got != "markdown:# Imported | python:x = 41 | shell:ls -la" {
+		t.Errorf("imported cells: %q", got)
+	}
+	w.eval(`document.querySelectorAll('.cell')[1].querySelector('.run').click(), ''`)
+	w.Poll("ran", `document.querySelectorAll('.cell')[1].dataset.status === 'ok'`)
+	// Export: catch the file the page hands to the browser.
+	w.eval(`URL.createObjectURL = (b) => { b.text().then((t) => { window.exported = t; }); return 'blob:caught'; }, ''`)
+	w.Do("export", chromedp.Click(chromedp.ID("export-ipynb")))
+	w.Poll("exported", `typeof window.exported === 'string'`)
+	var got struct {
+		NBFormat int `json:"nbformat"`
+		Cells    []struct {
+			CellType string   `json:"cell_type"`
+			Source   []string `json:"source"`
+			Outputs  []struct {
+				OutputType string              `json:"output_type"`
+				Data       map[string][]string `json:"data"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal([]byte(w.eval(`window.exported`)), &got); err != nil {
+		t.Fatalf("export is not JSON: %v", err)
+	}
+	if got.NBFormat != 4 || len(got.Cells) != 3 || got.Cells[0].CellType != "markdown" || got.Cells[2].Source[0] != "%%bash\n" {
+		t.Fatalf("export: %+v", got)
+	}
+	if o := got.Cells[1].Outputs; len(o) != 1 || o[0].OutputType != "execute_result" || strings.Join(o[0].Data["text/plain"], "") != "42" {
+		t.Errorf("the value's output: %+v", o)
+	}
+}
