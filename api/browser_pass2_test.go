@@ -623,3 +623,25 @@ func TestBrowserIpynb(t *testing.T) {
 		t.Errorf("the value's output: %+v", o)
 	}
 }
+
+// TestBrowserConversationList: past conversations are listed and one
+// reopens with its questions and answers.
+func TestBrowserConversationList(t *testing.T) {
+	w := openWorkbench(t, 1200, 1000, nil)
+	ask := func(q string) {
+		t.Helper()
+		w.eval(`document.getElementById('question').value = '', ''`)
+		w.Do("ask "+q, chromedp.SendKeys(chromedp.ID("question"), q), chromedp.Click(chromedp.ID("ask")))
+		w.Poll("answer to "+q, `document.querySelectorAll('.turn').length === 1 && !!document.querySelector('.turn .final .md') && document.querySelector('.turn .question-text').textContent === '`+q+`'`)
+	}
+	ask("first question")
+	w.Do("new conversation", chromedp.Click(chromedp.ID("new-conversation")))
+	ask("second question")
+	w.Poll("listed", `document.querySelectorAll('#convs li').length === 2 && !document.getElementById('convs-box').hidden`)
+	if got := w.eval(`[...document.querySelectorAll('#convs li button')].map((b) => b.textContent).join(' | ')`); got != "second question | first question" {
+		t.Errorf("listed %q, newest first", got)
+	}
+	w.Do("open the list", chromedp.Click(chromedp.CSS("#convs-box summary")))
+	w.Do("reopen the first", chromedp.Click(chromedp.CSS("#convs li:nth-child(2) button")))
+	w.Poll("first conversation shown", `document.querySelectorAll('.turn').length === 1 && document.querySelector('.turn .question-text').textContent === 'first question' && !!document.querySelector('.turn .final .md')`)
+}

@@ -1507,6 +1507,68 @@ function setRunning(on) {
 function saveConv() {
   const v = { runs: state.conv, assist: state.assistSession && state.assistSession.id, shared: $("share-session").checked };
   localStorage.setItem("airlock.conv", JSON.stringify(v));
+  rememberConv();
+}
+
+const CONVS_KEPT = 30;
+
+// pastConvs is this browser's list of conversations, newest first:
+// [{runs: [{id, goal, answer}], at}] (the runs themselves live on the server).
+function pastConvs() {
+  try {
+    const v = JSON.parse(localStorage.getItem("airlock.convs") || "[]");
+    return Array.isArray(v) ? v : [];
+  } catch {
+    return [];
+  }
+}
+
+// rememberConv keeps the current conversation in the list (keyed by its
+// first run) and redraws the list.
+function rememberConv() {
+  const list = pastConvs();
+  if (state.conv.length) {
+    const first = state.conv[0].id;
+    const i = list.findIndex((c) => c.runs && c.runs.length && c.runs[0].id === first);
+    const entry = { runs: state.conv.map((r) => ({ id: r.id, goal: r.goal, answer: String(r.answer || "").slice(0, 300) })), at: Date.now() };
+    if (i >= 0) list.splice(i, 1);
+    list.unshift(entry);
+    try { localStorage.setItem("airlock.convs", JSON.stringify(list.slice(0, CONVS_KEPT))); } catch { /* full */ }
+  }
+  showConvs();
+}
+
+// showConvs lists the past conversations; a click reopens one (its runs
+// replay from the server).
+function showConvs() {
+  const list = pastConvs();
+  const ul = $("convs");
+  ul.replaceChildren();
+  const current = state.conv.length ? state.conv[0].id : null;
+  for (const c of list) {
+    if (!c.runs || !c.runs.length) continue;
+    const li = el("li");
+    const b = el("button", "link", c.runs[0].goal || "(question)");
+    b.type = "button";
+    b.addEventListener("click", () => openConversation(c));
+    const n = c.runs.length;
+    li.append(b, el("span", "muted", `${n} question${n === 1 ? "" : "s"} · ${new Date(c.at).toLocaleString()}`));
+    if (c.runs[0].id === current) li.setAttribute("aria-current", "true");
+    ul.append(li);
+  }
+  $("convs-box").hidden = !ul.children.length;
+}
+
+// openConversation shows a past conversation in place of the current one.
+async function openConversation(c) {
+  if (state.run && !state.run.done) { showAlert("A run is still going: cancel it or wait before opening another conversation."); return; }
+  state.conv = [];
+  state.run = null;
+  $("conversation").replaceChildren();
+  const saved = JSON.parse(localStorage.getItem("airlock.conv") || "{}") || {};
+  localStorage.setItem("airlock.conv", JSON.stringify(Object.assign(saved, { runs: c.runs })));
+  await restoreConversation(c.runs[c.runs.length - 1].id).catch((e) => showAlert(explain(e)));
+  showConvs();
 }
 
 function newTurn(goal) {
@@ -1879,7 +1941,11 @@ async function restoreConversation(runID) {
   let saved = null;
   try { saved = JSON.parse(localStorage.getItem("airlock.conv") || "null"); } catch { /* none */ }
   let runs = saved && saved.runs ? saved.runs : [];
-  const i = runs.findIndex((r) => r.id === runID);
+  let i = runs.findIndex((r) => r.id === runID);
+  if (i < 0) { // a run of an earlier conversation of this browser
+    const c = pastConvs().find((x) => (x.runs || []).some((r) => r.id === runID));
+    if (c) { runs = c.runs; i = runs.findIndex((r) => r.id === runID); }
+  }
   runs = i >= 0 ? runs.slice(0, i + 1) : [{ id: runID, goal: "" }];
   if (saved && saved.assist) state.assistSession = { id: saved.assist };
   if (saved && saved.shared === false) $("share-session").checked = false; // the workspace's session unless the person chose a separate one
@@ -1912,6 +1978,7 @@ async function init() {
   });
   $("cancel").addEventListener("click", cancelRun);
   $("new-conversation").addEventListener("click", newConversation);
+  showConvs();
   $("share-session").addEventListener("change", () => { saveConv(); refreshFiles(); });
   $("interrupt").addEventListener("click", interruptSession);
   $("restart").addEventListener("click", restartSession);
