@@ -24,11 +24,15 @@ type ToolCall struct {
 	Input string
 	// Limits lower the server's defaults for this call.
 	Limits *wire.Limits
+	// Notebook asks for a notebook front end's conventions: the last
+	// expression's value once, as a display marked result (wire's
+	// ToolCallRequest.Notebook).
+	Notebook bool
 }
 
 // Request is c as the request body.
 func (c ToolCall) Request() (wire.ToolCallRequest, error) {
-	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits,
+	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits, Notebook: c.Notebook,
 		Function: wire.ToolCallFunction{Name: c.Name}}
 	switch a := c.Arguments.(type) {
 	case nil:
