@@ -46,6 +46,8 @@ func TestOpenAPIConformance(t *testing.T) {
 	h.runs.script = approvalScript
 	rid2 := h.startRun(keyAlice, map[string]any{"goal": "y"})
 	h.do(keyAlice, "POST", "/v1/runs/"+rid2+"/approvals/apv-1", map[string]any{"approve": true, "reason": "fine"})
+	h.do(keyAlice, "POST", "/v1/tool-calls", py("approval"))
+	h.do(keyAlice, "POST", "/v1/tool-calls/approvals/tok-1", map[string]any{"approve": true})
 	rid3 := h.startRun(keyAlice, map[string]any{"goal": "z"})
 	h.do(keyAlice, "POST", "/v1/runs/"+rid3+"/cancel", nil)
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+sid, nil)

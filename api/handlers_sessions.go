@@ -58,6 +58,7 @@ func (s *Server) openSession(c *gin.Context) {
 	var rec wire.Session
 	if err == nil {
 		rec, err = s.sessions.OpenIn(c.Request.Context(), who, env, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
+		rec.TimeoutSeconds = s.sessionTimeout(limits)
 	}
 	s.reply(c, "open session", http.StatusCreated, rec, err)
 }
@@ -74,6 +75,7 @@ func (s *Server) closeSession(c *gin.Context) {
 func (s *Server) getSession(c *gin.Context) {
 	if rec, ok := s.ownedSession(c, false, false); ok {
 		v, err := s.sessions.View(c.Request.Context(), rec)
+		v.TimeoutSeconds = s.sessionTimeout(rec.Limits)
 		s.reply(c, "session info", http.StatusOK, v, err)
 	}
 }

@@ -52,6 +52,7 @@ func (s *Server) routes() *gin.Engine {
 	g.DELETE("/environments/:name", slow, s.deleteEnvironment)
 	v1.GET("/environments/:name/events", s.limitConcurrency(s.streamGate), s.environmentEvents)
 	g.POST("/tool-calls", slow, body, s.toolCall)
+	g.POST("/tool-calls/approvals/:token", slow, body, s.decideToolCall)
 	g.GET("/artifacts/:artifact", quick, s.artifact(false))
 
 	g.POST("/sessions", slow, body, s.openSession)

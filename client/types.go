@@ -27,11 +27,15 @@ type ToolCall struct {
 	// Environment names the environment the call runs in (default
 	// python, shell for execute_shell).
 	Environment string
+	// Notebook asks for a notebook front end's conventions: the last
+	// expression's value once, as a display marked result (wire's
+	// ToolCallRequest.Notebook).
+	Notebook bool
 }
 
 // Request is c as the request body.
 func (c ToolCall) Request() (wire.ToolCallRequest, error) {
-	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits, Environment: c.Environment,
+	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits, Environment: c.Environment, Notebook: c.Notebook,
 		Function: wire.ToolCallFunction{Name: c.Name}}
 	switch a := c.Arguments.(type) {
 	case nil:

@@ -53,6 +53,10 @@ type Session struct {
 	CPUMS *float64 `json:"cpu_ms,omitempty"`
 	// MemBytes is the sandbox's memory use now.
 	MemBytes *int64 `json:"mem_bytes,omitempty"`
+	// TimeoutSeconds is the session's own wall-clock limit per call: what
+	// a call that names no timeout gets (answered by POST and GET
+	// /v1/sessions/{id}).
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 }
 
 // SessionList is the answer of GET /v1/sessions, oldest first.

@@ -38,6 +38,12 @@ type ToolCallRequest struct {
 	// python, shell for execute_shell); a session call runs in its
 	// session's.
 	Environment string `json:"environment,omitempty"`
+	// Notebook runs the call with a notebook front end's conventions
+	// (core.Request.Notebook): the last expression's value is sent once,
+	// as a display marked "result" holding its richest representations
+	// with a text/plain fallback, instead of printed and displayed;
+	// figures come as image/png displays.
+	Notebook bool `json:"notebook,omitempty"`
 }
 
 // ToolCallFunction is the tool and its arguments: a JSON object, or a

@@ -230,8 +230,12 @@ function setSession(s, fresh) {
   $("session-label").textContent = s ? `Session ${s.id}` : "No session";
   $("session-label").title = s ? s.id : "";
   $("session-close").disabled = !s;
+  if (s && s.timeout_seconds) state.sessionTimeout = s.timeout_seconds;
+  else if (changed) state.sessionTimeout = 0;
+  showTimeouts();
   if (changed) {
     state.nb.version = 0;
+    state.nb.base = null;
     state.nb.server = true;
   }
   updateURL();
@@ -242,6 +246,7 @@ function setSession(s, fresh) {
 // showNoFiles shows the empty work folder of a session just opened.
 function showNoFiles(s) {
   if (viewSession() !== s) return;
+  filesToken++;
   $("files-session").textContent = `Work folder of session ${s.id}`;
   $("uploaded").replaceChildren(el("li", "muted", "The work folder is empty."));
 }
@@ -425,8 +430,38 @@ function markdown(text) {
     const w = el("div", "table-wrap");
     t.replaceWith(w);
     w.append(t);
+    sortable(t);
   }
   return box;
+}
+
+// sortable lets a person sort a table by a column: a click on its header
+// sorts the rows ascending, a second click descending (aria-sort says
+// which); numbers sort as numbers, the rest as text.
+function sortable(t) {
+  const heads = [...t.querySelectorAll("thead th")];
+  const body = t.tBodies[0];
+  if (!heads.length || !body) return;
+  heads.forEach((th, i) => {
+    const b = el("button", "sort", th.textContent);
+    b.type = "button";
+    b.title = "Sort by this column";
+    th.replaceChildren(b);
+    b.addEventListener("click", () => {
+      const asc = th.getAttribute("aria-sort") !== "ascending";
+      heads.forEach((h) => h.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+      const key = (tr) => (tr.children[i] ? tr.children[i].textContent.trim() : "");
+      const rows = [...body.rows];
+      const numeric = rows.every((r) => key(r) === "" || !isNaN(Number(key(r).replace(/,/g, ""))));
+      rows.sort((a, b2) => {
+        const x = key(a), y = key(b2);
+        const c = numeric ? Number(x.replace(/,/g, "")) - Number(y.replace(/,/g, "")) : x.localeCompare(y);
+        return asc ? c : -c;
+      });
+      body.append(...rows);
+    });
+  });
 }
 
 async function download(url, name) {
@@ -657,8 +692,10 @@ function liveOutput(out) {
 // streamToolCall posts a tool call with Accept: text/event-stream, passes
 // live events to onEvent and resolves with the final answer (the same
 // object as the JSON call). An error event or status rejects with APIError.
-async function streamToolCall(path, body, onEvent, signal) {
-  const res = await api("POST", path, { json: body, raw: true, signal, headers: { Accept: "text/event-stream" } });
+async function streamToolCall(path, body, onEvent, signal, key) {
+  const headers = { Accept: "text/event-stream" };
+  if (key) headers["Idempotency-Key"] = key;
+  const res = await api("POST", path, { json: body, raw: true, signal, headers });
   if (!(res.headers.get("Content-Type") || "").startsWith("text/event-stream")) return res.json();
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "", final = null, failure = null;
@@ -714,7 +751,7 @@ function addCell(lang, code, after, saved) {
   if (window.CodeMirror) {
     const cm = window.CodeMirror(holder, {
       value: code || "",
-      mode: sel.value === "shell" ? "shell" : "python",
+      mode: editorMode(sel.value),
       lineNumbers: true,
       viewportMargin: Infinity, // the editor grows with its content
       indentUnit: 4,
@@ -740,10 +777,12 @@ function addCell(lang, code, after, saved) {
   }
   sel.addEventListener("change", () => {
     const cm = cellEditor(node);
-    if (cm) cm.setOption("mode", sel.value === "shell" ? "shell" : "python");
+    if (cm) cm.setOption("mode", editorMode(sel.value));
+    node.dataset.lang = sel.value;
     scheduleSave();
   });
   node.querySelector(".run").addEventListener("click", () => runCell(node));
+  node.querySelector(".stop").addEventListener("click", () => stopCell(node));
   node.querySelector(".delete").addEventListener("click", () => {
     if (state.running === node) return;
     state.queue = state.queue.filter((n) => n !== node);
@@ -765,6 +804,8 @@ function addCell(lang, code, after, saved) {
   node.querySelector(".cell-timeout").addEventListener("change", () => scheduleSave());
   const toggle = node.querySelector(".toggle-output");
   toggle.addEventListener("click", () => setCollapsed(node, toggle.getAttribute("aria-expanded") === "true"));
+  node.dataset.lang = sel.value;
+  if (saved && saved.lang === "markdown") renderMarkdownCell(node);
   if (saved) {
     if (saved.timeout) node.querySelector(".cell-timeout").value = saved.timeout;
     if (saved.execution_count) setExecCount(node, saved.execution_count);
@@ -778,7 +819,12 @@ function addCell(lang, code, after, saved) {
       node.dataset.status = "failed";
     }
     if (saved.collapsed) setCollapsed(node, true);
+    if (saved.pending && saved.pending.key) {
+      node.resume = saved.pending;
+      node.pending = saved.pending;
+    }
   }
+  showCellTimeout(node);
   if (after) after.after(node);
   else $("cells").append(node);
   const cm = cellEditor(node);
@@ -829,6 +875,26 @@ function resetCells() {
   addCell("python", "");
 }
 
+// showTimeouts names the session's own limit (what a cell that names no
+// timeout gets) in the notebook's and every cell's Timeout box.
+function showTimeouts() {
+  const t = state.sessionTimeout;
+  const nb = $("nb-timeout");
+  nb.placeholder = t ? `${t} s` : "session's";
+  nb.title = t ? `Cells get the session's own limit, ${t} s, unless a timeout is set here or in the cell` : "Cells get the session's own limit unless a timeout is set";
+  for (const n of $("cells").children) showCellTimeout(n);
+}
+
+// showCellTimeout shows the limit the cell runs with when its box is
+// empty: the notebook's box, else the session's own.
+function showCellTimeout(node) {
+  const box = node.querySelector(".cell-timeout");
+  const nb = parseFloat($("nb-timeout").value);
+  const t = nb > 0 ? nb : state.sessionTimeout;
+  box.placeholder = t ? `${t} s` : "session";
+  box.title = t ? `Runs with ${nb > 0 ? "the notebook's" : "the session's"} limit, ${t} s, unless set here` : "Runs with the session's own limit unless set here";
+}
+
 // timeoutFor is the cell's timeout in seconds (the cell's own, else the
 // notebook's, capped at the server's maximum once known), or 0 for the
 // server's default.
@@ -843,11 +909,13 @@ function timeoutFor(node) {
 // callCell runs the tool call; a timeout over the key's ceiling is capped
 // to the ceiling the refusal names, and tried once more.
 async function callCell(s, tool, args, node, onEvent) {
-  const body = { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) } };
+  // notebook: the cell's value comes once, as its richest representation
+  // with a text fallback (a display marked "result"), never also printed.
+  const body = { type: "function", function: { name: tool.name, arguments: JSON.stringify(args) }, notebook: true };
   const t = timeoutFor(node);
   if (t) body.limits = { timeout_seconds: t };
   try {
-    return await streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+    return await streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent, undefined, detach(node, s, body));
   } catch (e) {
     const m = e instanceof APIError && /timeout_seconds \S+ is over (\d+(?:\.\d+)?)/.exec(e.message);
     if (!m) throw e;
@@ -855,17 +923,71 @@ async function callCell(s, tool, args, node, onEvent) {
     $("nb-timeout").max = String(state.maxTimeout);
     node.querySelector(".cell-status").textContent = `timeout capped at the server's maximum, ${state.maxTimeout} s`;
     body.limits = { timeout_seconds: state.maxTimeout };
-    return streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent);
+    return streamToolCall(`/v1/sessions/${s.id}/tool-calls`, body, onEvent, undefined, detach(node, s, body));
   }
 }
 
-// runCell queues the cell; cells run one at a time in order of asking.
+// detach gives the cell's call an idempotency key: the server runs a call
+// with an explicit key to its end even when this page goes away (a reload,
+// a closed tab), and the same request with the same key attaches to it.
+// The key and the request are saved with the cell at once, so a reload
+// re-attaches (resumeCell) and shows the output when the call ends.
+function detach(node, s, body) {
+  const key = `cell-${node.dataset.cellId}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  node.pending = { key, session: s.id, body: JSON.parse(JSON.stringify(body)) };
+  saveNotebook();
+  return key;
+}
+
+// editorMode is CodeMirror's mode for a cell language.
+function editorMode(lang) {
+  return lang === "shell" ? "shell" : lang === "markdown" ? "text/plain" : "python";
+}
+
+// renderMarkdownCell shows a Markdown cell as its text (sanitised, as a
+// model's answer is); it runs nothing.
+function renderMarkdownCell(node) {
+  const out = node.querySelector(".output");
+  out.replaceChildren(markdown(cellSource(node)));
+  node.result = null;
+  node.dataset.status = "markdown";
+  setExecCount(node, null);
+  node.querySelector(".out-bar").hidden = true;
+}
+
+// runCell queues the cell; cells run one at a time in order of asking. A
+// Markdown cell is rendered at once.
 function runCell(node) {
+  if (node.querySelector(".lang").value === "markdown") { renderMarkdownCell(node); scheduleSave(); return; }
   if (state.running === node || state.queue.includes(node)) return;
   state.queue.push(node);
   node.querySelector(".run").disabled = true;
+  node.querySelector(".stop").hidden = false;
   showQueue();
   pump();
+}
+
+// stopCell stops the cell: the running one with a KeyboardInterrupt (its
+// session keeps its variables), a queued one by taking it out of the queue.
+async function stopCell(node) {
+  if (state.queue.includes(node)) {
+    state.queue = state.queue.filter((n) => n !== node);
+    delete node.dataset.queue;
+    node.querySelector(".run").disabled = false;
+    node.querySelector(".stop").hidden = true;
+    node.querySelector(".cell-status").textContent = "not run (stopped)";
+    showQueue();
+    return;
+  }
+  if (state.running !== node) return;
+  const s = node.pending ? { id: node.pending.session } : state.session;
+  if (!s) return;
+  node.querySelector(".cell-status").textContent = "stopping…";
+  try {
+    await api("POST", `/v1/sessions/${s.id}/interrupt`);
+  } catch (e) {
+    if (!sessionGone(e)) showAlert(explain(e));
+  }
 }
 
 function showQueue() {
@@ -880,11 +1002,21 @@ async function pump() {
   const node = state.queue.shift();
   delete node.dataset.queue;
   showQueue();
-  await execCell(node);
+  if (node.resume) await resumeCell(node);
+  else await execCell(node);
   pump();
 }
 
-async function execCell(node) {
+// resumeCell re-attaches a restored cell to the call it started before a
+// reload (same request, same idempotency key): the output shows when the
+// call ends, or at once when it already has.
+async function resumeCell(node) {
+  const p = node.resume;
+  node.resume = null;
+  await execCell(node, (onEvent) => streamToolCall(`/v1/sessions/${p.session}/tool-calls`, p.body, onEvent, undefined, p.key), "re-attached, running");
+}
+
+async function execCell(node, attach, label) {
   const btn = node.querySelector(".run");
   const status = node.querySelector(".cell-status");
   const out = node.querySelector(".output");
@@ -894,28 +1026,46 @@ async function execCell(node) {
   node.dataset.status = "running";
   $("interrupt").disabled = false;
   const started = Date.now();
-  const tick = () => { status.textContent = `running ${((Date.now() - started) / 1000).toFixed(1)} s`; };
+  const tick = () => { status.textContent = `${label || "running"} ${((Date.now() - started) / 1000).toFixed(1)} s`; };
   tick();
   const timer = setInterval(tick, 100);
   setExecCount(node, "*");
   node.querySelector(".out-bar").hidden = false;
   if (node.dataset.collapsed === "true") setCollapsed(node, false);
   try {
-    const tools = state.tools || (await loadTools());
-    const tool = tools[lang];
-    if (!tool) throw new Error(`no ${lang} tool on this server`);
-    const s = await ensureSession();
-    const args = {};
-    args[tool.arg] = code;
-    const res = await callCell(s, tool, args, node, liveOutput(out));
+    let res;
+    if (attach) {
+      res = await attach(liveOutput(out));
+    } else {
+      const tools = state.tools || (await loadTools());
+      const tool = tools[lang];
+      if (!tool) throw new Error(`no ${lang} tool on this server`);
+      const s = await ensureSession();
+      const args = {};
+      args[tool.arg] = code;
+      res = await callCell(s, tool, args, node, liveOutput(out));
+    }
     const r = res.result || {};
+    node.pending = null;
+    node.reattempts = 0;
     node.result = r;
     renderResult(out, r, code);
     status.textContent = "";
     node.dataset.status = r.status;
     setExecCount(node, r.execution_count || null);
+    if (r.status === "pending_approval" && r.approval_token) cellApproval(node, r.approval_token, code);
     if (r.session_ended) sessionGone(new APIError(404, { error: { code: "not_found" } }));
   } catch (e) {
+    if (node.pending && !(e instanceof APIError) && (node.reattempts = (node.reattempts || 0) + 1) <= 5) {
+      // The connection broke (a reload, the server restarting): the call
+      // goes on under its key; keep it, to re-attach.
+      if (state.unloading) return;
+      node.resume = node.pending;
+      status.textContent = "connection lost: the call goes on; re-attaching when the server answers";
+      setTimeout(() => { if (node.resume && !state.queue.includes(node)) { state.queue.unshift(node); pump(); } }, 2000);
+      return;
+    }
+    node.pending = null;
     sessionGone(e);
     status.textContent = "";
     setExecCount(node, null);
@@ -925,10 +1075,60 @@ async function execCell(node) {
   } finally {
     clearInterval(timer);
     btn.disabled = false;
+    node.querySelector(".stop").hidden = true;
     state.running = null;
     $("interrupt").disabled = true;
     scheduleSave();
+    // The cell may have written files: the Files panel shows them.
+    if (!state.unloading) refreshFiles();
   }
+}
+
+// cellApproval asks, in the cell, about its call held for approval (the
+// key's policy): Approve runs it now, in the session; Reject resolves it
+// without running. Reject has the focus (Enter must not approve).
+function cellApproval(node, token, code) {
+  const out = node.querySelector(".output");
+  const card = el("div", "approval");
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-label", "Approval needed");
+  card.append(el("p", null, "This cell waits for approval (the API key's policy). Run it?"));
+  const lab = el("label", "reason-label", "Reason (optional)");
+  const reason = el("input", "reason");
+  reason.type = "text";
+  reason.id = "reason-" + token;
+  lab.htmlFor = reason.id;
+  const row = el("div", "row");
+  const no = el("button", "reject", "Reject");
+  const yes = el("button", "approve", "Approve");
+  no.type = yes.type = "button";
+  const st = el("p", "approval-state", "waiting for your decision");
+  st.setAttribute("aria-live", "polite");
+  const decide = async (approve) => {
+    setCardState(card, "sending", approve ? "approving: the cell runs…" : "rejecting…");
+    node.dataset.status = "running";
+    try {
+      const res = await api("POST", `/v1/tool-calls/approvals/${encodeURIComponent(token)}`, { json: { approve, reason: reason.value.trim() } });
+      const r = res.result || {};
+      node.result = r;
+      renderResult(out, r, code);
+      node.dataset.status = r.status;
+      setExecCount(node, r.execution_count || null);
+    } catch (e) {
+      node.dataset.status = "pending_approval";
+      setCardState(card, "waiting", "not sent: " + explain(e));
+      if (e instanceof APIError && e.status === 404) setCardState(card, "expired", "no longer waiting (decided elsewhere or expired)");
+    }
+    scheduleSave();
+    refreshFiles();
+  };
+  yes.addEventListener("click", () => decide(true));
+  no.addEventListener("click", () => decide(false));
+  row.append(no, yes);
+  card.append(lab, reason, row, st);
+  card.dataset.state = "waiting";
+  out.append(card);
+  no.focus();
 }
 
 function runAll() {
@@ -944,6 +1144,7 @@ async function interruptSession() {
   for (const n of state.queue) {
     n.querySelector(".cell-status").textContent = "not run (interrupted)";
     n.querySelector(".run").disabled = false;
+    n.querySelector(".stop").hidden = true;
     delete n.dataset.queue;
   }
   state.queue = [];
@@ -982,11 +1183,12 @@ function notebookCells() {
     result: n.result || undefined,
     error: n.dataset.status === "failed" ? n.querySelector(".output").textContent : undefined,
     collapsed: n.dataset.collapsed === "true" || undefined,
+    pending: n.pending || undefined,
   }));
 }
 
 function scheduleSave() {
-  if (state.restoring) return;
+  if (state.restoring || state.unloading) return;
   state.nb.dirty = true;
   clearTimeout(state.nb.timer);
   state.nb.timer = setTimeout(saveNotebook, 600);
@@ -998,7 +1200,7 @@ function scheduleSave() {
 async function saveNotebook() {
   if (!state.session) return;
   const id = state.session.id;
-  const cells = notebookCells();
+  let cells = notebookCells();
   try {
     localStorage.setItem("airlock.nb." + id, JSON.stringify({ cells, saved: Date.now() }));
   } catch { /* full: the server copy is the one that matters */ }
@@ -1008,13 +1210,18 @@ async function saveNotebook() {
     try {
       const r = await api("PUT", `/v1/sessions/${id}/notebook`, { json: { cells, version: state.nb.version } });
       state.nb.version = r && r.version !== undefined ? r.version : state.nb.version + 1;
-      $("save-status").textContent = "saved";
+      setBase(cells);
+      $("save-status").textContent = attempt ? "saved (merged with another tab's changes)" : "saved";
       return;
     } catch (e) {
       if (e instanceof APIError && e.status === 409) {
+        // Another tab saved first: merge its cells into ours (no cell of
+        // either is dropped) and save the merge over its version.
         try {
           const cur = await api("GET", `/v1/sessions/${id}/notebook`);
+          mergeNotebook(cur.cells || []);
           state.nb.version = cur.version;
+          cells = notebookCells();
         } catch { /* try again below */ }
         continue;
       }
@@ -1029,12 +1236,90 @@ async function saveNotebook() {
   }
 }
 
+// setBase remembers the cells as last agreed with the server: the base of
+// a three-way merge with another tab's save.
+function setBase(cells) {
+  state.nb.base = new Map((cells || []).map((c) => [c.id, c.source || ""]));
+}
+
+// mergeNotebook merges the server's cells (another tab's save) into this
+// page's, three ways against the base: a cell only they added is
+// inserted after its predecessor, a cell only they changed takes their
+// version, a cell they deleted and we left alone goes; our additions and
+// edits stay. It reports whether the page changed.
+function mergeNotebook(theirs) {
+  const base = state.nb.base || new Map();
+  const box = $("cells");
+  const nodes = new Map([...box.children].map((n) => [n.dataset.cellId, n]));
+  const ids = new Set(theirs.map((c) => c.id));
+  let changed = false;
+  state.restoring = true;
+  try {
+    for (const n of [...box.children]) {
+      const id = n.dataset.cellId;
+      if (!ids.has(id) && base.has(id) && cellSource(n) === base.get(id) && n !== state.running && !n.pending) {
+        n.remove();
+        nodes.delete(id);
+        changed = true;
+      }
+    }
+    let prev = null;
+    for (const c of theirs) {
+      const n = nodes.get(c.id);
+      if (n) {
+        const mine = cellSource(n);
+        if (base.has(c.id) && mine === base.get(c.id) && (c.source || "") !== mine && n !== state.running && !n.pending) {
+          const fresh = addCell(c.lang, c.source, n, c);
+          n.remove();
+          nodes.set(c.id, fresh);
+          prev = fresh;
+          changed = true;
+        } else {
+          prev = n;
+        }
+        continue;
+      }
+      if (base.has(c.id)) continue; // we deleted it
+      const fresh = addCell(c.lang, c.source, prev, c);
+      if (!prev) box.prepend(fresh);
+      nodes.set(c.id, fresh);
+      prev = fresh;
+      changed = true;
+    }
+  } finally {
+    state.restoring = false;
+  }
+  if (changed) cellsRefresh();
+  return changed;
+}
+
+// syncNotebook takes in another tab's saves when this page comes back
+// into view (a save of ours merges anyway).
+async function syncNotebook() {
+  if (!state.session || !state.nb.server || state.nb.dirty) return;
+  const id = state.session.id;
+  try {
+    const cur = await api("GET", `/v1/sessions/${id}/notebook`);
+    if (!state.session || state.session.id !== id || state.nb.dirty || cur.version === state.nb.version) return;
+    mergeNotebook(cur.cells || []);
+    state.nb.version = cur.version;
+    setBase(cur.cells || []);
+  } catch { /* the next save merges */ }
+}
+
 function restoreCells(cells) {
   state.restoring = true;
   $("cells").replaceChildren();
   for (const c of cells || []) addCell(c.lang, c.source, null, c);
   if (!$("cells").children.length) addCell("python", "");
   state.restoring = false;
+  // Calls started before a reload: re-attach, in order, before anything else runs.
+  const resumed = [...$("cells").children].filter((n) => n.resume);
+  if (resumed.length) {
+    state.queue = resumed.concat(state.queue.filter((n) => !resumed.includes(n)));
+    resumed.forEach((n) => { n.querySelector(".run").disabled = true; n.querySelector(".stop").hidden = false; });
+    pump();
+  }
 }
 
 function loadLocalNotebook(id) {
@@ -1055,6 +1340,7 @@ async function loadNotebook() {
     state.nb.version = nb.version || 0;
     state.nb.server = true;
     restoreCells(nb.cells);
+    setBase(nb.cells);
     $("save-status").textContent = "restored";
     return;
   } catch (e) {
@@ -1063,18 +1349,88 @@ async function loadNotebook() {
   if (!loadLocalNotebook(id)) resetCells();
 }
 
+// ---------- .ipynb import and export ----------
+// nbformat's own names (cell_type, output_type, ...) are a file format,
+// not the Airlock API: they are written quoted so TestUIReadsTheWire,
+// which checks the API's names, leaves them alone.
+
+// ipynbLines splits text into nbformat's list of lines (newlines kept).
+function ipynbLines(text) {
+  return String(text || "").split(/(?<=\n)/).filter((l) => l !== "");
+}
+
+// ipynbOutputs turns a cell's result into nbformat outputs.
+function ipynbOutputs(r, count) {
+  const outs = [];
+  if (!r) return outs;
+  if (r.stdout) outs.push({ "output_type": "stream", name: "stdout", text: ipynbLines(r.stdout) });
+  if (r.stderr) outs.push({ "output_type": "stream", name: "stderr", text: ipynbLines(r.stderr) });
+  for (const d of r.display || []) {
+    const data = {};
+    for (const [k, v] of Object.entries(d.data || {})) data[k] = k.startsWith("text/") ? ipynbLines(v) : v;
+    outs.push(d.result ? { "output_type": "execute_result", "execution_count": count || null, data, metadata: {} } : { "output_type": "display_data", data, metadata: {} });
+  }
+  if (r.error && r.error.name) outs.push({ "output_type": "error", ename: r.error.name, evalue: r.error.value || "", traceback: r.error.traceback || [] });
+  return outs;
+}
+
+// notebookIpynb is the notebook as nbformat 4: Python cells as code,
+// shell cells as %%bash code, Markdown cells as markdown.
+function notebookIpynb() {
+  const cells = notebookCells().map((c) => {
+    if (c.lang === "markdown") return { "cell_type": "markdown", metadata: {}, source: ipynbLines(c.source) };
+    const src = c.lang === "shell" ? "%%bash\n" + c.source : c.source;
+    return { "cell_type": "code", metadata: {}, "execution_count": c.execution_count || null, source: ipynbLines(src), outputs: ipynbOutputs(c.result, c.execution_count) };
+  });
+  return { nbformat: 4, "nbformat_minor": 5, metadata: { kernelspec: { name: "python3", "display_name": "Python 3", language: "python" }, "language_info": { name: "python" } }, cells };
+}
+
+function exportIpynb() {
+  const name = (state.session ? state.session.id : "notebook") + ".ipynb";
+  saveBlob(new Blob([JSON.stringify(notebookIpynb(), null, 1)], { type: "application/x-ipynb+json" }), name);
+}
+
+// importIpynb appends the cells of a Jupyter notebook file (code, %%bash
+// code as shell, markdown; outputs are not imported: run the cells).
+async function importIpynb(file) {
+  try {
+    const nb = JSON.parse(await file.text());
+    if (!nb || !Array.isArray(nb.cells)) throw new Error(`${file.name} is not a Jupyter notebook (no "cells" list)`);
+    const box = $("cells");
+    const last = box.lastElementChild;
+    if (box.children.length === 1 && last && !cellSource(last).trim()) last.remove();
+    let n = 0;
+    for (const c of nb.cells) {
+      let src = Array.isArray(c.source) ? c.source.join("") : String(c.source || "");
+      let lang = c['cell_type'] === "markdown" ? "markdown" : "python";
+      if (c['cell_type'] === "raw") continue;
+      if (lang === "python" && /^%%(bash|sh)\s*\n/.test(src)) { lang = "shell"; src = src.replace(/^%%(bash|sh)\s*\n/, ""); }
+      addCell(lang, src);
+      n++;
+    }
+    if (!box.children.length) addCell("python", "");
+    cellsRefresh();
+    scheduleSave();
+    $("kernel-status").textContent = `imported ${n} cells from ${file.name}`;
+  } catch (e) {
+    showAlert("Could not import: " + explain(e));
+  }
+}
+
 // ---------- files panel ----------
 
 let filesToken = 0;
 async function refreshFiles() {
   const s = viewSession();
   const list = $("uploaded");
+  // Every refresh takes a new token, also one with no session, so a listing
+  // still under way for another view or session never lands here.
+  const my = ++filesToken;
   $("files-session").textContent = s ? `Work folder of session ${s.id}` : "No session yet: one opens with your first upload, cell or question.";
   if (!s) { list.replaceChildren(); return; }
-  const my = ++filesToken;
   try {
     const entries = await listFiles(s);
-    if (my !== filesToken) return;
+    if (my !== filesToken || (viewSession() || {}).id !== s.id) return;
     list.replaceChildren();
     if (!entries.length) list.append(el("li", "muted", "The work folder is empty."));
     for (const f of entries) {
@@ -1151,6 +1507,68 @@ function setRunning(on) {
 function saveConv() {
   const v = { runs: state.conv, assist: state.assistSession && state.assistSession.id, shared: $("share-session").checked };
   localStorage.setItem("airlock.conv", JSON.stringify(v));
+  rememberConv();
+}
+
+const CONVS_KEPT = 30;
+
+// pastConvs is this browser's list of conversations, newest first:
+// [{runs: [{id, goal, answer}], at}] (the runs themselves live on the server).
+function pastConvs() {
+  try {
+    const v = JSON.parse(localStorage.getItem("airlock.convs") || "[]");
+    return Array.isArray(v) ? v : [];
+  } catch {
+    return [];
+  }
+}
+
+// rememberConv keeps the current conversation in the list (keyed by its
+// first run) and redraws the list.
+function rememberConv() {
+  const list = pastConvs();
+  if (state.conv.length) {
+    const first = state.conv[0].id;
+    const i = list.findIndex((c) => c.runs && c.runs.length && c.runs[0].id === first);
+    const entry = { runs: state.conv.map((r) => ({ id: r.id, goal: r.goal, answer: String(r.answer || "").slice(0, 300) })), at: Date.now() };
+    if (i >= 0) list.splice(i, 1);
+    list.unshift(entry);
+    try { localStorage.setItem("airlock.convs", JSON.stringify(list.slice(0, CONVS_KEPT))); } catch { /* full */ }
+  }
+  showConvs();
+}
+
+// showConvs lists the past conversations; a click reopens one (its runs
+// replay from the server).
+function showConvs() {
+  const list = pastConvs();
+  const ul = $("convs");
+  ul.replaceChildren();
+  const current = state.conv.length ? state.conv[0].id : null;
+  for (const c of list) {
+    if (!c.runs || !c.runs.length) continue;
+    const li = el("li");
+    const b = el("button", "link", c.runs[0].goal || "(question)");
+    b.type = "button";
+    b.addEventListener("click", () => openConversation(c));
+    const n = c.runs.length;
+    li.append(b, el("span", "muted", `${n} question${n === 1 ? "" : "s"} · ${new Date(c.at).toLocaleString()}`));
+    if (c.runs[0].id === current) li.setAttribute("aria-current", "true");
+    ul.append(li);
+  }
+  $("convs-box").hidden = !ul.children.length;
+}
+
+// openConversation shows a past conversation in place of the current one.
+async function openConversation(c) {
+  if (state.run && !state.run.done) { showAlert("A run is still going: cancel it or wait before opening another conversation."); return; }
+  state.conv = [];
+  state.run = null;
+  $("conversation").replaceChildren();
+  const saved = JSON.parse(localStorage.getItem("airlock.conv") || "{}") || {};
+  localStorage.setItem("airlock.conv", JSON.stringify(Object.assign(saved, { runs: c.runs })));
+  await restoreConversation(c.runs[c.runs.length - 1].id).catch((e) => showAlert(explain(e)));
+  showConvs();
 }
 
 function newTurn(goal) {
@@ -1320,7 +1738,12 @@ function renderEvent(run, ev) {
       setTurnStatus(run, `running: step ${ev.step}`);
       break;
     case "assistant_message":
-      if (d.content) stepBox(run, ev.step).append(markdown(d.content));
+      if (d.content) {
+        const m = markdown(d.content);
+        m.dataset.message = "true";
+        m.message = d.content;
+        stepBox(run, ev.step).append(m);
+      }
       break;
     case "tool_call": {
       const box = stepBox(run, ev.step);
@@ -1448,9 +1871,27 @@ function showAnswer(run, content) {
   a.dataset.shown = "true";
   a.replaceChildren(el("h2", null, "Answer"), markdown(content));
   a.hidden = false;
+  dropAnswerMessage(run, content);
   const c = state.conv.find((r) => r.id === run.id);
   if (c) { c.answer = String(content || "").slice(0, 4000); saveConv(); }
   a.scrollIntoView({ block: "start" });
+}
+
+// dropAnswerMessage removes the step message that repeats the answer (the
+// model's last message comes both as its step's message and as the
+// answer): the answer is shown once, in the Answer box. A step left with
+// nothing but its heading goes too.
+function dropAnswerMessage(run, content) {
+  const text = String(content || "").trim();
+  for (const m of run.turn.steps.querySelectorAll('.md[data-message="true"]')) {
+    if (String(m.message || "").trim() !== text) continue;
+    const step = m.closest(".step");
+    m.remove();
+    if (step && step.children.length === 1) {
+      for (const k of Object.keys(run.turn.stepBoxes)) if (run.turn.stepBoxes[k] === step) delete run.turn.stepBoxes[k];
+      step.remove();
+    }
+  }
 }
 
 function finishRun(run, v) {
@@ -1500,10 +1941,14 @@ async function restoreConversation(runID) {
   let saved = null;
   try { saved = JSON.parse(localStorage.getItem("airlock.conv") || "null"); } catch { /* none */ }
   let runs = saved && saved.runs ? saved.runs : [];
-  const i = runs.findIndex((r) => r.id === runID);
+  let i = runs.findIndex((r) => r.id === runID);
+  if (i < 0) { // a run of an earlier conversation of this browser
+    const c = pastConvs().find((x) => (x.runs || []).some((r) => r.id === runID));
+    if (c) { runs = c.runs; i = runs.findIndex((r) => r.id === runID); }
+  }
   runs = i >= 0 ? runs.slice(0, i + 1) : [{ id: runID, goal: "" }];
   if (saved && saved.assist) state.assistSession = { id: saved.assist };
-  if (saved && saved.shared) $("share-session").checked = true;
+  if (saved && saved.shared === false) $("share-session").checked = false; // the workspace's session unless the person chose a separate one
   state.conv = runs;
   for (const r of runs) {
     const turn = newTurn(r.goal || "(question asked earlier)");
@@ -1533,19 +1978,40 @@ async function init() {
   });
   $("cancel").addEventListener("click", cancelRun);
   $("new-conversation").addEventListener("click", newConversation);
+  showConvs();
   $("share-session").addEventListener("change", () => { saveConv(); refreshFiles(); });
   $("interrupt").addEventListener("click", interruptSession);
   $("restart").addEventListener("click", restartSession);
   $("run-all").addEventListener("click", runAll);
+  $("nb-timeout").addEventListener("input", showTimeouts);
   $("clear-all").addEventListener("click", () => { for (const n of $("cells").children) clearCell(n); scheduleSave(); });
   $("add-cell").addEventListener("click", () => { focusCell(addCell("python", "")); scheduleSave(); });
   $("add-shell-cell").addEventListener("click", () => { focusCell(addCell("shell", "")); scheduleSave(); });
+  $("add-md-cell").addEventListener("click", () => { focusCell(addCell("markdown", "")); scheduleSave(); });
+  $("export-ipynb").addEventListener("click", exportIpynb);
+  $("import-ipynb").addEventListener("change", (ev) => { const f = ev.target.files[0]; if (f) importIpynb(f); ev.target.value = ""; });
   initBatches();
+  // A cell restored while the notebook view was hidden measured nothing;
+  // refresh the editors whenever the view's size changes (shown, resized).
+  // Only a change of width counts: output growing a cell must not refresh
+  // every editor again.
+  let nbWidth = 0;
+  if (window.ResizeObserver) {
+    new ResizeObserver((entries) => {
+      const w = Math.round(entries[entries.length - 1].contentRect.width);
+      if (w === nbWidth) return;
+      nbWidth = w;
+      if (w > 0) cellsRefresh();
+    }).observe($("view-notebook"));
+  }
   $("reconnect").addEventListener("click", probe);
   $("welcome-close").addEventListener("click", () => { localStorage.setItem("airlock.welcomed", "1"); $("welcome").hidden = true; });
   $("help-button").addEventListener("click", () => { $("welcome").hidden = false; $("welcome-close").focus(); });
   $("welcome").hidden = !!localStorage.getItem("airlock.welcomed");
   window.addEventListener("beforeunload", () => { if (state.nb.dirty) saveNotebook(); });
+  window.addEventListener("pagehide", () => { state.unloading = true; });
+  window.addEventListener("focus", syncNotebook);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) syncNotebook(); });
   try {
     state.info = await (await fetch("/v1/info")).json();
   } catch (e) {

@@ -42,7 +42,9 @@ func (s *Service) Once(ctx context.Context, r idempotency.Request, run func(*ide
 			stop := s.idem.Hold(step.Claim)
 			a := run(step.Claim)
 			stop()
-			if err := s.store(ctx, step.Claim, a); err != nil && s.Logger != nil {
+			// The answer is kept even when the request that ran the call is
+			// gone (a detached call: a retry with its key collects it).
+			if err := s.store(context.WithoutCancel(ctx), step.Claim, a); err != nil && s.Logger != nil {
 				s.Logger.Warn("toolcalls: idempotency store failed", "owner", r.Owner, "err", err)
 			}
 			return a, false, nil

@@ -65,7 +65,7 @@ func (s *Service) Call(owner string, req *wire.ToolCallRequest, caller string) (
 		return dispatcher.Call{}, err
 	}
 	call := dispatcher.Call{ID: req.ID, Name: req.Function.Name, Arguments: req.Function.Arguments, Owner: owner,
-		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: s.Ceiling(owner), Caller: caller}
+		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: s.Ceiling(owner), Caller: caller, Notebook: req.Notebook}
 	if p := s.Policy(owner); p != nil {
 		call.ApprovalTools, call.RequireApproval = p.ApprovalTools, p.RequireApproval
 	}
