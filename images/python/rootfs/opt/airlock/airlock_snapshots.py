@@ -71,7 +71,7 @@ class Snapshots:
             cleanup.clear_dirs([SNAP_DIR])
             raise
         return {"names": reply.get("names") or [], "modules": reply.get("modules") or {},
-                "skipped": reply.get("skipped") or [], "entries": entries,
+                "skipped": reply.get("skipped") or [], "work_entries": entries,
                 "parts": {p: self._digest(p) for p in PARTS}}
 
     def _digest(self, part):
@@ -166,7 +166,7 @@ class Snapshots:
         finally:
             cleanup.clear_dirs([SNAP_DIR])
         return {"names": reply.get("names") or [], "modules": reply.get("modules") or {},
-                "skipped": reply.get("skipped") or [], "entries": entries}
+                "skipped": reply.get("skipped") or [], "work_entries": entries}
 
 
 def _walk(root):
