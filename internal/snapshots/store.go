@@ -83,7 +83,7 @@ func New(st state.Store, cfg Config, now func() time.Time) *Store {
 func (s *Store) Config() Config { return s.cfg }
 
 func metaKey(owner, id string) state.Key { return state.Key{Kind: kindMeta, Owner: owner, ID: id} }
-func usageKey(owner string) state.Key   { return state.Key{Kind: kindUsage, Owner: owner, ID: "bytes"} }
+func usageKey(owner string) state.Key    { return state.Key{Kind: kindUsage, Owner: owner, ID: "bytes"} }
 func chunkKey(owner, id, part string, n int) state.Key {
 	return state.Key{Kind: kindChunk, Owner: owner, ID: fmt.Sprintf("%s/%s/%06d", id, part, n)}
 }
@@ -204,6 +204,9 @@ func (w *Writer) Write(ctx context.Context, part string, chunk []byte) error {
 		if _, ok := w.parts[part]; !ok {
 			w.parts[part] = Part{}
 		}
+	}
+	if max := w.s.cfg.MaxBytes; max > 0 && w.bytes+int64(len(w.buf)+len(chunk)) > max {
+		return core.Errorf("snapshots", core.ErrTooLarge, fmt.Sprintf("the snapshot is over its %d-byte bound", max))
 	}
 	w.buf = append(w.buf, chunk...)
 	for len(w.buf) >= ChunkBytes {
