@@ -2,6 +2,7 @@ package snapshots
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -89,7 +90,11 @@ func (k *Keeper) snapshot(ctx context.Context, req core.Request) (core.Result, e
 		if env == "" {
 			env = string(core.Python)
 		}
-		m, err = w.Commit(ctx, Meta{Session: req.SessionID, Report: rep, Environment: env, Limits: req.Limits,
+		var limits core.Limits // the session's, sent as the job's data
+		if len(req.Data) > 0 {
+			_ = json.Unmarshal(req.Data, &limits)
+		}
+		m, err = w.Commit(ctx, Meta{Session: req.SessionID, Report: rep, Environment: env, Limits: limits,
 			Background: req.Background, Calls: calls, Hidden: req.Restore == "hidden"})
 	}
 	if err != nil {
@@ -138,7 +143,7 @@ func (k *Keeper) restore(ctx context.Context, req core.Request) (core.Result, er
 		rep.Replay = []core.ReplayedCall{}
 		for i, c := range m.Calls {
 			res, err := k.Handle(ctx, core.Request{Op: core.OpExec, Owner: req.Owner, SessionID: req.SessionID,
-				Code: c.Code, Language: c.Language, Generated: c.Generated, Limits: core.Limits{Timeout: req.Limits.Timeout}})
+				Code: c.Code, Language: c.Language, Generated: c.Generated, Limits: core.Limits{Timeout: m.Limits.Timeout}})
 			rc := core.ReplayedCall{Index: i, Status: res.Status}
 			switch {
 			case err != nil:
