@@ -51,6 +51,13 @@ func (s *Server) openSession(c *gin.Context) {
 		}
 	}
 	var rec wire.Session
+	if err == nil && req.Snapshot != "" {
+		s.openFromSnapshot(c, &req)
+		return
+	}
+	if err == nil && req.Restore != "" {
+		err = newError(core.ErrInvalid, `"restore" needs "snapshot": the snapshot to open the session from`)
+	}
 	if err == nil {
 		rec, err = s.sessions.Open(c.Request.Context(), who, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
 	}

@@ -37,6 +37,8 @@ var wireSchemas = map[string]any{
 	"Batch": wire.Batch{}, "BatchCounts": wire.BatchCounts{}, "BatchError": wire.BatchError{},
 	"BatchList": wire.BatchList{}, "BatchMapSpec": wire.BatchMapSpec{}, "BatchLine": wire.BatchLine{},
 	"BatchSummary": wire.BatchSummary{}, "BatchItemEvent": wire.BatchItemEvent{},
+	"SnapshotSkip": wire.SnapshotSkip{}, "SnapshotCreated": wire.SnapshotCreated{}, "Snapshot": wire.Snapshot{},
+	"SnapshotList": wire.SnapshotList{}, "ReplayedCall": wire.ReplayedCall{}, "SessionRestored": wire.SessionRestored{},
 }
 
 // notBodies are schemas without a Go struct: the tool arguments (any JSON

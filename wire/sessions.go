@@ -12,6 +12,11 @@ type CreateSessionRequest struct {
 	// Background lets processes the session's calls start keep running
 	// after each call returns; the key's policy must allow it (else 400).
 	Background bool `json:"background,omitempty"`
+	// Snapshot opens the session from that snapshot of the caller's
+	// (issue 30), with the snapshot's limits unless Limits is given;
+	// Restore is RestoreNamespace (the default) or RestoreReplay.
+	Snapshot string `json:"snapshot,omitempty"`
+	Restore  string `json:"restore,omitempty"`
 }
 
 // Session states (Session.State).
@@ -48,6 +53,8 @@ type Session struct {
 	CPUMS *float64 `json:"cpu_ms,omitempty"`
 	// MemBytes is the sandbox's memory use now.
 	MemBytes *int64 `json:"mem_bytes,omitempty"`
+	// Restored reports a session opened from a snapshot or forked.
+	Restored *SessionRestored `json:"restored,omitempty"`
 }
 
 // SessionList is the answer of GET /v1/sessions, oldest first.
