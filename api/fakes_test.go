@@ -17,8 +17,8 @@ import (
 
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
 

@@ -192,4 +192,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
