@@ -135,7 +135,7 @@ func TestSnapshotSurvivesItsContainer(t *testing.T) {
 	n := rows()
 	t.Logf("DataFrame rows: %d", n)
 	id := open(t, k, "alice")
-	call(t, k, "alice", id, strings.Replace(setup, "%d", strconv.Itoa(n), 1))
+	call(t, k, "alice", id, strings.ReplaceAll(strings.Replace(setup, "%d", strconv.Itoa(n), 1), "%%", "%"))
 	before := call(t, k, "alice", id, strings.ReplaceAll(check, "%%", "%")).Stdout
 	start := time.Now()
 	res, err := k.Handle(ctx, core.Request{Op: core.OpSessionSnapshot, Owner: "alice", SessionID: id, SnapshotID: "snap1"})

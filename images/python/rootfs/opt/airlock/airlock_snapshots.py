@@ -180,15 +180,19 @@ def _walk(root):
 
 def _unpack(root, data, limit):
     """Unpack a tar into root with the archive rules (nothing leaves root); folders end
-    up 0755 (not sealed read-only as a call's input is)."""
+    up 0755 and files writable by their owner (not read-only as a call's input is)."""
     bounds = archive.Bounds(len(data), MAX_ENTRIES, limit, 1 << 30)
     w = archive.Writer(root)
     try:
         archive._untar(w, data, "tar", bounds)
         w.verify_links()
-        for kind, _, _, _, _, sub in files.tree(w.rootfd, max_depth=archive.MAX_DEPTH + 1):
+        for kind, dfd, name, _, st, sub in files.tree(w.rootfd, max_depth=archive.MAX_DEPTH + 1):
             if kind == "leave":
                 os.fchmod(sub, 0o755)
+            elif kind == "file" and stat.S_ISREG(st.st_mode):
+                # The archive rules make files read-only (a call's input); the
+                # session wrote these and keeps writing them.
+                os.chmod(name, st.st_mode | 0o200, dir_fd=dfd)
     finally:
         w.close()
     return bounds.entries
