@@ -7,21 +7,23 @@ coroutines), locks, threads, and any value dill refuses. Modules are not pickled
 re-imported by name on restore. The names the kernel itself put there (display) and the
 interpreter's own dunders are left out: a fresh kernel has its own.
 
-The file is one dill pickle of {"version", "values": {name: value}, "modules": {name:
-module name}}, dumped with one pickler so that objects shared between names (an instance
-and its class defined in the session) stay shared.
+The file is a pickle of {"version", "plain": {name: C pickle}, "dill": one dill pickle
+of {name: value}, "modules": {name: module name}}: see save() for which value goes where.
+The dill part is dumped with one pickler so that objects shared between its names (an
+instance and its class defined in the session) stay shared.
 """
 
 import _thread
 import importlib
 import io
 import os
+import pickle
 import socket
 import sys
 import threading
 import types
 
-VERSION = 1
+VERSION = 2
 MAX_SKIPPED = 200  # entries reported; more are summarised in one
 PLUMBING = frozenset(("__builtins__", "__name__", "__doc__", "__package__", "__loader__", "__spec__"))
 
@@ -85,7 +87,14 @@ def _pickler(dill, f, main):
 def save(ns, main, path, limit, own):
     """Write ns (the kernel's namespace, main its module) to path, at most limit bytes.
     own maps the names the kernel put there itself to their objects. Returns the report:
-    names saved, modules, skipped [{name, type, reason}], bytes."""
+    names saved, modules, skipped [{name, type, reason}], bytes.
+
+    A value the C pickler saves without referring to the session's __main__ (a
+    DataFrame, an array, a fitted model) is pickled by it alone (dill's pure-Python
+    pickler is about ten times slower on large frames); the rest (lambdas, functions and
+    classes defined in the session, their instances) go together through dill, which
+    saves them by value. Identity shared between two names of the first kind is not
+    kept (each is pickled on its own)."""
     import dill
     values, modules, skipped = {}, {}, []
     for name, value in list(ns.items()):
@@ -102,32 +111,57 @@ def save(ns, main, path, limit, own):
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     try:
-        try:
-            _dump(dill, path, {"version": VERSION, "values": values, "modules": modules}, main, limit)
-        except TooLarge:
-            raise
-        except BaseException:
-            # Find the names dill refuses, one at a time, and save the rest.
-            for name in list(values):
-                try:
-                    _pickler(dill, _Bounded(None, limit), main).dump(values[name])
-                except TooLarge:
-                    raise
-                except BaseException as exc:
-                    _skip(skipped, name, values.pop(name), "cannot be serialized: %s: %s" % (type(exc).__name__, exc))
-            _dump(dill, path, {"version": VERSION, "values": values, "modules": modules}, main, limit)
+        plain, total = {}, 0
+        for name in list(values):
+            try:
+                b = pickle.dumps(values[name], protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException:
+                continue
+            if b"__main__" in b:
+                continue
+            total += len(b)
+            if total > limit:
+                raise TooLarge("the namespace is over the snapshot's %d-byte bound" % limit)
+            plain[name] = b
+            del values[name]
+        rest = _dill_bytes(dill, values, main, limit - total, skipped)
     finally:
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
-    if len(skipped) > MAX_SKIPPED:
-        rest = len(skipped) - MAX_SKIPPED
-        skipped = skipped[:MAX_SKIPPED] + [{"name": "...", "type": "", "reason": "%d more names not saved" % rest}]
-    return {"names": sorted(values), "modules": modules, "skipped": skipped, "bytes": os.path.getsize(path)}
-
-
-def _dump(dill, path, obj, main, limit):
     with open(path, "wb") as f:
-        _pickler(dill, _Bounded(f, limit), main).dump(obj)
+        pickle.dump({"version": VERSION, "plain": plain, "dill": rest, "modules": modules}, f,
+                    protocol=pickle.HIGHEST_PROTOCOL)
+    if len(skipped) > MAX_SKIPPED:
+        extra = len(skipped) - MAX_SKIPPED
+        skipped = skipped[:MAX_SKIPPED] + [{"name": "...", "type": "", "reason": "%d more names not saved" % extra}]
+    return {"names": sorted(list(plain) + list(values)), "modules": modules, "skipped": skipped,
+            "bytes": os.path.getsize(path)}
+
+
+def _dill_bytes(dill, values, main, limit, skipped):
+    """values (dropping, and reporting in skipped, the ones dill refuses) as one dill
+    pickle within limit bytes."""
+    if not values:
+        return b""
+    try:
+        return _dump(dill, values, main, limit)
+    except TooLarge:
+        raise
+    except BaseException:
+        for name in list(values):
+            try:
+                _pickler(dill, _Bounded(None, limit), main).dump(values[name])
+            except TooLarge:
+                raise
+            except BaseException as exc:
+                _skip(skipped, name, values.pop(name), "cannot be serialized: %s: %s" % (type(exc).__name__, exc))
+        return _dump(dill, values, main, limit)
+
+
+def _dump(dill, obj, main, limit):
+    buf = io.BytesIO()
+    _pickler(dill, _Bounded(buf, limit), main).dump(obj)
+    return buf.getvalue()
 
 
 def load(ns, main, path):
@@ -138,20 +172,24 @@ def load(ns, main, path):
     sys.modules["__main__"] = main
     try:
         with open(path, "rb") as f:
-            u = dill.Unpickler(f)
+            data = pickle.load(f)
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise ValueError("not a namespace snapshot of version %d" % VERSION)
+        values = {}
+        if data.get("dill"):
+            u = dill.Unpickler(io.BytesIO(data["dill"]))
             u._main = main
-            data = u.load()
+            values.update(u.load())
+        for name, b in (data.get("plain") or {}).items():
+            values[name] = pickle.loads(b)
     finally:
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise ValueError("not a namespace snapshot of version %d" % VERSION)
     skipped = []
     for name, mod in (data.get("modules") or {}).items():
         try:
             ns[name] = importlib.import_module(mod)
         except BaseException as exc:
             skipped.append({"name": str(name), "type": "module", "reason": "import %s failed: %s" % (mod, exc)})
-    values = data.get("values") or {}
     ns.update(values)
     return {"names": sorted(values), "modules": data.get("modules") or {}, "skipped": skipped}
