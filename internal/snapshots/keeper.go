@@ -139,7 +139,8 @@ func (k *Keeper) restore(ctx context.Context, req core.Request) (core.Result, er
 		// What the snapshot skipped is still missing after the restore.
 		rep.Skipped = append(append([]core.SnapshotSkip{}, m.Report.Skipped...), rep.Skipped...)
 	} else {
-		rep.Skipped = append([]core.SnapshotSkip{}, m.Report.Skipped...)
+		// The replay rebuilds what the snapshot skipped (its calls made it).
+		rep.Skipped = []core.SnapshotSkip{}
 		rep.Replay = []core.ReplayedCall{}
 		for i, c := range m.Calls {
 			res, err := k.Handle(ctx, core.Request{Op: core.OpExec, Owner: req.Owner, SessionID: req.SessionID,
