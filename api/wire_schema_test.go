@@ -39,6 +39,9 @@ var wireSchemas = map[string]any{
 	"BatchSummary": wire.BatchSummary{}, "BatchItemEvent": wire.BatchItemEvent{},
 	"SnapshotSkip": wire.SnapshotSkip{}, "SnapshotCreated": wire.SnapshotCreated{}, "Snapshot": wire.Snapshot{},
 	"SnapshotList": wire.SnapshotList{}, "ReplayedCall": wire.ReplayedCall{}, "SessionRestored": wire.SessionRestored{},
+	"CreateEnvironmentRequest": wire.CreateEnvironmentRequest{}, "EnvironmentBlob": wire.EnvironmentBlob{},
+	"EnvironmentCheck": wire.EnvironmentCheck{}, "Environment": wire.Environment{}, "EnvironmentList": wire.EnvironmentList{},
+	"EnvironmentEvent": wire.EnvironmentEvent{},
 }
 
 // notBodies are schemas without a Go struct: the tool arguments (any JSON
@@ -180,7 +183,7 @@ func (c *schemaCheck) mismatch(where string, ref *openapi3.SchemaRef, typ reflec
 	s := ref.Value
 	var want string
 	switch {
-	case typ == reflect.TypeOf(time.Time{}), typ.Kind() == reflect.String:
+	case typ == reflect.TypeOf(time.Time{}), typ.Kind() == reflect.String, typ == reflect.TypeOf([]byte(nil)): // []byte: base64
 		want = "string"
 	case anyJSON:
 		return "" // any JSON

@@ -58,6 +58,10 @@ type Config struct {
 	// results only. It is asked once per owner.
 	KeySecrets func(owner string) []string
 
+	// Environments resolves the environment a call names to the image it
+	// runs in (environments.Resolver); nil knows the built-in ones only.
+	Environments EnvironmentResolver
+
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 }

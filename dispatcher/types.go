@@ -53,6 +53,13 @@ type Call struct {
 	// for approval, a rule named here holds the call instead of refusing.
 	ApprovalTools   []string `json:"approval_tools,omitempty"`
 	RequireApproval []string `json:"require_approval,omitempty"`
+	// Environment names the environment a one-shot call runs in (issue
+	// 28; default python, shell for execute_shell); a session call runs in
+	// its session's. Environments, set by the transport from the caller's
+	// policy, lists the custom environments the caller may use ("*": all);
+	// the built-in ones are always allowed.
+	Environment  string   `json:"environment,omitempty"`
+	Environments []string `json:"environments,omitempty"`
 }
 
 // Status is a tool call's outcome, as the wire shows it. It is one of:
