@@ -50,6 +50,8 @@ func TestOpenAPIConformance(t *testing.T) {
 	h.do(keyAlice, "POST", "/v1/tool-calls/approvals/tok-1", map[string]any{"approve": true})
 	rid3 := h.startRun(keyAlice, map[string]any{"goal": "z"})
 	h.do(keyAlice, "POST", "/v1/runs/"+rid3+"/cancel", nil)
+	snap := conformSnapshots(t, h, sid)
+	h.do(keyAlice, "DELETE", "/v1/snapshots/"+snap, nil)
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+sid, nil)
 	conformBatches(t, h)
 

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/agent"
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/state"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -167,6 +168,10 @@ type fakeSessions struct {
 	interrupts int
 	restarts   map[string]int
 	bg         map[string]bool // id → opened with background work allowed
+	// snapState is the server's state store, where snapshots go
+	// (fakes_snapshots_test.go); snapQuota bounds each owner's.
+	snapState state.Store
+	snapQuota int64
 }
 
 func newFakeSessions() *fakeSessions {

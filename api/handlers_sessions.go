@@ -56,6 +56,13 @@ func (s *Server) openSession(c *gin.Context) {
 		env, err = s.resolveEnvironment(c.Request.Context(), who, req.Environment)
 	}
 	var rec wire.Session
+	if err == nil && req.Snapshot != "" {
+		s.openFromSnapshot(c, &req)
+		return
+	}
+	if err == nil && req.Restore != "" {
+		err = newError(core.ErrInvalid, `"restore" needs "snapshot": the snapshot to open the session from`)
+	}
 	if err == nil {
 		rec, err = s.sessions.OpenIn(c.Request.Context(), who, env, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
 		rec.TimeoutSeconds = s.sessionTimeout(limits)

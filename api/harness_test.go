@@ -106,6 +106,7 @@ func newHarness(t *testing.T, mut func(*Config, *Deps)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.sess.snapState = h.srv.deps.State
 	h.oa = newOAValidator(t)
 	return h
 }

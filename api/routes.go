@@ -67,6 +67,7 @@ func (s *Server) routes() *gin.Engine {
 	g.GET("/sessions/:id/artifacts/:artifact", quick, s.artifact(true))
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
 	g.PUT("/sessions/:id/notebook", quick, limitBody(notebooks.MaxBytes), s.putNotebook)
+	s.snapshotRoutes(g, slow, quick)
 
 	g.POST("/runs", quick, body, s.startRun)
 	g.GET("/runs/:id", quick, s.getRun)

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/notebooks"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/internal/sessions"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -42,6 +43,7 @@ type Server struct {
 	artifacts  *artifacts.Store
 	records    *sessionrecords.Store
 	sessions   *sessions.Service
+	snapshots  *sessions.Snapshots // session snapshots, forks and the notebook export (issue 30)
 	idem       *idempotency.Keys
 	calls      *toolcalls.Service
 	notebooks  *notebooks.Store
@@ -122,6 +124,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
 		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
 	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
+	snap, _ := deps.Sessions.(sessions.Snapshotter)
+	s.snapshots = sessions.NewSnapshots(s.sessions, snap, snapshots.New(deps.State, snapshots.DefaultConfig(), cfg.Now), snapshots.NewCallLog(deps.State))
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,8 @@ var wireSchemas = map[string]any{
 	"Batch": wire.Batch{}, "BatchCounts": wire.BatchCounts{}, "BatchError": wire.BatchError{},
 	"BatchList": wire.BatchList{}, "BatchMapSpec": wire.BatchMapSpec{}, "BatchLine": wire.BatchLine{},
 	"BatchSummary": wire.BatchSummary{}, "BatchItemEvent": wire.BatchItemEvent{},
+	"SnapshotSkip": wire.SnapshotSkip{}, "SnapshotCreated": wire.SnapshotCreated{}, "Snapshot": wire.Snapshot{},
+	"SnapshotList": wire.SnapshotList{}, "ReplayedCall": wire.ReplayedCall{}, "SessionRestored": wire.SessionRestored{},
 	"CreateEnvironmentRequest": wire.CreateEnvironmentRequest{}, "EnvironmentBlob": wire.EnvironmentBlob{},
 	"EnvironmentCheck": wire.EnvironmentCheck{}, "Environment": wire.Environment{}, "EnvironmentList": wire.EnvironmentList{},
 	"EnvironmentEvent": wire.EnvironmentEvent{},

@@ -131,6 +131,11 @@ type Request struct {
 	// unpacked-size or entry bounds are refused with ErrInvalid naming
 	// the entry. Mount and Archive are exclusive.
 	Archive []byte `json:"archive,omitempty"`
+	// SnapshotID names the snapshot of an OpSessionSnapshot or
+	// OpSessionRestore; Restore is the restore's mode (RestoreNamespace,
+	// RestoreReplay).
+	SnapshotID string `json:"snapshot_id,omitempty"`
+	Restore    string `json:"restore,omitempty"`
 }
 
 // The kinds of question an OpSessionIntrospect asks.
@@ -261,4 +266,6 @@ type Result struct {
 	// CPUSeconds is the CPU time (user + system) the call's processes
 	// used, as the controller measured it; 0 when not measured.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// Snapshot reports an OpSessionSnapshot or OpSessionRestore.
+	Snapshot *SnapshotReport `json:"snapshot,omitempty"`
 }

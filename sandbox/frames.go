@@ -55,6 +55,9 @@ type ctlRequest struct {
 	CursorPos   int    `json:"cursor_pos,omitempty"`
 	DetailLevel int    `json:"detail_level,omitempty"`
 	Value       string `json:"value,omitempty"`
+	// Part names a snapshot file (snapread, snapwrite: "ns" or "work"). A
+	// restore's Mode is "namespace" or "files".
+	Part string `json:"part,omitempty"`
 }
 
 // ctlArtifact is an artifact as the controller reports it; Go re-checks it.
@@ -107,6 +110,19 @@ type ctlFrame struct {
 	Procs       int     `json:"procs"`
 	CPUMS       float64 `json:"cpu_ms"`
 	MemBytes    int64   `json:"mem_bytes"`
+	// snapshot and restore: the kernel's report, the work folder's
+	// entries and (snapshot) each part's size and digest
+	Names       []string               `json:"names"`
+	Modules     map[string]string      `json:"modules"`
+	Skipped     []core.SnapshotSkip    `json:"skipped"`
+	SnapEntries int                    `json:"work_entries"`
+	Parts       map[string]ctlSnapPart `json:"parts"`
+}
+
+// ctlSnapPart is one snapshot file as the controller wrote it.
+type ctlSnapPart struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // ctlUnpacked is what the controller unpacked from a call's archive.

@@ -24,6 +24,9 @@ type session struct {
 	// the controller took it).
 	inputMu sync.Mutex
 	input   *inputScan
+	// snapMu keeps one snapshot or restore at a time (they share the
+	// controller's snapshot files).
+	snapMu sync.Mutex
 }
 
 // sessions tracks live sessions and ends them on idle TTL or maximum life.

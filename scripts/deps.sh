@@ -40,6 +40,8 @@ have_pkg() {
     python3-nbclient) /usr/bin/python3 -c 'import nbclient' 2>/dev/null ;;
     jupyter-nbconvert) command -v jupyter-nbconvert >/dev/null ;;
     python3-websocket) /usr/bin/python3 -c 'import websocket' 2>/dev/null ;;
+    # The session notebook export is validated with it (internal/snapshots).
+    python3-nbformat) /usr/bin/python3 -c 'import nbformat' 2>/dev/null ;;
     # debootstrap checks bookworm's Release signature with this keyring
     # (always present on Debian; a separate package on Ubuntu).
     debian-archive-keyring) [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] ;;
@@ -48,7 +50,7 @@ have_pkg() {
 }
 
 wanted=(debootstrap debian-archive-keyring)
-[ "$mode" = test ] && wanted+=(redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket)
+[ "$mode" = test ] && wanted+=(redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket python3-nbformat)
 need=()
 for p in "${wanted[@]}"; do have_pkg "$p" || need+=("$p"); done
 

@@ -15,6 +15,11 @@ type CreateSessionRequest struct {
 	// Environment names the environment the session runs in (default
 	// python).
 	Environment string `json:"environment,omitempty"`
+	// Snapshot opens the session from that snapshot of the caller's
+	// (issue 30), with the snapshot's limits unless Limits is given;
+	// Restore is RestoreNamespace (the default) or RestoreReplay.
+	Snapshot string `json:"snapshot,omitempty"`
+	Restore  string `json:"restore,omitempty"`
 }
 
 // Session states (Session.State).
@@ -57,6 +62,8 @@ type Session struct {
 	// a call that names no timeout gets (answered by POST and GET
 	// /v1/sessions/{id}).
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Restored reports a session opened from a snapshot or forked.
+	Restored *SessionRestored `json:"restored,omitempty"`
 }
 
 // SessionList is the answer of GET /v1/sessions, oldest first.

@@ -31,16 +31,23 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	log := infoLogger(stderr, o.verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The state store first: the embedded worker keeps session snapshots
+	// and call logs in it (issue 30).
+	srdb, err := stateRedis(o.stack.redis)
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	store, err := openState(srdb, o.dataDir)
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	defer store.Close()
+	o.stack.snapState = store
 	st, err := buildStack(ctx, &o.stack, log)
 	if err != nil {
 		return cmd.fail(1, err)
 	}
 	defer st.close()
-	store, err := openState(st.rdb, o.dataDir)
-	if err != nil {
-		return cmd.fail(1, err)
-	}
-	defer store.Close()
 	envs, err := st.environments(store, &o.stack)
 	if err != nil {
 		return cmd.fail(1, err)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -27,4 +29,17 @@ func openState(rdb *redis.Client, dataDir string) (state.Store, error) {
 		return nil, fmt.Errorf("open state under --data-dir %s: %w", dataDir, err)
 	}
 	return b, nil
+}
+
+// stateRedis is the Redis client of serve's state store (nil without
+// --redis); the store's Close does not close it, the process's exit does.
+func stateRedis(url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, nil
+	}
+	rdb, err := queue.NewRedisClient(url, 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return rdb, nil
 }

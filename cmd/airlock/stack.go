@@ -16,8 +16,10 @@ import (
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/jobs"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // stack is the object graph of a command: queue → worker → sandbox
@@ -102,6 +104,14 @@ func buildWorker(ctx context.Context, f *stackFlags, log *slog.Logger) (*stack, 
 // buildWorkerWith is buildWorker with the engine from newEngine.
 func buildWorkerWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEngine engineFactory) (*stack, error) {
 	s := newStack(log)
+	if f.redis != "" && f.snapState == nil { // session snapshots and call logs, in serve's state store
+		rdb, err := queue.NewRedisClient(f.redis, 2*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		s.rdb = rdb
+		f.snapState = state.NewRedis(rdb, stateKeyPrefix)
+	}
 	if err := s.run(ctx, f, f.concurrency, newEngine); err != nil {
 		return nil, err
 	}
@@ -163,6 +173,9 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	s.worker = eng
 	s.engine, _ = eng.(*sandbox.Engine)
 	var run jobs.Engine = eng
+	if se, ok := eng.(snapshots.Engine); ok && f.snapState != nil {
+		run = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
+	}
 	if f.secrets.Len() > 0 {
 		run = redactingEngine{Engine: eng, red: dispatcher.NewRedactor(f.secrets.List())}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/state"
 	"os"
 	"time"
 
@@ -65,6 +67,10 @@ type stackFlags struct {
 	// keys are serve's API keys: each key's secrets_file is redacted from
 	// its own results, and its policy bounds its agent runs' calls.
 	keys *keys.Set
+	// snapState is the state store a worker keeps session snapshots and
+	// call logs in (serve's store; a Redis worker's); nil: no snapshots.
+	snapState  state.Store
+	snapConfig snapshots.Config
 }
 
 // register adds the flags of a command that takes tool calls: serve
@@ -84,6 +90,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, local bool, pool int) {
 	if !local { // a one-call command has no batch to make room beside
 		registerReserve(fs, &f.interactiveReserve)
 		registerVisibility(fs, &f.visibility)
+		f.registerSnapshots(fs)
 	}
 	f.registerSecretsFile(fs)
 }
@@ -97,6 +104,7 @@ func (f *stackFlags) registerWorker(fs *flag.FlagSet) {
 	registerVisibility(fs, &f.visibility)
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
 	f.registerSecretsFile(fs)
+	f.registerSnapshots(fs)
 }
 
 // registerConcurrency adds --concurrency with default def.

@@ -27,6 +27,7 @@ func (s *Server) addTools(srv *mcp.Server, owner string) {
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: tl.ReadOnly, OpenWorldHint: new(false)},
 		}, h)
 	}
+	s.addSnapshotTools(srv, owner)
 }
 
 // callTool returns the tools/call handler of owner's server: open the MCP

@@ -58,6 +58,13 @@ class KernelOps:
                # Airlock leaves out a zero cursor_pos.
                "cursor_pos": cursor if type(cursor) is int else 0,
                "detail_level": detail if type(detail) is int else 0}
+        return {"reply": checked(self.ask(msg, INTROSPECT_S))}
+
+    def ask(self, msg, bound):
+        """Ask the session's kernel msg (an op it answers between calls) and wait at most
+        bound seconds: the Question, answered or not. The kernel is resumed for it and
+        left as it was found (stopped and swept if it was stopped); one that did not
+        answer in time is killed (the next call reports kernel_restarted)."""
         k = self.session.kernel_for_question()
         self.kernels.wait_ready(k)
         stopped = self.session.stopped
@@ -66,18 +73,18 @@ class KernelOps:
         q = Question(k, self.next_seq())
         self.question = q
         try:
-            self._ask(q, dict(msg, seq=q.seq, token=q.token))
+            self._ask(q, dict(msg, seq=q.seq, token=q.token), bound)
         finally:
             self.question = None
         dead = ()
         if not q.answered and k.dead is None:
-            self.kernels.kill(k, {"message": "the kernel did not answer an introspection", "exit_code": 137})
+            self.kernels.kill(k, {"message": "the kernel did not answer %s" % msg.get("op"), "exit_code": 137})
             dead = (k.pid,)
         if stopped:
             self.session.sweep(snapshot, run_kernel=False, dead=dead)
-        return {"reply": checked(q)}
+        return q
 
-    def _ask(self, q, msg):
+    def _ask(self, q, msg, bound):
         """Send the question and wait for its answer, the kernel's death or the bound."""
         k = q.kernel
         try:
@@ -86,7 +93,7 @@ class KernelOps:
             wire.send(k.sock, msg)
         except OSError:
             return
-        end = now() + INTROSPECT_S
+        end = now() + bound
         while not q.answered and k.dead is None and now() < end:
             self.loop.poll(max(0.0, end - now()))
 

@@ -1,7 +1,7 @@
 """The request ops: which exist, which are answered at once, and how each is handled.
 
 Requests are handled one at a time, in order (QUEUED ops: exec, introspect, restart, put,
-get, ls), except those answered as soon as they are read, even while an exec runs
+get, ls, and the snapshot ops of airlock_snapshots), except those answered as soon as they are read, even while an exec runs
 (IMMEDIATE ops: ping, interrupt, stats, input_reply; a restart during a session call also
 ends that call at once). Every request gets exactly one done frame; a refused one gets
 done with "fail".
@@ -34,6 +34,9 @@ class Ops:
                           "input_reply": self.input_reply}
         self.queued = {"exec": self.runner.run, "introspect": c.kernelops.introspect, "restart": self.restart,
                        "put": self.put, "get": self.get, "ls": self.ls, "stage": self.stage}
+        snaps = c.snapshots
+        self.queued.update({"snapshot": snaps.snapshot, "snapread": snaps.snapread, "snapwrite": snaps.snapwrite,
+                            "restore": snaps.restore, "snapclear": snaps.snapclear})
         self.workspace = c.workspace
 
     def on_request(self, req):

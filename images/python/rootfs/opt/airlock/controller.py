@@ -12,7 +12,8 @@ airlock_link (Airlock's wire), airlock_ops (the request table), airlock_call and
 airlock_output (the call lifecycle), airlock_kernelops (questions the session's kernel
 answers between calls), airlock_kernels, airlock_session and airlock_shell (kernel
 choice), airlock_cleanup (the sweep, IPC, files), airlock_accounting (CPU),
-airlock_artifacts, airlock_workspace and airlock_files (files), airlock_proc (/proc).
+airlock_artifacts, airlock_workspace and airlock_files (files), airlock_proc (/proc),
+airlock_snapshots (session snapshots: the namespace with dill in the kernel, /work as a tar).
 """
 
 import ctypes
@@ -32,6 +33,7 @@ from airlock_loop import Loop, now
 from airlock_ops import Ops
 from airlock_session import Session
 from airlock_shell import OomScore, Shells
+from airlock_snapshots import Snapshots
 from airlock_workspace import Workspace, load_archive
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
@@ -61,6 +63,7 @@ class Controller:
         self.artifacts = Artifacts(WORK)
         self.runner = Runner(self)
         self.kernelops = KernelOps(self.loop, self.kernels, self.session, self.runner.next_seq)
+        self.snapshots = Snapshots(self.kernelops, WORK)
         self.ops = Ops(self)
 
     def on_line(self, line):

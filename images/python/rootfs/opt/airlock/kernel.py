@@ -34,11 +34,13 @@ import types  # noqa: E402
 
 import airlock_display as rich  # noqa: E402
 import airlock_introspect  # noqa: E402
+import airlock_namespace  # noqa: E402
 import airlock_wire as wire  # noqa: E402
 
 WORK = os.environ.get("AIRLOCK_WORK", "/work")
 PR_SET_DUMPABLE = 4
-_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files", "airlock_display", "airlock_introspect")
+_OUR_MODULES = ("kernel", "zygote", "airlock_wire", "airlock_files", "airlock_display", "airlock_introspect",
+                "airlock_namespace")
 
 # Private references, taken at import (see the module doc).
 _send = wire.send
@@ -56,6 +58,7 @@ _format_exception = traceback.format_exception
 _rich_begin, _rich_end, _rich_close, _rich_show = rich.begin, rich.end_call, rich.close_figures, rich.display
 _rich_result, _rich_after = rich.result, rich.after_call
 _answer = airlock_introspect.answer
+_ns_save, _ns_load = airlock_namespace.save, airlock_namespace.load
 _NOT_ANSWERED = {"status": "error", "ename": "IntrospectionFailed", "evalue": "no answer", "traceback": []}
 
 
@@ -121,6 +124,8 @@ class Kernel:
         self.main.__dict__["__builtins__"] = builtins
         self.ns = self.main.__dict__
         self.count = 0
+        self.armed = False
+        self.own = {}  # what the kernel itself put in ns (display): never saved in a snapshot
 
     def warm_up(self):
         """Run the call path once on /dev/null before any call, so the copy-on-write page
@@ -185,6 +190,9 @@ class Kernel:
             if msg.get("op") == "introspect" and not fds:
                 self.introspect(msg)
                 continue
+            if msg.get("op") in ("snapshot", "restore") and not fds:
+                self.namespace(msg)
+                continue
             if msg.get("op") != "exec" or len(fds) != nfds or len(fds) < 2:
                 for fd in fds:
                     _close(fd)
@@ -192,7 +200,8 @@ class Kernel:
             # The token proves a done is this loop's: user code gets no reference to it.
             token = msg.pop("token", None)
             seq = msg.get("seq")
-            if self.count == 0:
+            if not self.armed:
+                self.armed = True
                 self.arm(bool(msg.get("generated")))
             # With allow_stdin the third fd is the answers pipe (input()), not stdin.
             answers = fds.pop() if msg.get("allow_stdin") is True and len(fds) > 2 else None
@@ -236,6 +245,38 @@ class Kernel:
         except BaseException:  # not JSON (what user code gave Jedi), too deep
             try:
                 _send(self.sock, {"t": "done", "seq": seq, "token": token, "reply": _NOT_ANSWERED})
+            except BaseException:
+                _exit(70)
+
+    def namespace(self, msg):
+        """Save the namespace to msg's path ("snapshot", at most max_bytes) or load it from
+        there ("restore": the kernel is armed first, as for a call, so that the values can
+        import modules under /work); answer with a done carrying the question's own token
+        and the report, or {"error": why}."""
+        token = msg.pop("token", None)
+        seq = msg.get("seq")
+        try:
+            path = str(msg.get("path"))
+            if msg.get("op") == "snapshot":
+                limit = msg.get("max_bytes")
+                reply = _ns_save(self.ns, self.main, path, limit if type(limit) is int else 1 << 30, self.own)
+            else:
+                if not self.armed:
+                    self.armed = True
+                    self.arm(False)
+                reply = _ns_load(self.ns, self.main, path)
+        except BaseException as exc:
+            try:
+                reply = {"error": "%s: %s" % (type(exc).__name__, exc)}
+            except BaseException:
+                reply = {"error": "the namespace could not be %s" % ("saved" if msg.get("op") == "snapshot" else "loaded")}
+        try:
+            _send(self.sock, {"t": "done", "seq": seq, "token": token, "reply": reply})
+        except OSError:
+            _exit(70)
+        except BaseException:
+            try:
+                _send(self.sock, {"t": "done", "seq": seq, "token": token, "reply": {"error": "the report is not JSON"}})
             except BaseException:
                 _exit(70)
 
@@ -402,6 +443,7 @@ def child_main(ctl_fd):
                 pass
         k = Kernel(sock)
         rich.install(k.ns, sock)
+        k.own = dict(k.ns)
         if os.environ.get("AIRLOCK_WARMUP", "1") == "1":
             k.warm_up()
         # Set up: the controller starts a call's clock (and CPU count) only after this.

@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/airlock-dev/airlock/core"
+)
+
+// Snapshot parts, in the order they are read and written: the namespace
+// (a dill pickle, made and read only inside the owner's sandbox) and the
+// work folder (a tar).
+var SnapshotParts = []string{"ns", "work"}
+
+// snapChunk is the most one snapread or snapwrite carries.
+const snapChunk = 4 << 20
+
+// snapOpTimeout bounds the snapshot and restore ops (dill on a large
+// namespace); the controller's own bound in the kernel is 300 s.
+const snapOpTimeout = 330 * time.Second
+
+// SnapshotSink receives a snapshot's parts: for each part, in
+// SnapshotParts order, its chunks in order, with the part's whole size.
+type SnapshotSink func(part string, size int64, chunk []byte) error
+
+// SnapshotSource writes a snapshot's part into the container by calling
+// write with its chunks in order (each at most 4 MiB).
+type SnapshotSource func(part string, write func(chunk []byte) error) error
+
+// SnapshotSession saves session id of owner: the controller has the
+// session's kernel save its namespace (with dill, in the kernel) and packs
+// /work, within maxBytes together; the parts are then read in chunks into
+// sink and checked against the controller's digests. The report names
+// what was saved and what was skipped (open files, generators, ...).
+func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink SnapshotSink) (core.SnapshotReport, error) {
+	ss, err := e.sessions.get(owner, id)
+	if err != nil {
+		return core.SnapshotReport{}, err
+	}
+	ss.snapMu.Lock()
+	defer ss.snapMu.Unlock()
+	e.sessions.touch(ss)
+	f, err := e.snapOp(ctx, ss, ctlRequest{Op: "snapshot", MaxBytes: maxBytes}, snapOpTimeout)
+	if err != nil {
+		return core.SnapshotReport{}, err
+	}
+	defer func() { _, _ = e.snapOp(context.WithoutCancel(ctx), ss, ctlRequest{Op: "snapclear"}, time.Minute) }()
+	rep := core.SnapshotReport{Names: f.Names, Modules: f.Modules, Skipped: f.Skipped, Entries: f.SnapEntries}
+	if rep.Skipped == nil {
+		rep.Skipped = []core.SnapshotSkip{}
+	}
+	for _, part := range SnapshotParts {
+		want, ok := f.Parts[part]
+		if !ok {
+			return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, "the controller reported no "+part+" part")
+		}
+		h := sha256.New()
+		var off int64
+		for off < want.Size || (off == 0 && want.Size == 0) {
+			c, err := e.snapOp(ctx, ss, ctlRequest{Op: "snapread", Part: part, Offset: off, Length: snapChunk}, time.Minute)
+			if err != nil {
+				return core.SnapshotReport{}, err
+			}
+			data, err := c.bytesData()
+			if err != nil || c.Size != want.Size || (len(data) == 0 && off < want.Size) {
+				return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, fmt.Sprintf("bad %s chunk at %d from the controller", part, off))
+			}
+			h.Write(data)
+			off += int64(len(data))
+			if err := sink(part, want.Size, data); err != nil {
+				return core.SnapshotReport{}, err
+			}
+			if want.Size == 0 {
+				break
+			}
+		}
+		if hex.EncodeToString(h.Sum(nil)) != want.SHA256 {
+			return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, "the "+part+" part changed while it was read")
+		}
+		rep.Bytes += want.Size
+	}
+	return rep, nil
+}
+
+// RestoreSession loads a snapshot into session id of owner: src writes
+// each part into the container, then the controller unpacks the work
+// folder into the emptied /work and, with mode core.RestoreNamespace, has
+// the kernel load the namespace ("files" restores /work only).
+func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src SnapshotSource) (core.SnapshotReport, error) {
+	ss, err := e.sessions.get(owner, id)
+	if err != nil {
+		return core.SnapshotReport{}, err
+	}
+	ss.snapMu.Lock()
+	defer ss.snapMu.Unlock()
+	e.sessions.touch(ss)
+	for _, part := range SnapshotParts {
+		var off int64
+		write := func(chunk []byte) error {
+			if len(chunk) > snapChunk {
+				return core.Errorf("sandbox.restore", core.ErrInternal, "snapshot chunk over 4 MiB")
+			}
+			f, err := e.snapOp(ctx, ss, ctlRequest{Op: "snapwrite", Part: part, Offset: off, Data: chunk}, time.Minute)
+			if err != nil {
+				return err
+			}
+			off = f.Size
+			return nil
+		}
+		if err := write(nil); err != nil { // creates the part, empty
+			return core.SnapshotReport{}, err
+		}
+		if err := src(part, write); err != nil {
+			return core.SnapshotReport{}, err
+		}
+	}
+	f, err := e.snapOp(ctx, ss, ctlRequest{Op: "restore", Mode: mode, MaxBytes: maxBytes}, snapOpTimeout)
+	if err != nil {
+		return core.SnapshotReport{}, err
+	}
+	rep := core.SnapshotReport{Names: f.Names, Modules: f.Modules, Skipped: f.Skipped, Entries: f.SnapEntries}
+	if rep.Skipped == nil {
+		rep.Skipped = []core.SnapshotSkip{}
+	}
+	return rep, nil
+}
+
+// snapOp runs one snapshot request on the session's container; a refusal
+// is ErrInvalid with the controller's reason, a container that stopped
+// answering ends the session.
+func (e *Engine) snapOp(ctx context.Context, ss *session, req ctlRequest, bound time.Duration) (ctlFrame, error) {
+	out, err := ss.box.call(ctx, e, req, callOpts{timeout: bound, session: true, budget: snapChunk/3*4 + smallFrame})
+	if err != nil {
+		return ctlFrame{}, err
+	}
+	switch {
+	case out.abandoned:
+		return ctlFrame{}, fmt.Errorf("sandbox: %s abandoned: %w", req.Op, context.Cause(ctx))
+	case ss.box.dead.Load() || !out.gotDone:
+		e.sessions.end(ss)
+		return ctlFrame{}, fmt.Errorf("sandbox: session %s ended during %s: %w", ss.info.ID, req.Op, core.ErrSessionNotFound)
+	case out.done.Fail != "":
+		return ctlFrame{}, core.Errorf("sandbox."+req.Op, core.ErrInvalid, out.done.Fail)
+	}
+	return out.done, nil
+}
