@@ -64,6 +64,7 @@ func run() int {
 		{"8", "batch", sectionBatch},
 		{"9", "state store", sectionState},
 		{"10", "jupyter", sectionJupyter},
+		{"11", "environments", sectionEnv},
 	}
 	failed := 0
 	for _, s := range sections {
