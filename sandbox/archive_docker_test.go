@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -57,7 +58,7 @@ func wantListing(sums map[string]string) string {
 
 func execErr(t *testing.T, e *Engine, req core.Request) (core.Result, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	return e.Exec(ctx, req)
 }

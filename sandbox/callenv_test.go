@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestEnvAndStdinPerCall(t *testing.T) {
 			return run(t, e, req)
 		}
 		req.Owner, req.SessionID = "o", s.ID
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 		defer cancel()
 		r, err := e.SessionExec(ctx, req)
 		if err != nil {

@@ -90,6 +90,12 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	if cfg.OwnerIdle == 0 {
 		cfg.OwnerIdle = def.OwnerIdle
 	}
+	if cfg.InputMaxBytes <= 0 {
+		cfg.InputMaxBytes = def.InputMaxBytes
+	}
+	if cfg.InputMaxEntries <= 0 {
+		cfg.InputMaxEntries = def.InputMaxEntries
+	}
 	if cfg.HardOutputBytes == 0 {
 		cfg.HardOutputBytes = def.HardOutputBytes
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -23,7 +24,7 @@ func integration(t *testing.T) DockerAPI {
 	}
 	dc, err := NewDockerClient()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		_, err = dc.Ping(ctx)
 		if err == nil {
@@ -91,7 +92,7 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 
 func run(t *testing.T, e *Engine, req core.Request) core.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	res, err := e.Exec(ctx, req)
 	if err != nil {

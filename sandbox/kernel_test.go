@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func pooledEngine(t *testing.T, mod func(*Config)) *Engine {
 			mod(c)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -279,7 +280,7 @@ func TestInterruptAndRestart(t *testing.T) {
 		if r.Status != core.StatusError || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
 			t.Fatalf("interrupted call: %s", brief(r))
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testscale.D(10 * time.Second)):
 		t.Fatal("interrupt did not end the call")
 	}
 	if r := sexec(t, e, s.ID, "o", core.Python, "print(x)", core.Limits{}); r.Stdout != "5\n" {
@@ -299,7 +300,7 @@ func TestInterruptAndRestart(t *testing.T) {
 
 func waitBusy(t *testing.T, e *Engine, id string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testscale.D(30 * time.Second))
 	for {
 		if info, err := e.Session("o", id); err == nil && info.State == "busy" {
 			return
@@ -447,7 +448,7 @@ func TestDeadMansSwitch(t *testing.T) {
 		return l
 	}
 	var id string
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(testscale.D(2 * time.Minute))
 	for id == "" || len(cgroupProcs(id)) < 3 { // controller, zygote, busy kernel
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -463,7 +464,7 @@ func TestDeadMansSwitch(t *testing.T) {
 	_ = cmd.Wait()
 	killed := time.Now()
 	for len(list()) > 0 || len(cgroupProcs(id)) > 0 {
-		if time.Since(killed) > 5*time.Second {
+		if time.Since(killed) > testscale.D(5*time.Second) {
 			t.Fatalf("5 s after its owner died: %d containers, processes %v", len(list()), cgroupProcs(id))
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestHookedSessionKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 		defer cancel()
 		r, err := e.SessionExec(ctx, core.Request{SessionID: s.ID, Owner: "o", Language: core.Python, Code: code, Generated: true, Limits: lim})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"image/png"
 	"os"
 	"os/exec"
@@ -22,7 +23,7 @@ import (
 
 func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	info, rej, err := e.OpenSession(ctx, core.Request{Owner: owner})
 	if err != nil || rej != nil {
@@ -33,7 +34,7 @@ func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
 
 func sexec(t *testing.T, e *Engine, id, owner string, lang core.Language, code string, lim core.Limits) core.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	r, err := e.SessionExec(ctx, core.Request{SessionID: id, Owner: owner, Language: lang, Code: code, Limits: lim})
 	if err != nil {
@@ -322,7 +323,7 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 		}
 		return len(l)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(testscale.D(3 * time.Minute))
 	for list() < 2 {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -335,7 +336,7 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 	// The containers remove themselves (their stdin closed with the dead
 	// process); the reaper, the second line, takes whatever is left.
 	e := newTestEngine(t, nil)
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(testscale.D(10 * time.Second))
 	for {
 		if _, err := e.Reap(ctx); err != nil {
 			t.Fatal(err)
@@ -412,7 +413,7 @@ func TestCloseDuringCall(t *testing.T) {
 		if o.err == nil && !o.r.SessionEnded {
 			t.Fatalf("call survived its session's close: %s", brief(o.r))
 		}
-	case <-time.After(2 * time.Minute):
+	case <-time.After(testscale.D(2 * time.Minute)):
 		t.Fatal("a call hung after its session was closed")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/environments/envtest"
+	"github.com/airlock-dev/airlock/environments/envtest/envuse"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/keys"
@@ -57,7 +58,7 @@ func newEnvServer(t *testing.T) *envServer {
 	requireSandbox(t)
 	dc := envtest.Docker(t)
 	store := state.NewMemory(nil)
-	m := envtest.Manager(dc, store)
+	m := envuse.Manager(dc, store)
 	envUse.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
@@ -67,7 +68,7 @@ func newEnvServer(t *testing.T) *envServer {
 			return
 		}
 		defer os.RemoveAll(dir)
-		envUse.rec, envUse.err = envtest.BuildUse(ctx, m, dir, envtest.UseName)
+		envUse.rec, envUse.err = envuse.BuildUse(ctx, m, dir, envuse.UseName)
 	})
 	if envUse.err != nil {
 		t.Fatal(envUse.err)
@@ -75,13 +76,13 @@ func newEnvServer(t *testing.T) *envServer {
 	// The record into this server's store (a no-op build does it too).
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
-	rec, err := envtest.BuildUse(ctx, m, t.TempDir(), envtest.UseName)
+	rec, err := envuse.BuildUse(ctx, m, t.TempDir(), envuse.UseName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	kf := filepath.Join(dir, "keys")
-	if err := os.WriteFile(kf, []byte("alice:"+envAliceKey+" environments="+envtest.UseName+"\nbob:"+envBobKey+"\nroot:"+envRootKey+" admin=true\n"), 0o600); err != nil {
+	if err := os.WriteFile(kf, []byte("alice:"+envAliceKey+" environments="+envuse.UseName+"\nbob:"+envBobKey+"\nroot:"+envRootKey+" admin=true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ks, err := keys.Load(kf, "")
@@ -127,7 +128,7 @@ func newEnvServer(t *testing.T) *envServer {
 
 // probe is the call that imports what the test environment adds.
 func probe(env string) client.ToolCall {
-	tc := client.PythonCall(envtest.UseProbe, client.CodeOptions{})
+	tc := client.PythonCall(envuse.UseProbe, client.CodeOptions{})
 	tc.Environment = env
 	return tc
 }
@@ -142,7 +143,7 @@ func TestEnvironmentsInUse(t *testing.T) {
 		t.Skip("short")
 	}
 	s := newEnvServer(t)
-	env := envtest.UseName
+	env := envuse.UseName
 	want := "toolz airlockuse 42\n"
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
@@ -207,7 +208,7 @@ func TestEnvironmentsInUse(t *testing.T) {
 		}
 	})
 	t.Run("BatchItem", func(t *testing.T) {
-		args, _ := json.Marshal(map[string]string{"code": envtest.UseProbe})
+		args, _ := json.Marshal(map[string]string{"code": envuse.UseProbe})
 		jsonl := `{"custom_id":"in-env","tool_call":{"type":"function","environment":"` + env + `","function":{"name":"run_python","arguments":` + string(args) + `}}}` + "\n" +
 			`{"custom_id":"default","tool_call":{"type":"function","function":{"name":"run_python","arguments":` + string(args) + `}}}` + "\n"
 		b, err := s.alice.CreateBatch(ctx, []byte(jsonl), client.BatchOptions{})
@@ -246,7 +247,7 @@ func TestEnvironmentsInUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cs.Close()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": envtest.UseProbe, "environment": env}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": envuse.UseProbe, "environment": env}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -124,12 +125,17 @@ func (s *stack) run(ctx context.Context, f *stackFlags, conc int, newEngine engi
 		return fmt.Errorf("queue: %w", err)
 	}
 	s.queue = q
+	if f.redis != "" {
+		f.queueLabel = s.deploymentLabel(ctx, q, f.queueName)
+	}
 	// A Redis worker's id is picked here, so its containers carry it
-	// (airlock.worker) and reapers anywhere can tell when it is dead.
+	// (airlock.worker) and reapers anywhere can tell when it is dead; the
+	// queue label names its deployment, so another deployment's reaper on
+	// the same Docker host never judges them.
 	workerID := ""
 	if conc > 0 && f.redis != "" {
 		workerID = newWorkerID()
-		f.worker, f.queue = workerID, f.queueName
+		f.worker, f.queue = workerID, cmp.Or(f.queueLabel, f.queueName)
 	}
 	if conc > 0 {
 		if err := s.startWorker(ctx, f, workerID, conc, newEngine); err != nil {

@@ -1,4 +1,4 @@
-package envtest
+package envuse
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/environments/builder"
+	"github.com/airlock-dev/airlock/environments/envtest"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -36,7 +37,7 @@ func UseSource(dir, name string) (environments.Source, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 		return environments.Source{}, err
 	}
-	if _, err := Wheel(filepath.Join(dir, "wheelhouse"), "airlockuse", "1.0",
+	if _, err := envtest.Wheel(filepath.Join(dir, "wheelhouse"), "airlockuse", "1.0",
 		map[string]string{"airlockuse/__init__.py": "def answer():\n    return 42\n"}); err != nil {
 		return environments.Source{}, err
 	}
@@ -51,7 +52,7 @@ func UseSource(dir, name string) (environments.Source, error) {
 // from the pinned bases (Bases) with $AIRLOCK_DEBIAN_MIRROR.
 func Manager(dc *client.Client, store state.Store) *builder.Manager {
 	cfg := builder.DefaultConfig()
-	cfg.Bases = Bases()
+	cfg.Bases = envtest.Bases()
 	cfg.Mirror = os.Getenv("AIRLOCK_DEBIAN_MIRROR")
 	scfg := sandbox.DefaultConfig()
 	scfg.ReapInterval = 0

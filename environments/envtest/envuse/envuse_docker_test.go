@@ -1,4 +1,4 @@
-package envtest_test
+package envuse_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/environments/envtest"
+	"github.com/airlock-dev/airlock/environments/envtest/envuse"
 	"github.com/airlock-dev/airlock/state"
 )
 
@@ -14,11 +15,11 @@ import (
 // environments in use finds.
 func TestBuildUse(t *testing.T) {
 	dc := envtest.Docker(t)
-	m := envtest.Manager(dc, state.NewMemory(nil))
+	m := envuse.Manager(dc, state.NewMemory(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	start := time.Now()
-	rec, err := envtest.BuildUse(ctx, m, t.TempDir(), envtest.UseName)
+	rec, err := envuse.BuildUse(ctx, m, t.TempDir(), envuse.UseName)
 	if err != nil {
 		t.Fatal(err)
 	}
