@@ -11,7 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/environments/builder"
-	"github.com/airlock-dev/airlock/environments/envtest"
+	"github.com/airlock-dev/airlock/environments/envtest/envuse"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -38,7 +38,7 @@ func sectionEnv(ctx context.Context, o options, q *quieter, rep *report) error {
 	scfg.ReapInterval = 0
 	m := builder.New(bcfg, dc, store, builder.SandboxRunners(dc, scfg, nil), nil)
 	dir := filepath.Join(o.workdir, "env")
-	src, err := envtest.UseSource(dir, benchEnvName)
+	src, err := envuse.UseSource(dir, benchEnvName)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func sectionEnv(ctx context.Context, o options, q *quieter, rep *report) error {
 			return err
 		}
 		t := time.Now()
-		res, err := eng.Exec(ctx, inEnv("bench-cold-"+strconv.Itoa(i), envtest.UseProbe))
+		res, err := eng.Exec(ctx, inEnv("bench-cold-"+strconv.Itoa(i), envuse.UseProbe))
 		d := time.Since(t)
 		if err := checkResult(res, err, "toolz airlockuse 42\n"); err != nil {
 			return fmt.Errorf("first call in %s: %w", rec.Name, err)
