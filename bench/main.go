@@ -65,6 +65,7 @@ func run() int {
 		{"9", "state store", sectionState},
 		{"10", "jupyter", sectionJupyter},
 		{"11", "snapshots", sectionSnapshots},
+		{"12", "environments", sectionEnv},
 	}
 	failed := 0
 	for _, s := range sections {

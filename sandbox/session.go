@@ -227,7 +227,7 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 	// The container's limits were fixed when the session opened; per call
 	// only the timeout and output cap may change. A call that names no
 	// timeout gets the session's own.
-	req.Mount, req.Image = "", ss.check.image
+	req.Mount, req.Image, req.Environment = "", ss.check.image, ss.check.Environment
 	call := req.Limits
 	req.Limits = ss.check.limits
 	req.Limits.OutputBytes = call.OutputBytes

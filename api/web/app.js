@@ -253,7 +253,8 @@ function showNoFiles(s) {
 
 async function ensureSession() {
   if (state.session) return state.session;
-  const s = await api("POST", "/v1/sessions", { json: {} });
+  const env = $("session-env").value;
+  const s = await api("POST", "/v1/sessions", { json: env ? { environment: env } : {} });
   setSession(s, true);
   return s;
 }
@@ -315,6 +316,7 @@ function initSessionBar() {
     resetCells();
   });
   $("sessions-button").addEventListener("click", openSessions);
+  $("session-env").addEventListener("focus", loadEnvironments, { once: true });
   $("sessions-close").addEventListener("click", () => $("sessions-dialog").close());
 }
 
@@ -2037,3 +2039,21 @@ async function init() {
 }
 
 init();
+
+// loadEnvironments fills the environment picker of new notebook sessions
+// (GET /v1/environments); without the route only python is offered.
+async function loadEnvironments() {
+  try {
+    const data = await api("GET", "/v1/environments");
+    const pick = $("session-env");
+    for (const e of data.environments || []) {
+      if (e.name === "python" || e.status !== "ready") continue;
+      const o = document.createElement("option");
+      o.value = e.name;
+      o.textContent = e.name;
+      pick.append(o);
+    }
+  } catch (_) {
+    // no environments service: the built-in python only
+  }
+}
