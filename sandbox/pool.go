@@ -37,6 +37,9 @@ type pool struct {
 	idled   chan struct{}         // kicks expiry: a container went idle
 	stop    chan struct{}
 	closed  bool
+	// evicting is set while an owned container is being removed to make
+	// room for a generic one (admission.go).
+	evicting bool
 }
 
 // laneKey names one idle set of owned containers: an owner's, of one lane.
@@ -370,7 +373,7 @@ func (p *pool) fill() {
 		p.mu.Lock()
 		have := len(p.generic)
 		p.mu.Unlock()
-		if have < p.target(now) && p.e.warm.take(p.limits.Memory) {
+		if have < p.target(now) && p.roomForGeneric(have) {
 			err := p.startOne()
 			if err == nil {
 				backoff = time.Second
