@@ -114,6 +114,21 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	rate := float64(len(bb.d)) / time.Since(start).Seconds()
 	t.row("1 owner, 200 back-to-back", "print(1)", strconv.Itoa(len(bb.d)), ms(bb.pct(50)), ms(bb.pct(95)), fmt.Sprintf("%.1f", rate), warmShare(before, metrics()), ratio(dp.pct(50), bb.pct(50)))
 
+	// b2. The same back-to-back through a client that opens a new connection
+	// per call (curl, a script without a session): what an outside
+	// measurement sees when it does not keep connections alive.
+	nc := &series{name: "back-to-back, new connection per call"}
+	fresh, err := client.New(base, client.WithAPIKey(ownerKeys[1]), client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	for i := 0; i < 100 && ctx.Err() == nil; i++ {
+		measure(ctx, nc, call(fresh, "print(1)", "1\n"))
+	}
+	rate = float64(len(nc.d)) / time.Since(start).Seconds()
+	t.row("1 owner, 100 back-to-back, new connection each", "print(1)", strconv.Itoa(len(nc.d)), ms(nc.pct(50)), ms(nc.pct(95)), fmt.Sprintf("%.1f", rate), "", ratio(dp.pct(50), nc.pct(50)))
+
 	// c. One owner, 4 concurrent clients, 400 calls.
 	if err := q.wait(ctx); err != nil {
 		return err
@@ -167,7 +182,10 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	for i, s := range per {
 		t.row("4 owners, 1 call/s each", "owner "+string(rune('A'+i))+" print(1)", strconv.Itoa(len(s.d)), ms(s.pct(50)), ms(s.pct(95)), "1", warm, ratio(dp.pct(50), s.pct(50)))
 	}
-	for _, s := range append([]*series{pp, pd, dp, dd, bb, cc}, per...) {
+	if err := admissionRows(ctx, o, q, t); err != nil {
+		t.note("admission rows failed: %v", err)
+	}
+	for _, s := range append([]*series{pp, pd, dp, dd, bb, nc, cc}, per...) {
 		if s.failed > 0 {
 			t.note("%s: %d failed calls (first: %s)", s.name, s.failed, s.firstErr)
 		}
