@@ -25,7 +25,7 @@ const admissionOwners = 8
 // the memory of one idle warm container (the cgroup's usage less its
 // inactive page cache, as `docker stats` shows it) and how many 4 GiB
 // keeps warm.
-func admissionRows(ctx context.Context, o options, q *quieter, t *table) error {
+func admissionRows(ctx context.Context, o options, q *quieter, rep *report, t *table) error {
 	newOwners := max(3, o.n/3)
 	var ks []string
 	for i := 0; i < admissionOwners+newOwners; i++ {
@@ -83,10 +83,12 @@ func admissionRows(ctx context.Context, o options, q *quieter, t *table) error {
 	}
 	t.row(fmt.Sprintf("new owner, %d others warm", admissionOwners), "first print(1)", strconv.Itoa(len(first.d)),
 		ms(first.pct(50)), ms(first.pct(95)), "1 per 3 s", warmShare(before, scrapeCalls(ctx, base)), "")
+	rep.figureMS("new owner's first call, 8 owners warm, p50", first.pct(50))
 	if first.failed > 0 {
 		t.note("%s: %d failed calls (first: %s)", first.name, first.failed, first.firstErr)
 	}
 	if mem := idleWarmMemory(ctx, srv.pid()); mem > 0 {
+		rep.figure("memory of an idle warm python container", "MiB", float64(mem)/(1<<20))
 		t.note("Memory of one idle warm python container (mean over this server's, cgroup usage less inactive page cache, as `docker stats`): %s; 4 GiB keeps %d warm, so %d owners at one container each (half that with --owner-spread's second container for back-to-back owners).",
 			mib(mem), (4<<30)/mem, (4<<30)/mem)
 	}
