@@ -15,7 +15,9 @@
 // runs, 9 the state store (a warm session call with the embedded store and
 // with Redis). Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
-// quiet.go), section 6 deliberately does not.
+// quiet.go), section 6 deliberately does not. With -hog (BENCH_HOG=1) the
+// chosen sections run a second time beside a two-core CPU hog and a last
+// table puts the headline figures side by side (hog.go).
 package main
 
 import (
