@@ -26,6 +26,14 @@ func BenchmarkSessionCallState(b *testing.B) {
 		st   func(b *testing.B) state.Store
 	}{
 		{"memory", func(*testing.B) state.Store { return state.NewMemory(nil) }},
+		{"bolt", func(b *testing.B) state.Store {
+			st, err := state.OpenBolt(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
 		{"redis", func(b *testing.B) state.Store {
 			return state.NewRedis(redistest.Start(b, false).Client(b), "bench:")
 		}},
@@ -50,6 +58,39 @@ func BenchmarkSessionCallState(b *testing.B) {
 				}
 				if err := keys.Finish(ctx, step.Claim, http.StatusOK, body, 0); err != nil {
 					b.Fatal(err)
+				}
+				sessions.Touch(ctx, "alice", "ses_1")
+			}
+		})
+	}
+}
+
+// BenchmarkSessionTouchState is the state store's share of one warm
+// session call without an idempotency key (the route's lookup with touch,
+// the touch at the end): on the embedded store the touch is a lazy write,
+// no fsync (issue 33). Run with
+// `go test -run x -bench SessionTouchState ./api/`.
+func BenchmarkSessionTouchState(b *testing.B) {
+	for _, name := range []string{"memory", "bolt"} {
+		b.Run(name, func(b *testing.B) {
+			var st state.Store = state.NewMemory(nil)
+			if name == "bolt" {
+				bs, err := state.OpenBolt(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = bs.Close() })
+				st = bs
+			}
+			ctx := context.Background()
+			sessions := sessionrecords.New(st, time.Hour, 0, time.Now)
+			if _, err := sessions.Add(ctx, "alice", "ses_1", core.Limits{}, false); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok := sessions.Get(ctx, "alice", "ses_1", true); !ok {
+					b.Fatal("session gone")
 				}
 				sessions.Touch(ctx, "alice", "ses_1")
 			}

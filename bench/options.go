@@ -23,6 +23,7 @@ type options struct {
 	queueSpan time.Duration // measuring time per throughput run
 	pythonImg string        // image for run_python
 	batch     batchOptions  // section 8
+	hog       bool          // run the sections again beside a two-core CPU hog
 }
 
 // defaultOptions reads the BENCH_* environment.
@@ -40,6 +41,7 @@ func defaultOptions() options {
 		queueSpan: time.Duration(envInt("BENCH_QUEUE_MS", 2000)) * time.Millisecond,
 		pythonImg: envStr("BENCH_PYTHON_IMAGE", "airlock/python:latest"),
 		batch:     defaultBatchOptions(),
+		hog:       os.Getenv("BENCH_HOG") == "1",
 	}
 }
 
@@ -56,6 +58,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.mcpN, "mcp-n", o.mcpN, "interleaved call pairs in sections 5 (MCP/REST) and 10 (Jupyter/REST) (env BENCH_MCP_N)")
 	fs.DurationVar(&o.queueSpan, "queue-span", o.queueSpan, "time per throughput run (env BENCH_QUEUE_MS)")
 	fs.StringVar(&o.pythonImg, "python-image", o.pythonImg, "run_python image (env BENCH_PYTHON_IMAGE)")
+	fs.BoolVar(&o.hog, "hog", o.hog, "run the chosen sections again beside a two-core CPU hog and print the headline figures side by side (env BENCH_HOG=1)")
 	o.batch.register(fs)
 }
 

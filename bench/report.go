@@ -45,8 +45,10 @@ func (t *table) markdown() string {
 
 // report prints tables as they are finished and keeps the whole text.
 type report struct {
-	w   io.Writer
-	buf strings.Builder
+	w       io.Writer
+	buf     strings.Builder
+	figs    []*figure // headline numbers (hog.go)
+	hogPass bool      // tables and figures now come from the pass beside the CPU hog
 }
 
 // newReport returns a report printing to w.
@@ -57,7 +59,12 @@ func newReport(w io.Writer) *report {
 }
 
 // table prints and keeps a table.
-func (r *report) table(t *table) { r.line(t.markdown()) }
+func (r *report) table(t *table) {
+	if r.hogPass {
+		t.title += " — with a two-core CPU hog"
+	}
+	r.line(t.markdown())
+}
 
 // line prints and keeps raw markdown.
 func (r *report) line(s string) {

@@ -98,6 +98,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	warm := warmShare(before, metrics())
 	t.row("1 client, 1 call/s", "print(1)", strconv.Itoa(len(pp.d)), ms(pp.pct(50)), ms(pp.pct(95)), "1", warm, ratio(dp.pct(50), pp.pct(50)))
 	t.row("1 client, 1 call/s", "pandas describe", strconv.Itoa(len(pd.d)), ms(pd.pct(50)), ms(pd.pct(95)), "1", warm, ratio(dd.pct(50), pd.pct(50)))
+	rep.figureMS("one-shot print(1) at 1 call/s, p50", pp.pct(50))
 	t.row("—", "`docker run --rm` print(1) / pandas", fmt.Sprintf("%d / %d", len(dp.d), len(dd.d)), ms(dp.pct(50))+" / "+ms(dd.pct(50)), ms(dp.pct(95))+" / "+ms(dd.pct(95)), "", "", "")
 
 	// b. One owner, 200 back-to-back.
@@ -112,7 +113,24 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 		measure(ctx, bb, call(clients[1], "print(1)", "1\n"))
 	}
 	rate := float64(len(bb.d)) / time.Since(start).Seconds()
+	rep.figureMS("one owner back-to-back print(1), p50", bb.pct(50))
 	t.row("1 owner, 200 back-to-back", "print(1)", strconv.Itoa(len(bb.d)), ms(bb.pct(50)), ms(bb.pct(95)), fmt.Sprintf("%.1f", rate), warmShare(before, metrics()), ratio(dp.pct(50), bb.pct(50)))
+
+	// b2. The same back-to-back through a client that opens a new connection
+	// per call (curl, a script without a session): what an outside
+	// measurement sees when it does not keep connections alive.
+	nc := &series{name: "back-to-back, new connection per call"}
+	fresh, err := client.New(base, client.WithAPIKey(ownerKeys[1]), client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	for i := 0; i < 100 && ctx.Err() == nil; i++ {
+		measure(ctx, nc, call(fresh, "print(1)", "1\n"))
+	}
+	rate = float64(len(nc.d)) / time.Since(start).Seconds()
+	rep.figureMS("back-to-back, new connection per call, p50", nc.pct(50))
+	t.row("1 owner, 100 back-to-back, new connection each", "print(1)", strconv.Itoa(len(nc.d)), ms(nc.pct(50)), ms(nc.pct(95)), fmt.Sprintf("%.1f", rate), "", ratio(dp.pct(50), nc.pct(50)))
 
 	// c. One owner, 4 concurrent clients, 400 calls.
 	if err := q.wait(ctx); err != nil {
@@ -143,6 +161,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	}
 	wg.Wait()
 	rate = float64(len(cc.d)) / time.Since(start).Seconds()
+	rep.figure("4 clients of one owner", "calls/s", rate)
 	t.row("1 owner, 4 concurrent clients", "print(1)", strconv.Itoa(len(cc.d)), ms(cc.pct(50)), ms(cc.pct(95)), fmt.Sprintf("%.1f", rate), warmShare(before, metrics()), ratio(dp.pct(50), cc.pct(50)))
 
 	// d. 4 owners interleaved, one call a second each.
@@ -164,10 +183,18 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 		}
 	}
 	warm = warmShare(before, metrics())
+	var worst time.Duration
+	for _, s := range per {
+		worst = max(worst, s.pct(50))
+	}
+	rep.figureMS("4 owners at 1 call/s each, worst p50", worst)
 	for i, s := range per {
 		t.row("4 owners, 1 call/s each", "owner "+string(rune('A'+i))+" print(1)", strconv.Itoa(len(s.d)), ms(s.pct(50)), ms(s.pct(95)), "1", warm, ratio(dp.pct(50), s.pct(50)))
 	}
-	for _, s := range append([]*series{pp, pd, dp, dd, bb, cc}, per...) {
+	if err := admissionRows(ctx, o, q, rep, t); err != nil {
+		t.note("admission rows failed: %v", err)
+	}
+	for _, s := range append([]*series{pp, pd, dp, dd, bb, nc, cc}, per...) {
 		if s.failed > 0 {
 			t.note("%s: %d failed calls (first: %s)", s.name, s.failed, s.firstErr)
 		}

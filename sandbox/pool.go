@@ -44,6 +44,9 @@ type pool struct {
 	stop    chan struct{}
 	closed  bool
 	used    time.Time // last handout or return (dropUnused)
+	// evicting is set while an owned container is being removed to make
+	// room for a generic one (admission.go).
+	evicting bool
 }
 
 // laneKey names one idle set of owned containers: an owner's, of one lane.
@@ -404,7 +407,7 @@ func (p *pool) fill() {
 		p.mu.Lock()
 		have := len(p.generic)
 		p.mu.Unlock()
-		if have < p.target(now) && p.e.warm.take(p.limits.Memory) {
+		if have < p.target(now) && p.roomForGeneric(have) {
 			err := p.startOne()
 			if err == nil {
 				backoff = time.Second

@@ -6,7 +6,10 @@
 # Knobs (environment): BENCH_N (samples per container variant, default 30),
 # BENCH_LOOP (calls in the RSS loop, 100), BENCH_API_N (requests per API
 # concurrency level, 100), BENCH_QUEUE_N (no-op jobs per queue backend, 500),
-# BENCH_QUEUE_MS (ms per throughput run, 2000), BENCH_SECTIONS (e.g. 1,3).
+# BENCH_QUEUE_MS (ms per throughput run, 2000), BENCH_SECTIONS (e.g. 1,3),
+# BENCH_HOG=1 (run the sections again beside a two-core CPU hog and print the
+# headline figures side by side with the slowdown). The server's Go profiles:
+# AIRLOCK_PPROF=127.0.0.1:6060 on `airlock serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type BoltOptions struct {
 	// deleted from disk (they are invisible from their expiry on
 	// regardless); default 1m, negative disables the sweeper.
 	SweepEvery time.Duration
+	// LazyFlush is the longest a lazy write (PutOptions.Lazy) stays only
+	// in memory, the most a crash loses; default 1s.
+	LazyFlush time.Duration
 }
 
 // Bolt is the embedded on-disk Store (go.etcd.io/bbolt) for a single
@@ -47,8 +51,10 @@ type Bolt struct {
 	changed   chan struct{} // closed and replaced on every append
 	done      chan struct{} // closed by Close
 	closed    bool
-	queue     []*writeOp // writes waiting for the committer
-	wake      *sync.Cond // on mu: signalled when queue grows or closed is set
+	queue     []*writeOp        // writes waiting for the committer
+	pending   map[string][]byte // lazy writes not yet committed, by encKey (bolt_lazy.go)
+	flushDue  bool              // the committer should commit pending now
+	wake      *sync.Cond        // on mu: signalled when queue grows or closed is set
 	commits   atomic.Int64
 	sweeper   sync.WaitGroup
 	committer sync.WaitGroup
@@ -96,6 +102,9 @@ func OpenBoltWith(path string, opt BoltOptions) (*Bolt, error) {
 	if opt.SweepEvery == 0 {
 		opt.SweepEvery = time.Minute
 	}
+	if opt.LazyFlush <= 0 {
+		opt.LazyFlush = defaultLazyFlush
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout, NoFreelistSync: true,
 		FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -116,10 +125,13 @@ func OpenBoltWith(path string, opt BoltOptions) (*Bolt, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("state: initialise %s: %w", path, err)
 	}
-	b := &Bolt{db: db, path: path, changed: make(chan struct{}), done: make(chan struct{})}
+	b := &Bolt{db: db, path: path, changed: make(chan struct{}), done: make(chan struct{}),
+		pending: make(map[string][]byte)}
 	b.wake = sync.NewCond(&b.mu)
 	b.committer.Add(1)
 	go b.commitLoop()
+	b.sweeper.Add(1)
+	go b.flushLoop(opt.LazyFlush)
 	if opt.SweepEvery > 0 {
 		b.sweeper.Add(1)
 		go b.sweepLoop(opt.SweepEvery)
@@ -168,6 +180,13 @@ func (b *Bolt) Put(_ context.Context, k Key, value []byte, opt PutOptions) (int6
 		return 0, err
 	}
 	ek := encKey(k)
+	if opt.Lazy {
+		lp := &lazyPut{key: k, ek: ek, value: append([]byte(nil), value...), opt: opt}
+		if err := b.enqueue(&writeOp{name: "put", size: len(value), lazy: lp, done: make(chan error, 1)}); err != nil {
+			return 0, err
+		}
+		return lp.version, nil
+	}
 	var v int64
 	err := b.update("put", len(value), func(tx *bolt.Tx) error {
 		now := time.Now()
@@ -206,8 +225,16 @@ func (b *Bolt) Get(_ context.Context, k Key) (Item, error) {
 		return Item{}, err
 	}
 	var it Item
+	ek := encKey(k)
+	if raw, ok := b.pendingGet(ek); ok {
+		r, ok := decRecord(raw, time.Now())
+		if !ok {
+			return Item{}, fmt.Errorf("get %s/%s: %w", k.Kind, k.ID, ErrNotFound)
+		}
+		return r.item(k), nil
+	}
 	err := b.view("get", func(tx *bolt.Tx) error {
-		r, ok := decRecord(tx.Bucket(bRecords).Get(encKey(k)), time.Now())
+		r, ok := decRecord(tx.Bucket(bRecords).Get(ek), time.Now())
 		if !ok {
 			return fmt.Errorf("get %s/%s: %w", k.Kind, k.ID, ErrNotFound)
 		}
@@ -247,11 +274,27 @@ func (b *Bolt) List(_ context.Context, kind, owner, after string, limit int) ([]
 	}
 	prefix := encPrefix(kind, owner)
 	var out []Item
+	start := append(append([]byte(nil), prefix...), after...)
+	pend := b.pendingPrefix(prefix, start) // before the transaction: see bolt_lazy.go
 	err := b.view("list", func(tx *bolt.Tx) error {
 		now := time.Now()
 		c := tx.Bucket(bRecords).Cursor()
-		start := append(append([]byte(nil), prefix...), after...)
-		for key, raw := c.Seek(start); key != nil && hasPrefix(key, prefix); key, raw = c.Next() {
+		dbKey, dbRaw := c.Seek(start)
+		for {
+			var key, raw []byte
+			dbOK := dbKey != nil && hasPrefix(dbKey, prefix)
+			switch {
+			case len(pend) > 0 && (!dbOK || bytes.Compare(pend[0].ek, dbKey) <= 0):
+				if dbOK && bytes.Equal(pend[0].ek, dbKey) { // the overlay wins
+					dbKey, dbRaw = c.Next()
+				}
+				key, raw, pend = pend[0].ek, pend[0].raw, pend[1:]
+			case dbOK:
+				key, raw = dbKey, dbRaw
+				dbKey, dbRaw = c.Next()
+			default:
+				return nil
+			}
 			id := string(key[len(prefix):])
 			if after != "" && id <= after {
 				continue

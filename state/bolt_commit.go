@@ -40,6 +40,7 @@ type writeOp struct {
 	name string
 	size int
 	fn   func(tx *bolt.Tx) error
+	lazy *lazyPut // a lazy Put, applied to the overlay instead of fn (bolt_lazy.go)
 	done chan error
 }
 
@@ -49,16 +50,20 @@ type writeOp struct {
 // many bytes fn writes (the group's byte budget). fn may run more than
 // once; only its last run is committed.
 func (b *Bolt) update(op string, size int, fn func(tx *bolt.Tx) error) error {
-	w := &writeOp{name: op, size: size, fn: fn, done: make(chan error, 1)}
+	return b.enqueue(&writeOp{name: op, size: size, fn: fn, done: make(chan error, 1)})
+}
+
+// enqueue hands w to the committer and waits for its answer.
+func (b *Bolt) enqueue(w *writeOp) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return fmt.Errorf("state: %s on %s: closed: %w", op, b.path, ErrUnavailable)
+		return fmt.Errorf("state: %s on %s: closed: %w", w.name, b.path, ErrUnavailable)
 	}
 	b.queue = append(b.queue, w)
 	b.wake.Signal()
 	b.mu.Unlock()
-	return b.mapErr(op, <-w.done)
+	return b.mapErr(w.name, <-w.done)
 }
 
 // commitLoop is the committer: it runs queued writes group by group until
@@ -66,11 +71,23 @@ func (b *Bolt) update(op string, size int, fn func(tx *bolt.Tx) error) error {
 func (b *Bolt) commitLoop() {
 	defer b.committer.Done()
 	for {
-		g := b.takeGroup()
-		if g == nil {
+		g, open := b.takeGroup()
+		var lazy []*writeOp
+		for i := 0; i < len(g); {
+			if g[i].lazy != nil {
+				lazy = append(lazy, g[i])
+				g = append(g[:i], g[i+1:]...)
+				continue
+			}
+			i++
+		}
+		b.applyLazy(lazy)
+		if len(g) > 0 || b.flushWanted() || !open {
+			b.commitGroup(g)
+		}
+		if !open {
 			return
 		}
-		b.commitGroup(g)
 		// The writers just answered typically queue their next write
 		// within microseconds; one yield lets them (they are runnable on
 		// this P) instead of committing the first alone and the rest one
@@ -79,14 +96,25 @@ func (b *Bolt) commitLoop() {
 	}
 }
 
-// takeGroup waits for a queued write and returns it with the writes queued
-// behind it, within the group bounds; nil once closed with nothing queued.
-func (b *Bolt) takeGroup() []*writeOp {
+// flushWanted reports whether the lazy overlay should be committed now.
+func (b *Bolt) flushWanted() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushDue && len(b.pending) > 0
+}
+
+// takeGroup waits for a queued write (or a due flush of the lazy overlay)
+// and returns it with the writes queued behind it, within the group
+// bounds; open is false once closed with nothing queued.
+func (b *Bolt) takeGroup() (g []*writeOp, open bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.queue) == 0 {
 		if b.closed {
-			return nil
+			return nil, false
+		}
+		if b.flushDue {
+			return nil, true
 		}
 		b.wake.Wait()
 	}
@@ -95,11 +123,11 @@ func (b *Bolt) takeGroup() []*writeOp {
 		size += b.queue[n].size
 		n++
 	}
-	g := append([]*writeOp(nil), b.queue[:n]...)
+	g = append([]*writeOp(nil), b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
-	return g
+	return g, true
 }
 
 // commitGroup runs the ops of g in order in one transaction and answers
@@ -109,12 +137,27 @@ func (b *Bolt) takeGroup() []*writeOp {
 // behind others is set aside; the rest run again without it. Once the rest
 // has committed, the set-aside ops run the same way as a group of their
 // own. Each round answers at least its first op, so it ends.
+//
+// Every transaction first writes the lazy overlay (bolt_lazy.go), which is
+// forgotten once a transaction carrying it has committed; with no op at
+// all, commitGroup commits just the overlay.
 func (b *Bolt) commitGroup(g []*writeOp) {
+	pend := b.takePending()
+	if len(g) == 0 {
+		if len(pend) > 0 && b.db.Update(func(tx *bolt.Tx) error { return writePending(tx, pend) }) == nil {
+			b.commits.Add(1)
+			b.clearPending()
+		}
+		return
+	}
 	for len(g) > 0 {
 		var later []*writeOp
 		for len(g) > 0 {
 			failed, ferr := -1, error(nil)
 			err := b.db.Update(func(tx *bolt.Tx) error {
+				if err := writePending(tx, pend); err != nil {
+					return err
+				}
 				for i, w := range g {
 					if err := callOp(w, tx); err != nil {
 						failed, ferr = i, err
@@ -126,6 +169,10 @@ func (b *Bolt) commitGroup(g []*writeOp) {
 			if failed < 0 {
 				if err == nil {
 					b.commits.Add(1)
+					if pend != nil {
+						b.clearPending()
+						pend = nil
+					}
 				}
 				for _, w := range g {
 					w.done <- err

@@ -55,6 +55,15 @@ type PutOptions struct {
 	// current Version must equal it (compare and swap). 0 writes
 	// unconditionally. A failed condition returns ErrConflict.
 	IfVersion int64
+	// Lazy lets the backend answer before the write is durable, for
+	// records whose loss costs little (a session's last-used time): it is
+	// visible at once to every later read, conditions and versions work as
+	// for any write, but a crash of the process (or the machine) within
+	// the backend's flush interval may lose it. The embedded store keeps
+	// lazy writes in memory and commits them with the next write or within
+	// BoltOptions.LazyFlush (default 1 s), so a touch costs no fsync;
+	// Redis and the memory store write them like any other.
+	Lazy bool
 }
 
 // Entry is one entry of a log. Seq numbers start at 1 and are dense.

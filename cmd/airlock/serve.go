@@ -80,6 +80,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cmd.fail(1, err)
 	}
+	if err := startPprof(ctx, os.Getenv("AIRLOCK_PPROF"), log); err != nil {
+		return cmd.fail(1, err)
+	}
 	logServing(log, o)
 	if err := srv.Run(ctx); err != nil {
 		return cmd.fail(1, err)

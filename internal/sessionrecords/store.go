@@ -83,14 +83,28 @@ func (s *Store) view(r *Record) Record {
 // store's TTL is the record's remaining life plus a minute's slack; the
 // clock decides expiry on read.
 func (s *Store) write(ctx context.Context, r *Record, ifVersion int64) error {
+	return s.put(ctx, r, state.PutOptions{IfVersion: ifVersion})
+}
+
+// touch stores r after a use: a lazy write (state.PutOptions.Lazy), so
+// the embedded store does not sync the disk for it. A crash loses at most
+// the store's flush interval of touches (1 s for the embedded store):
+// those sessions' records then expire that much earlier than their use
+// says, never later.
+func (s *Store) touch(ctx context.Context, r *Record, ifVersion int64) error {
+	return s.put(ctx, r, state.PutOptions{IfVersion: ifVersion, Lazy: true})
+}
+
+// put stores r with opt, its TTL set from r's remaining life.
+func (s *Store) put(ctx context.Context, r *Record, opt state.PutOptions) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("session records: encode %s: %w", r.ID, err)
 	}
-	ttl := max(s.expiry(r).Sub(s.now())+time.Minute, time.Minute)
+	opt.TTL = max(s.expiry(r).Sub(s.now())+time.Minute, time.Minute)
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if _, err = s.st.Put(ctx, key(r.Owner, r.ID), b, state.PutOptions{TTL: ttl, IfVersion: ifVersion}); err != nil {
+	if _, err = s.st.Put(ctx, key(r.Owner, r.ID), b, opt); err != nil {
 		return fmt.Errorf("session records: write %s: %w", r.ID, err)
 	}
 	return nil
@@ -145,7 +159,7 @@ func (s *Store) Get(ctx context.Context, owner, id string, touch bool) (Record, 
 	}
 	if now := s.now(); touch && now.Sub(r.LastUsed) >= s.TouchSlack() {
 		r.LastUsed = now
-		_ = s.write(ctx, r, ver) // a concurrent touch winning is as good
+		_ = s.touch(ctx, r, ver) // a concurrent touch winning is as good
 	}
 	return s.view(r), true
 }
@@ -164,7 +178,7 @@ func (s *Store) TouchSlack() time.Duration {
 func (s *Store) Touch(ctx context.Context, owner, id string) {
 	if r, ver, ok := s.load(ctx, owner, id); ok {
 		r.LastUsed = s.now()
-		_ = s.write(ctx, r, ver)
+		_ = s.touch(ctx, r, ver)
 	}
 }
 

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"CounterLimit", testCounterLimit},
 		{"CounterTTL", testCounterTTL},
 		{"CounterConcurrentLimit", testCounterConcurrent},
+		{"LazyPut", testLazy},
 		{"PingClose", testPingClose},
 	}
 	for _, tc := range tests {
