@@ -125,6 +125,11 @@ type Request struct {
 	// unpacked-size or entry bounds are refused with ErrInvalid naming
 	// the entry. Mount and Archive are exclusive.
 	Archive []byte `json:"archive,omitempty"`
+	// Egress is the call's network policy in the egress package's
+	// canonical form (egress.Policy.String; issue 29), set by the
+	// dispatcher from the key's policy; "" means no network, as always
+	// before. A session takes its policy from its OpSessionOpen request.
+	Egress string `json:"egress,omitempty"`
 }
 
 // The kinds of question an OpSessionIntrospect asks.
@@ -255,4 +260,18 @@ type Result struct {
 	// CPUSeconds is the CPU time (user + system) the call's processes
 	// used, as the controller measured it; 0 when not measured.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// Network lists every connection the call attempted through the
+	// egress proxy, allowed or refused (issue 29); empty without a policy.
+	Network []NetworkAttempt `json:"network,omitempty"`
+}
+
+// NetworkAttempt is one connection a call attempted: where to, whether the
+// policy and the address checks let it through, why it was refused (or cut
+// short, by a cap or the call's end) and the bytes that went through.
+type NetworkAttempt struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason,omitempty"`
+	Bytes   int64  `json:"bytes"`
 }

@@ -23,7 +23,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		return platformResult(err, tool), "failed"
 	}
 	out := hideMount(red.Result(sres), req.Mount, call.MountName)
-	res := Result{Sandbox: &out, Status: mapSandboxStatus(out.Status)}
+	res := Result{Sandbox: &out, Status: mapSandboxStatus(out.Status), Network: out.Network}
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
 	}
@@ -66,6 +66,9 @@ func callRequest(req core.Request, call Call, ceiling core.Limits) core.Request 
 	req.AllowStdin = req.AllowStdin || call.AllowStdin
 	req.Notebook = req.Notebook || call.Notebook
 	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
+	if req.Egress == "" && !call.Egress.Empty() {
+		req.Egress = call.Egress.String()
+	}
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, ceiling))
 	return req
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/jobs"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -185,6 +187,12 @@ func (f *stackFlags) dispatcherConfig(held approvals.Store) dispatcher.Config {
 	cfg.Secrets = f.secrets.List()
 	if f.keys != nil {
 		cfg.KeySecrets = f.keys.Secrets
+		ks := f.keys
+		// The key's egress; the environment's list narrows it once calls
+		// carry their environment (keys.EgressFor's second argument).
+		cfg.Egress = func(call dispatcher.Call) (egress.Policy, error) {
+			return keys.EgressFor(ks.Policy(call.Owner), nil)
+		}
 	}
 	cfg.Ceiling = f.ceiling()
 	return cfg
