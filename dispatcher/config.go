@@ -64,6 +64,9 @@ type Config struct {
 	// tool prepares the call; nil means no call has network. An error
 	// refuses the call (bad input: a bad environment egress list).
 	Egress func(call Call) (egress.Policy, error)
+	// Fetcher, when set, makes the fetch_url tool (builtin_fetch.go): it
+	// fetches in Airlock through the call's Egress.
+	Fetcher *egress.Fetcher
 
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time

@@ -87,7 +87,22 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	}
 	sb := sandbox.DefaultConfig()
 	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
-	s.disp = dispatcher.New(f.dispatcherConfig(held), s.client, log)
+	dcfg := f.dispatcherConfig(held)
+	fetcher, err := f.egress.fetcher(log, s.metrics)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	dcfg.Fetcher = fetcher
+	if f.keys == nil && f.egress.local != "" {
+		pol, err := f.egress.localPolicy()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		dcfg.Egress = func(dispatcher.Call) (egress.Policy, error) { return pol, nil }
+	}
+	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
 
