@@ -3,8 +3,15 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -60,6 +67,7 @@ func newNetRig(t *testing.T) *netRig {
 		t.Fatal(err)
 	}
 	_ = os.WriteFile(filepath.Join(r.dir, "server.py"), server, 0o644)
+	writeTestCert(t, r.dir, "allowed.test", "refused.test", "sneaky.test")
 	_ = os.Chmod(r.dir, 0o755)
 	return r
 }
@@ -115,6 +123,29 @@ func (r *netRig) logs(t *testing.T, id string) string {
 	var out bytes.Buffer
 	_, _ = stdcopy.StdCopy(&out, &out, rc)
 	return out.String()
+}
+
+// writeTestCert writes cert.pem and key.pem, a self-signed certificate for
+// names, into dir (the test servers' TLS).
+func writeTestCert(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o644)
 }
 
 // fence dials only the test's own servers: the proxy can reach nothing else.
@@ -190,6 +221,7 @@ func TestEgressSandbox(t *testing.T) {
 	r := newNetRig(t)
 	// The index: a wheel the test built, served as a PEP 503 simple index.
 	idx := filepath.Join(r.dir, "index")
+	_ = os.MkdirAll(idx, 0o755)
 	whl, err := envtest.Wheel(idx, "airlock-egress-demo", "1.0", map[string]string{"airlock_egress_demo/__init__.py": "VALUE = 'installed through the door'\n"})
 	if err != nil {
 		t.Fatal(err)
