@@ -148,6 +148,18 @@ func writeTestCert(t *testing.T, dir string, names ...string) {
 	_ = os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o644)
 }
 
+// egressSessionRun runs req in its session.
+func egressSessionRun(t *testing.T, e *Engine, req core.Request) core.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res, err := e.SessionExec(ctx, req)
+	if err != nil {
+		t.Fatalf("session exec: %v", err)
+	}
+	return res
+}
+
 // fence dials only the test's own servers: the proxy can reach nothing else.
 type fence []netip.Addr
 
@@ -256,7 +268,7 @@ func TestEgressSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout := testscale.D(60 * time.Second)
+	timeout := min(testscale.D(4*time.Minute), 5*time.Minute)
 
 	// One-shot, with a policy.
 	res := run(t, e, core.Request{Code: probe, Owner: "alice", JobID: "net-1", Egress: pol.String(),
@@ -346,7 +358,7 @@ func TestEgressSandbox(t *testing.T) {
 	install := `import subprocess, sys
 p = subprocess.run([sys.executable, "-m", "pip", "install", "airlock-egress-demo"], capture_output=True, text=True)
 print(p.returncode); print(p.stdout[-2000:]); print(p.stderr[-2000:])`
-	res = run(t, e, core.Request{SessionID: sess.ID, Owner: "alice", Code: install, Egress: pol.String(), Limits: core.Limits{Timeout: timeout},
+	res = egressSessionRun(t, e, core.Request{SessionID: sess.ID, Owner: "alice", Code: install, Egress: pol.String(), Limits: core.Limits{Timeout: timeout},
 		Env: map[string]string{"PIP_INDEX_URL": "http://pypi.test/simple", "PIP_TRUSTED_HOST": "pypi.test"}})
 	if res.Status != core.StatusOK || !strings.HasPrefix(res.Stdout, "0\n") {
 		t.Fatalf("pip install: %s\nnetwork %+v", brief(res), res.Network)
@@ -354,7 +366,7 @@ print(p.returncode); print(p.stdout[-2000:]); print(p.stderr[-2000:])`
 	if len(res.Network) == 0 || !res.Network[0].Allowed || res.Network[0].Host != "pypi.test" {
 		t.Errorf("pip's attempts: %+v", res.Network)
 	}
-	res = run(t, e, core.Request{SessionID: sess.ID, Owner: "alice", Code: "import airlock_egress_demo; print(airlock_egress_demo.VALUE, airlock_egress_demo.__file__)", Egress: pol.String()})
+	res = egressSessionRun(t, e, core.Request{SessionID: sess.ID, Owner: "alice", Code: "import airlock_egress_demo; print(airlock_egress_demo.VALUE, airlock_egress_demo.__file__)", Egress: pol.String()})
 	if res.Status != core.StatusOK || !strings.HasPrefix(res.Stdout, "installed through the door /work/.local/") || len(res.Network) != 0 {
 		t.Errorf("import in the next call: %s", brief(res))
 	}
