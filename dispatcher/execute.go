@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -38,8 +39,33 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		res.Reason, res.Code = "unknown_sandbox_status", core.ErrInternal
 		res.Err = fmt.Errorf("dispatcher: %s: sandbox returned unknown status %q", tool, out.Status)
 	}
-	res.Content = renderSandbox(out)
+	res.Content = renderSandbox(out) + renderNetwork(out.Network)
 	return res, "executed"
+}
+
+// renderNetwork lists a call's connection attempts for the tool message
+// (the model and MCP hosts see them too); "" when there were none.
+func renderNetwork(attempts []core.NetworkAttempt) string {
+	if len(attempts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n[network]\n")
+	for i, a := range attempts {
+		if i == maxAuditedAttempts {
+			fmt.Fprintf(&b, "... %d more\n", len(attempts)-i)
+			break
+		}
+		verdict := "allowed"
+		if !a.Allowed {
+			verdict = "refused"
+		}
+		if a.Reason != "" {
+			verdict += " (" + a.Reason + ")"
+		}
+		fmt.Fprintf(&b, "%s:%d %s, %d bytes\n", a.Host, a.Port, verdict, a.Bytes)
+	}
+	return b.String()
 }
 
 // callRequest completes the request an action built with what the
