@@ -166,7 +166,7 @@ func (l *loop) runOne(ctx context.Context, r *run, step, index int, c toolCall) 
 	start := time.Now()
 	res = l.tools.Run(ctx, dispatcher.Call{
 		ID: c.ID, Name: c.Name, Arguments: json.RawMessage(c.Arguments),
-		Owner: r.owner, SessionID: r.req.SessionID, Mount: r.req.Mount, Caller: l.caller,
+		Owner: r.owner, SessionID: r.req.SessionID, Mount: r.req.Mount, Environment: r.req.Environment, Caller: l.caller,
 		IdempotencyKey: idempotencyKey(r.id, step, index),
 	})
 	if res.CallID == "" {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -112,7 +113,7 @@ func newReplicasOn(t *testing.T, shared state.Store, n int, tools func() *fakeTo
 		rs.stores, rs.tools, rs.ms = append(rs.stores, ks), append(rs.tools, ft), append(rs.ms, m)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 		defer cancel()
 		for _, m := range rs.ms {
 			if err := m.Close(ctx); err != nil {
@@ -130,7 +131,7 @@ func newReplicasOn(t *testing.T, shared state.Store, n int, tools func() *fakeTo
 func (rs *replicas) kill(i int) {
 	rs.stores[i].dead.Store(true)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		_ = rs.ms[i].Close(ctx)
 	}()
@@ -139,7 +140,7 @@ func (rs *replicas) kill(i int) {
 // follow collects the events of id through replica i, after seq.
 func (rs *replicas) follow(i int, id string, after int, until wire.EventType) []wire.RunEvent {
 	rs.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	ch, err := rs.ms[i].Events(ctx, "alice", id, after)
 	if err != nil {

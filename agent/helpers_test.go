@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -150,7 +151,7 @@ func newHarnessWith(t *testing.T, mc ManagerConfig, stream bool, tools *fakeTool
 	mc.Loop.Stream = stream
 	m := NewManager(mc, tools, p, logger)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 		defer cancel()
 		if err := m.Close(ctx); err != nil {
 			t.Errorf("close manager: %v", err)
@@ -174,7 +175,7 @@ func (h *harness) run(goal string) (wire.Run, []wire.RunEvent) {
 // wait collects a run's events until it ends.
 func (h *harness) wait(id string) (wire.Run, []wire.RunEvent) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(60*time.Second))
 	defer cancel()
 	ch, err := h.m.Events(ctx, "alice", id, 0)
 	if err != nil {

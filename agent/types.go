@@ -17,4 +17,7 @@ type RunRequest struct {
 	// its session unless SessionID says otherwise.
 	PreviousRunID string `json:"previous_run_id,omitempty"`
 	Owner         string `json:"-"`
+	// Environment is the environment of the run's one-shot tool calls
+	// (dispatcher.Call.Environment; default python, shell for execute_shell).
+	Environment string `json:"environment,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"mime/multipart"
 	"os"
 	"strings"
@@ -91,7 +92,7 @@ func TestBatchArchivesStayOffTheHost(t *testing.T) {
 	before := tempEntries(t, tmp)
 	ct, body := archiveForm(t, map[string][]byte{"good.tar.gz": good, "other.zip": other}, "good.tar.gz", "other.zip")
 	id := h.do(keyAlice, "POST", "/v1/batches", body, "Content-Type", ct).must(t, 201).JSON(t)["id"].(string)
-	for deadline := time.Now().Add(10 * time.Second); h.do(keyAlice, "GET", "/v1/batches/"+id, nil).JSON(t)["status"] != "completed"; {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); h.do(keyAlice, "GET", "/v1/batches/"+id, nil).JSON(t)["status"] != "completed"; {
 		if time.Now().After(deadline) {
 			t.Fatal("the archive batch did not complete")
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestBatchEventsPerItem(t *testing.T) {
 	id := h.do(keyAlice, "POST", "/v1/batches", jsonl.String(), "Content-Type", "application/jsonl").must(t, 201).JSON(t)["id"].(string)
 	var ids []int64
 	var kinds, datas []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); ; time.Sleep(testscale.D(20 * time.Millisecond)) {
 		r := h.do(keyAlice, "GET", "/v1/batches/"+id+"/events", nil, "Last-Event-ID", "0").must(t, 200)
 		ids, kinds, datas = batchSSE(string(r.Body))
 		if strings.Contains(string(r.Body), "event: done") && len(datas) > 0 && strings.Contains(datas[len(datas)-1], `"status":"completed"`) {

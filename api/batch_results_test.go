@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestBatchResultsStream(t *testing.T) {
 		fmt.Fprintf(&jsonl, `{"custom_id":"c%d","tool_call":{"type":"function","function":{"name":"run_python","arguments":{"code":%q}}}}`+"\n", i, code)
 	}
 	id := h.do(keyAlice, "POST", "/v1/batches", jsonl.String(), "Content-Type", "application/jsonl").must(t, 201).JSON(t)["id"].(string)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); ; time.Sleep(testscale.D(20 * time.Millisecond)) {
 		if h.do(keyAlice, "GET", "/v1/batches/"+id, nil).must(t, 200).JSON(t)["status"] == "completed" {
 			break
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"sort"
 	"strings"
 	"testing"
@@ -64,6 +65,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	for k := range ht.oa.seen {
 		h.oa.seen[k] = true
 	}
+	for k := range conformEnvironments(t) {
+		h.oa.seen[k] = true
+	}
 
 	var missing []string
 	for path, item := range h.oa.doc.Paths.Map() {
@@ -99,7 +103,7 @@ func conformBatches(t *testing.T, h *harness) {
 		`{"custom_id":"b","method":"POST","url":"/v1/tool-calls","body":{"function":{"name":"run_python","arguments":{"code":"raise"}}}}` + "\n"
 	id := h.do(keyAlice, "POST", "/v1/batches", jsonl, "Content-Type", "application/jsonl").must(t, 201).JSON(t)["id"].(string)
 	h.do(keyAlice, "POST", "/v1/batches", `{"custom_id":"a"}`, "Content-Type", "application/jsonl").must(t, 400)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for h.do(keyAlice, "GET", "/v1/batches/"+id, nil).JSON(t)["status"] != "completed" {
 		if time.Now().After(deadline) {
 			t.Fatal("batch did not complete")

@@ -73,6 +73,10 @@ type Deps struct {
 	// BatchConfig configures the batch runner (its Artifacts hook is the
 	// API's own).
 	BatchConfig batch.Config
+	// Environments resolves the environment a session names and serves
+	// /v1/environments; nil knows the built-in environments only and
+	// answers 503 there.
+	Environments Environments
 	// Logger receives access and error logs; nil discards them.
 	Logger *slog.Logger
 }

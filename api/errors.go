@@ -24,6 +24,8 @@ func httpStatus(code core.Code) int {
 		return http.StatusBadRequest
 	case core.ErrUnauthorized:
 		return http.StatusUnauthorized
+	case core.ErrForbidden:
+		return http.StatusForbidden
 	case core.ErrNotFound:
 		return http.StatusNotFound
 	case core.ErrConflict, core.ErrSessionLost:
@@ -142,7 +144,7 @@ func codeError(ctx context.Context, err error) *Error {
 	}
 	code := core.CodeOf(err)
 	switch code {
-	case core.ErrInvalid, core.ErrNotFound, core.ErrConflict, core.ErrTooLarge, core.ErrQuota, core.ErrNoModel:
+	case core.ErrInvalid, core.ErrForbidden, core.ErrNotFound, core.ErrConflict, core.ErrTooLarge, core.ErrQuota, core.ErrNoModel:
 		return newError(code, messageOf(err))
 	case core.ErrSessionLost:
 		return newError(code, "the worker holding the session is gone; open a new session")

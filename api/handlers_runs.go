@@ -63,6 +63,9 @@ func (s *Server) startRun(c *gin.Context) {
 		}
 	}
 	mount, err := s.calls.Input(req.Input)
+	if err == nil && req.Environment != "" {
+		_, err = s.resolveEnvironment(c.Request.Context(), who, req.Environment)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -70,6 +73,7 @@ func (s *Server) startRun(c *gin.Context) {
 	view, err := s.deps.Runs.Start(agent.RunRequest{
 		Goal: req.Goal, Messages: req.Messages, Model: req.Model, MaxSteps: req.MaxSteps,
 		SessionID: req.SessionID, Mount: mount, Owner: who, PreviousRunID: req.PreviousRunID,
+		Environment: req.Environment,
 	})
 	if err != nil {
 		fail(c, s.runError(err))

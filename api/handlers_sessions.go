@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -50,9 +51,13 @@ func (s *Server) openSession(c *gin.Context) {
 				withDetails(map[string]any{"policy": "background"})
 		}
 	}
+	var env environments.Target
+	if err == nil && req.Environment != "" {
+		env, err = s.resolveEnvironment(c.Request.Context(), who, req.Environment)
+	}
 	var rec wire.Session
 	if err == nil {
-		rec, err = s.sessions.Open(c.Request.Context(), who, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
+		rec, err = s.sessions.OpenIn(c.Request.Context(), who, env, limits, req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
 	}
 	s.reply(c, "open session", http.StatusCreated, rec, err)
 }

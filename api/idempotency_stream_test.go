@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"net/http"
 	"strings"
@@ -188,7 +189,7 @@ func TestStreamedRetryAttachesAcrossReplicas(t *testing.T) {
 	var second dispatcher.Call
 	select {
 	case second = <-g.started:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testscale.D(10 * time.Second)):
 		t.Fatal("B did not take the call over after the reservation lapsed")
 	}
 	g.open()

@@ -46,6 +46,11 @@ func (s *Server) routes() *gin.Engine {
 
 	g := v1.Group("", s.limitConcurrency(s.callGate))
 	g.GET("/tools", quick, s.listTools)
+	g.GET("/environments", quick, s.listEnvironments)
+	g.GET("/environments/:name", quick, s.getEnvironment)
+	g.POST("/environments", slow, upload, s.createEnvironment)
+	g.DELETE("/environments/:name", slow, s.deleteEnvironment)
+	v1.GET("/environments/:name/events", s.limitConcurrency(s.streamGate), s.environmentEvents)
 	g.POST("/tool-calls", slow, body, s.toolCall)
 	g.GET("/artifacts/:artifact", quick, s.artifact(false))
 

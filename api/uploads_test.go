@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -180,7 +181,7 @@ func TestOverCapContentLengthRefusedUnread(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "PUT /v1/sessions/%s/files/big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", id, keyAlice, int64(1)<<30)
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(testscale.D(5 * time.Second)))
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer before the body was sent: %v", err)

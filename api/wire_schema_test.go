@@ -37,6 +37,9 @@ var wireSchemas = map[string]any{
 	"Batch": wire.Batch{}, "BatchCounts": wire.BatchCounts{}, "BatchError": wire.BatchError{},
 	"BatchList": wire.BatchList{}, "BatchMapSpec": wire.BatchMapSpec{}, "BatchLine": wire.BatchLine{},
 	"BatchSummary": wire.BatchSummary{}, "BatchItemEvent": wire.BatchItemEvent{},
+	"CreateEnvironmentRequest": wire.CreateEnvironmentRequest{}, "EnvironmentBlob": wire.EnvironmentBlob{},
+	"EnvironmentCheck": wire.EnvironmentCheck{}, "Environment": wire.Environment{}, "EnvironmentList": wire.EnvironmentList{},
+	"EnvironmentEvent": wire.EnvironmentEvent{},
 }
 
 // notBodies are schemas without a Go struct: the tool arguments (any JSON
@@ -178,7 +181,7 @@ func (c *schemaCheck) mismatch(where string, ref *openapi3.SchemaRef, typ reflec
 	s := ref.Value
 	var want string
 	switch {
-	case typ == reflect.TypeOf(time.Time{}), typ.Kind() == reflect.String:
+	case typ == reflect.TypeOf(time.Time{}), typ.Kind() == reflect.String, typ == reflect.TypeOf([]byte(nil)): // []byte: base64
 		want = "string"
 	case anyJSON:
 		return "" // any JSON

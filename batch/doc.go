@@ -26,8 +26,10 @@
 // the host and sent as the call's Archive, unpacked inside the owner's
 // warm container; a folder over core.MaxArchiveBytes or
 // Config.PackMaxEntries, or holding a link out of it or a special file,
-// is mounted read-only instead and its line says why (input_mode,
-// input_note). Config.MountInputs mounts every folder. Uploaded archives
+// goes to the worker as a folder instead (input_mode "mount"), which
+// copies it into the sandbox in chunks (sandbox.Config.InputMaxBytes, not
+// the one-message cap, bounds it), and its line says why (input_note).
+// Config.MountInputs sends every folder that way. Uploaded archives
 // are kept in the store under the batch (chunks, with the batch's
 // completion window plus Config.ArchiveRetention as TTL), never unpacked
 // on the host.

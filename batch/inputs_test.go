@@ -86,7 +86,7 @@ func TestFolderItemsArePackedOrMounted(t *testing.T) {
 		if lm.InputMode != InputMount || many.Mount != tooMany || many.Archive != nil {
 			t.Errorf("mount=%v: the folder over the entry bound was not mounted: %+v, call mount %q archive %d", mount, lm, many.Mount, len(many.Archive))
 		}
-		if !mount && !strings.Contains(lm.InputNote, "over 2 entries; mounted read-only instead") {
+		if !mount && !strings.Contains(lm.InputNote, "over 2 entries; copied from the folder into the sandbox by the worker instead") {
 			t.Errorf("fallback note %q", lm.InputNote)
 		}
 		if mount {

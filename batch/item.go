@@ -127,11 +127,11 @@ func (m *Manager) inputs(ctx context.Context, owner, id string, it Item, call *d
 	}
 	data, err := packFolder(call.Mount, core.MaxArchiveBytes, m.cfg.PackMaxEntries)
 	if reason, ok := isNoPack(err); ok {
-		return InputMount, reason + "; mounted read-only instead", nil
+		return InputMount, reason + "; copied from the folder into the sandbox by the worker instead", nil
 	}
 	if err != nil {
 		m.cfg.Logger.Warn("batch: pack item folder", "batch", id, "custom_id", it.CustomID, "err", err)
-		return InputMount, "the item folder could not be packed; mounted read-only instead", nil
+		return InputMount, "the item folder could not be packed; copied from the folder into the sandbox by the worker instead", nil
 	}
 	call.Archive, call.Mount = data, ""
 	return InputArchive, "", nil

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"net/http"
 	"strings"
@@ -388,7 +389,7 @@ func TestCancelRun(t *testing.T) {
 	}
 	// Cancel once the model holds the request, so the scripted turn is used
 	// by this run and no other test's.
-	for deadline := time.Now().Add(time.Minute); len(shared.model.Requests()) == asked; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testscale.D(time.Minute)); len(shared.model.Requests()) == asked; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the run never asked the model")
 		}
@@ -398,7 +399,7 @@ func TestCancelRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := got
-	for deadline := time.Now().Add(time.Minute); final.Status == wire.RunRunning && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testscale.D(time.Minute)); final.Status == wire.RunRunning && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if final, err = c.GetRun(ctx, run.ID); err != nil {
 			t.Fatal(err)
 		}

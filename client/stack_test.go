@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -92,7 +93,7 @@ func newStack() (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no Docker client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	if _, err := dc.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("the Docker daemon does not answer: %w", err)

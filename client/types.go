@@ -24,11 +24,14 @@ type ToolCall struct {
 	Input string
 	// Limits lower the server's defaults for this call.
 	Limits *wire.Limits
+	// Environment names the environment the call runs in (default
+	// python, shell for execute_shell).
+	Environment string
 }
 
 // Request is c as the request body.
 func (c ToolCall) Request() (wire.ToolCallRequest, error) {
-	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits,
+	req := wire.ToolCallRequest{ID: c.ID, Type: "function", Input: c.Input, Limits: c.Limits, Environment: c.Environment,
 		Function: wire.ToolCallFunction{Name: c.Name}}
 	switch a := c.Arguments.(type) {
 	case nil:

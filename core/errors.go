@@ -21,6 +21,7 @@ func (c Code) Error() string { return string(c) }
 const (
 	ErrInvalid      Code = "bad_request"  // the request was refused as invalid; the message says why
 	ErrUnauthorized Code = "unauthorized" // missing or unknown API key
+	ErrForbidden    Code = "forbidden"    // the key may not use what it named (an environment, an admin route)
 	ErrNotFound     Code = "not_found"    // unknown resource (or another owner's)
 	ErrConflict     Code = "conflict"     // the resource's state forbids the request
 	ErrSessionLost  Code = "session_lost" // the worker holding the session is gone
@@ -38,7 +39,7 @@ const (
 
 // Codes lists every Code, for tests and documentation.
 func Codes() []Code {
-	return []Code{ErrInvalid, ErrUnauthorized, ErrNotFound, ErrConflict, ErrSessionLost,
+	return []Code{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrConflict, ErrSessionLost,
 		ErrTooLarge, ErrRateLimited, ErrBusy, ErrQuota, ErrInternal, ErrUnavailable,
 		ErrNotReady, ErrNoModel, ErrDeadline, ErrCanceled}
 }

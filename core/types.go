@@ -70,18 +70,24 @@ type Limits struct {
 // Request is one unit of work for the sandbox: an execution, or a session or
 // file operation. It is plain data so that it can cross a queue as JSON.
 type Request struct {
-	Op        Op                `json:"op,omitempty"` // default OpExec
-	Language  Language          `json:"language,omitempty"`
-	Code      string            `json:"code,omitempty"`
-	Image     string            `json:"image,omitempty"` // override of the language's image
-	Limits    Limits            `json:"limits,omitempty"`
-	Mount     string            `json:"mount,omitempty"` // host folder, read-only at /workspace
-	Env       map[string]string `json:"env,omitempty"`
-	Owner     string            `json:"owner,omitempty"`
-	JobID     string            `json:"job_id,omitempty"`
-	SessionID string            `json:"session_id,omitempty"`
-	Path      string            `json:"path,omitempty"` // for file operations, relative to /work
-	Data      []byte            `json:"data,omitempty"` // for OpFilePut
+	Op       Op       `json:"op,omitempty"` // default OpExec
+	Language Language `json:"language,omitempty"`
+	Code     string   `json:"code,omitempty"`
+	Image    string   `json:"image,omitempty"` // override of the language's image
+	// Environment names the environment the call runs in (issue 28): a
+	// built-in one (python, shell: the configured image of that name) or
+	// a custom one, whose checked image the gate resolved into Image and
+	// whose content hash into EnvironmentHash. Empty: the language's image.
+	Environment     string            `json:"environment,omitempty"`
+	EnvironmentHash string            `json:"environment_hash,omitempty"`
+	Limits          Limits            `json:"limits,omitempty"`
+	Mount           string            `json:"mount,omitempty"` // host folder, read-only at /workspace
+	Env             map[string]string `json:"env,omitempty"`
+	Owner           string            `json:"owner,omitempty"`
+	JobID           string            `json:"job_id,omitempty"`
+	SessionID       string            `json:"session_id,omitempty"`
+	Path            string            `json:"path,omitempty"` // for file operations, relative to /work
+	Data            []byte            `json:"data,omitempty"` // for OpFilePut
 	// Stdin is the call's standard input (empty: none).
 	Stdin string `json:"stdin,omitempty"`
 	// Background keeps processes a session call started running after it

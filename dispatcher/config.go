@@ -68,6 +68,10 @@ type Config struct {
 	// fetches in Airlock through the call's Egress.
 	Fetcher *egress.Fetcher
 
+	// Environments resolves the environment a call names to the image it
+	// runs in (environments.Resolver); nil knows the built-in ones only.
+	Environments EnvironmentResolver
+
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 }

@@ -13,6 +13,9 @@ import (
 // execute sends the action's request to the Executor and renders the outcome.
 func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Action) (Result, string) {
 	req := callRequest(*act.Request, call, overLimits(d.cfg.Ceiling, call.Ceiling))
+	if res := d.environment(ctx, call, &req); res != nil {
+		return *res, "refused"
+	}
 	if d.exec == nil {
 		return platformResult(ErrNoExecutor, tool), "failed"
 	}

@@ -58,6 +58,13 @@ type Call struct {
 	// puts here is replaced), is where the call may connect: its sandbox through the worker's egress proxy
 	// (core.Request.Egress), fetch_url from Airlock. Zero: no network.
 	Egress egress.Policy `json:"egress,omitzero"`
+	// Environment names the environment a one-shot call runs in (issue
+	// 28; default python, shell for execute_shell); a session call runs in
+	// its session's. Environments, set by the transport from the caller's
+	// policy, lists the custom environments the caller may use ("*": all);
+	// the built-in ones are always allowed.
+	Environment  string   `json:"environment,omitempty"`
+	Environments []string `json:"environments,omitempty"`
 }
 
 // Status is a tool call's outcome, as the wire shows it. It is one of:

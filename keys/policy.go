@@ -3,6 +3,7 @@ package keys
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/secrets"
 )
 
@@ -39,7 +41,29 @@ type Policy struct {
 	// (egress= and egress_methods=; issue 29). The zero Policy, the
 	// default, allows nothing: no network.
 	Egress egress.Policy
+	// Environments lists the custom environments (issue 28) the key may
+	// use (environments=geo,lint); the built-in ones are always allowed.
+	Environments []string
+	// Admin marks an admin key (admin=true): it manages environments
+	// (POST/DELETE /v1/environments) and may use every one.
+	Admin bool
 }
+
+// MayUseEnvironment reports whether a key of policy p may run calls in
+// the environment name: a built-in (python, shell) always, an admin key
+// every one, another key those its environments= lists.
+func (p *Policy) MayUseEnvironment(name string) bool {
+	if name == "" || name == "python" || name == "shell" {
+		return true
+	}
+	if p == nil {
+		return false
+	}
+	return p.Admin || slices.Contains(p.Environments, name)
+}
+
+// IsAdmin reports whether p is an admin key's policy.
+func (p *Policy) IsAdmin() bool { return p != nil && p.Admin }
 
 // Budget is what one key may hold at once. Zero fields mean no budget.
 type Budget struct {
@@ -114,6 +138,15 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 			egressHosts = val
 		case "egress_methods":
 			egressMethods = val
+		case "environments":
+			p.Environments = dispatcher.SplitNames(val)
+			for _, n := range p.Environments {
+				if !environments.ValidName(n) {
+					err = fmt.Errorf("%q is not an environment name ([a-z0-9-])", n)
+				}
+			}
+		case "admin":
+			p.Admin, err = strconv.ParseBool(val)
 		case "secrets_file":
 			if !filepath.IsAbs(val) {
 				val = filepath.Join(dir, val)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -57,7 +58,7 @@ func wantListing(sums map[string]string) string {
 
 func execErr(t *testing.T, e *Engine, req core.Request) (core.Result, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	return e.Exec(ctx, req)
 }
@@ -68,6 +69,7 @@ func execErr(t *testing.T, e *Engine, req core.Request) (core.Result, error) {
 // previous call's files; user code cannot simply write to /workspace; and
 // the unpack of a small archive is timed.
 func TestArchiveWarm(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	reg := prometheus.NewRegistry()
 	e := pooledEngine(t, func(c *Config) { c.Metrics = reg })
 	repo, sums := smallRepo(1)
@@ -159,6 +161,7 @@ func escapes(t *testing.T) []struct {
 // owner's container stays usable and clean. Mount+Archive and an oversize
 // archive are refused before any container.
 func TestArchiveRefused(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	ctx := context.Background()
 	for _, tc := range escapes(t) {

@@ -202,6 +202,7 @@ func TestArchiveRequest(t *testing.T) {
 // noexec/nosuid/nodev /workspace owned by its uid, and no host path is
 // mounted into it (binds or mounts), whatever the call's input.
 func TestWorkspaceTmpfs(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	lim := DefaultConfig().Defaults
 	s := containerSpec{Limits: lim, Identity: identity{UID: 70123, GID: 70123}}
 	cfg, host := s.build()

@@ -30,7 +30,7 @@ func TestWarmBudgetConcurrent(t *testing.T) {
 			peak.Store(n)
 		}
 	}
-	pools := []*pool{newPool(e, "a"), newPool(e, "b")}
+	pools := []*pool{newPool(e, poolKey{image: "a"}, e.cfg.PoolSize), newPool(e, poolKey{image: "b"}, e.cfg.PoolSize)}
 	var wg sync.WaitGroup
 	for g := 0; g < 16; g++ {
 		wg.Add(1)
@@ -82,7 +82,7 @@ func TestWarmBudgetCountsRemovals(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PoolSize, cfg.WarmMemoryBudget, cfg.OwnerIdle = 0, 2, time.Minute
 	e := New(cfg, f, nil)
-	p := newPool(e, "img")
+	p := newPool(e, poolKey{image: "img"}, e.cfg.PoolSize)
 	p.limits.Memory = 1
 	t.Cleanup(func() {
 		select {
@@ -147,8 +147,8 @@ func TestReleaseAcrossPools(t *testing.T) {
 	cfg.PoolSize, cfg.WarmMemoryBudget = 1, 2
 	e := New(cfg, &fakeDocker{}, nil)
 	t.Cleanup(e.Settle)
-	py, sh := newPool(e, "py"), newPool(e, "sh")
-	e.pools["py"], e.pools["sh"] = py, sh
+	py, sh := newPool(e, poolKey{image: "py"}, e.cfg.PoolSize), newPool(e, poolKey{image: "sh"}, e.cfg.PoolSize)
+	e.pools[poolKey{image: "py"}], e.pools[poolKey{image: "sh"}] = py, sh
 	g1, g2 := handBox("g1", 1), handBox("g2", 1)
 	sh.generic = []*box{g1, g2}
 	e.warm.take(2)
@@ -192,7 +192,7 @@ func TestIdleExpiryWhileBooting(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	p := e.poolFor("img")
+	p := e.poolFor(poolKey{image: "img"}, e.cfg.PoolSize)
 	deadline := time.Now().Add(testscale.D(5 * time.Second))
 	for creating.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -236,7 +236,7 @@ func TestWarmBudgetAndExpiryReal(t *testing.T) {
 	var pools []*pool
 	for _, img := range []string{e.cfg.Images[core.Python], e.cfg.Images[core.Shell]} {
 		e.mu.Lock()
-		pools = append(pools, e.pools[img])
+		pools = append(pools, e.pools[poolKey{image: img}])
 		e.mu.Unlock()
 	}
 	stop := make(chan struct{})

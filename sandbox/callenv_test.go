@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 // in both languages, one-shot and in a session, and are gone in the next
 // call (same container, same session).
 func TestEnvAndStdinPerCall(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	s := openSession(t, e, "o")
 	codes := map[core.Language]string{
@@ -29,7 +31,7 @@ func TestEnvAndStdinPerCall(t *testing.T) {
 			return run(t, e, req)
 		}
 		req.Owner, req.SessionID = "o", s.ID
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 		defer cancel()
 		r, err := e.SessionExec(ctx, req)
 		if err != nil {
@@ -58,6 +60,7 @@ func TestEnvAndStdinPerCall(t *testing.T) {
 // TestImageShowIsDisplay (issue 26): PIL's Image.show() returns the image
 // as a display result (image/png), one-shot and in a session.
 func TestImageShowIsDisplay(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	code := "from PIL import Image\nImage.new('RGB', (4, 3), 'red').show()"

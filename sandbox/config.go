@@ -83,6 +83,14 @@ type Config struct {
 	// worker it serves (LabelWorker, LabelQueue), so a reaper on any host
 	// removes it once that worker's liveness key is gone (ReapDeadWorkers).
 	Worker, Queue string
+	// InputMaxBytes bounds the tar an input folder (Request.Mount) packs
+	// to, and InputMaxEntries its files, folders and links (defaults
+	// DefaultInputMaxBytes, DefaultInputMaxEntries). The folder is streamed
+	// into the container in chunks (input_stream.go), so neither Airlock
+	// nor the controller ever holds it whole; the container's tmpfs_bytes
+	// and memory_bytes must still hold its files.
+	InputMaxBytes   int64
+	InputMaxEntries int
 	// UIDRange is where each sandbox container's own uid comes from (issue
 	// 10), so per-uid kernel limits are not shared; zero means DefaultUIDRange.
 	UIDRange IDRange
@@ -118,6 +126,8 @@ func DefaultConfig() Config {
 		MaxSessionsPerOwner: 4,
 		InterruptGrace:      3 * time.Second,
 		ReapInterval:        time.Minute,
+		InputMaxBytes:       DefaultInputMaxBytes,
+		InputMaxEntries:     DefaultInputMaxEntries,
 	}
 }
 

@@ -60,12 +60,15 @@
 // links leading out, whose target could name a host path, and special
 // files are left out, with a warning naming them relative to the folder;
 // folders on another filesystem come empty), packed into a tar by the
-// server when the call runs, and unpacked by the controller into the
+// server when the call runs, streamed to the controller in chunks
+// (input_stream.go: neither side holds the whole tar) and unpacked into the
 // container's own /workspace tmpfs, read-only, as an archive is. The mount
 // tables then show /workspace as a tmpfs ("/" its root, no source path),
 // and the sandbox runs as its range uid whoever owns the folder. A folder
-// over InputMaxEntries entries, InputMaxBytes of files or the call's
-// tmpfs_bytes is refused before any container starts, naming the bound; an
+// over Config.InputMaxEntries entries, a tar over Config.InputMaxBytes
+// (defaults 20,000 and 256 MiB; --input-max-entries, --input-max-bytes),
+// files over the call's tmpfs_bytes or more than its memory_bytes can hold
+// is refused before any container starts, naming the bound; an
 // entry the server cannot read is refused naming it. No refusal quotes the
 // folder's host path. Input calls use the owner's warm containers; a
 // session gets its input with its first exec and keeps it.

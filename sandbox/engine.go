@@ -28,8 +28,8 @@ type Engine struct {
 	host     string
 	proc     string // this process's identity, for the reaper
 	mu       sync.Mutex
-	runners  map[string]bool // image -> carries the controller (checked once)
-	pools    map[string]*pool
+	runners  map[string]imageInfo // image -> what its labels say (checked once)
+	pools    map[poolKey]*pool
 	doors    map[string]*egress.Door // container id -> its egress door (egress.go)
 	sessions *sessions
 	bg       sync.WaitGroup // janitors and pool refills
@@ -92,6 +92,12 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	if cfg.OwnerIdle == 0 {
 		cfg.OwnerIdle = def.OwnerIdle
 	}
+	if cfg.InputMaxBytes <= 0 {
+		cfg.InputMaxBytes = def.InputMaxBytes
+	}
+	if cfg.InputMaxEntries <= 0 {
+		cfg.InputMaxEntries = def.InputMaxEntries
+	}
 	if cfg.HardOutputBytes == 0 {
 		cfg.HardOutputBytes = def.HardOutputBytes
 	}
@@ -100,7 +106,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	}
 	host, _ := os.Hostname()
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
-		runners: map[string]bool{}, pools: map[string]*pool{}, doors: map[string]*egress.Door{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
+		runners: map[string]imageInfo{}, pools: map[poolKey]*pool{}, doors: map[string]*egress.Door{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
 	e.warm = &warmBudget{limit: e.cfg.WarmMemoryBudget, onChange: func(n int64) { e.metrics.warmMemory.Set(float64(n)) }}
 	// Issue 10: one uid per container from cfg.UIDRange (uid.go).
@@ -131,10 +137,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.PoolSize > 0 {
 		for _, lang := range []core.Language{core.Python, core.Shell} {
 			img := e.cfg.Images[lang]
-			if err := e.requireController(ctx, img); err != nil {
+			if err := e.requireController(ctx, img, ""); err != nil {
 				return err
 			}
-			e.poolFor(img)
+			e.poolFor(poolKey{image: img}, e.cfg.PoolSize)
 		}
 	}
 	e.goBackground(func() { e.sessions.janitor(e.stop) })
@@ -167,7 +173,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.sessions.closeAll()
 	e.mu.Lock()
 	pools := e.pools
-	e.pools = map[string]*pool{}
+	e.pools = map[poolKey]*pool{}
 	e.mu.Unlock()
 	for _, p := range pools {
 		p.drain()
@@ -199,54 +205,6 @@ func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]
 		l[LabelWorker], l[LabelQueue] = e.cfg.Worker, e.cfg.Queue
 	}
 	return l
-}
-
-// imageFor picks the request's image: the language's, or another of the
-// configured images (never an arbitrary one from a request).
-func (e *Engine) imageFor(req core.Request) (string, error) {
-	if req.Image != "" {
-		for _, img := range e.cfg.Images {
-			if img == req.Image {
-				return img, nil
-			}
-		}
-		return "", fmt.Errorf("image %q is not one of the server's sandbox images", req.Image)
-	}
-	img, ok := e.cfg.Images[req.Language]
-	if !ok {
-		return "", fmt.Errorf("language %q is not one of python, shell", req.Language)
-	}
-	return img, nil
-}
-
-// requireController checks (once per image) that an image carries the
-// in-container controller, which every sandbox container runs as its pid 1:
-// it is the container's dead man's switch and in-container deadline. An
-// image without it is refused with ErrNoController.
-func (e *Engine) requireController(ctx context.Context, image string) error {
-	e.mu.Lock()
-	ok, known := e.runners[image]
-	e.mu.Unlock()
-	if !known {
-		info, err := e.docker.ImageInspect(ctx, image)
-		if err != nil {
-			if errdefs.IsNotFound(err) {
-				return fmt.Errorf("sandbox: image %s: %w: build it with `make images`", image, ErrImageMissing)
-			}
-			return fmt.Errorf("sandbox: inspect image %s: %w: %w", image, core.ErrUnavailable, err)
-		}
-		// Only the controller's exact path: an image with an older runner
-		// speaks another protocol.
-		ok = info.Config != nil && info.Config.Labels[LabelRunner] == RunnerPath
-		e.mu.Lock()
-		e.runners[image] = ok
-		e.mu.Unlock()
-	}
-	if !ok {
-		return fmt.Errorf("sandbox: image %s: %w (label %s=%s): rebuild it with `make images`, or build it from airlock/python or airlock/shell",
-			image, ErrNoController, LabelRunner, RunnerPath)
-	}
-	return nil
 }
 
 // createAttached creates a container and attaches to it before starting it,

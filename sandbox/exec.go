@@ -52,17 +52,18 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 		return reject("%v", err)
 	}
 	if c.mount != "" {
-		if c.input, err = scanInput(c.mount, InputMaxEntries, InputMaxBytes); err != nil {
+		if c.input, err = scanInput(c.mount, e.cfg.InputMaxEntries, e.cfg.InputMaxBytes); err != nil {
 			return reject("%v", err)
 		}
 		if c.input.pages > lim.TmpfsBytes {
 			return reject("the input folder holds %d bytes of files (%d in whole pages), more than the %d-byte /workspace it is copied into (tmpfs_bytes; at most %d on this server)",
 				c.input.bytes, c.input.pages, lim.TmpfsBytes, e.cfg.Max.TmpfsBytes)
 		}
-		if need := inputMemory(c.input.packed); need > lim.Memory {
-			return reject("the input folder packs to %d bytes; copying it into the sandbox takes about %d bytes of memory, more than memory_bytes %d (at most %d on this server)",
-				c.input.packed, need, lim.Memory, e.cfg.Max.Memory)
+		if need := inputMemory(c.input); need > lim.Memory {
+			return reject("the input folder holds %d bytes of files in %d entries; copying it into the sandbox takes about %d bytes of memory, more than memory_bytes %d (at most %d on this server)",
+				c.input.bytes, len(c.input.entries), need, lim.Memory, e.cfg.Max.Memory)
 		}
+		c.entries = len(c.input.entries)
 	}
 	if c.egress, err = e.egressPolicy(req); err != nil {
 		return checked{}, nil, err
@@ -76,7 +77,7 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 	if c.image, err = e.imageFor(c.Request); err != nil {
 		return reject("%v", err)
 	}
-	if err := e.requireController(ctx, c.image); err != nil {
+	if err := e.requireController(ctx, c.image, c.Environment); err != nil {
 		return checked{}, nil, err
 	}
 	return c, nil, nil
@@ -99,18 +100,19 @@ func (e *Engine) Exec(ctx context.Context, req core.Request) (core.Result, error
 			return core.Result{}, err
 		}
 	}
-	if rej, err := c.packInput(); err != nil || rej != nil {
-		return deref(rej), err
-	}
 	return e.execRunner(ctx, c)
 }
 
-// packInput packs c's input folder (if any) into c.Archive, for the
-// controller to unpack into /workspace. A folder that changed or became
-// unreadable since it was scanned is refused like a bad one.
-func (c *checked) packInput() (*core.Result, error) {
+// packInput packs c's input folder (if any) into c.Archive, for a
+// controller older than streamed inputs to unpack into /workspace (one
+// request line: at most core.MaxArchiveBytes). A folder that changed or
+// became unreadable since it was scanned is refused like a bad one.
+func (c *checked) packInput(image string) (*core.Result, error) {
 	if c.input == nil {
 		return nil, nil
+	}
+	if c.input.packed > core.MaxArchiveBytes || inputMemoryLine(c.input.packed) > c.limits.Memory {
+		return nil, core.Errorf("sandbox.exec", core.ErrUnavailable, fmt.Sprintf("the sandbox image %s is older than streamed input folders and cannot take this one (%d bytes packed): rebuild it (make images)", image, c.input.packed))
 	}
 	data, err := c.input.pack()
 	var refused *core.Error
@@ -162,10 +164,10 @@ func (e *Engine) checkArchive(c *checked) error {
 
 // unpackBounds are the bounds the controller applies while it unpacks c's
 // Archive: a request's archive gets the archive bounds, an input folder
-// the input ones (it was packed here, within them).
-func (c *checked) unpackBounds() archiveBounds {
+// the server's input ones (it was packed here, within them).
+func (e *Engine) unpackBounds(c checked) archiveBounds {
 	if c.input != nil {
-		return archiveBounds{entries: InputMaxEntries, bytes: InputMaxBytes, ratio: ArchiveMaxRatio}
+		return archiveBounds{entries: e.cfg.InputMaxEntries, bytes: e.cfg.InputMaxBytes, ratio: ArchiveMaxRatio}
 	}
 	return archiveBounds{entries: ArchiveMaxEntries, bytes: ArchiveMaxBytes, ratio: ArchiveMaxRatio}
 }
@@ -250,12 +252,30 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		Background: session && c.Background, Generated: c.Generated,
 		AllowStdin: session && c.AllowStdin && c.Stdin == "", Notebook: c.Notebook,
 	}
-	if len(c.Archive) > 0 {
+	if c.input != nil || len(c.Archive) > 0 {
 		if !b.has(featureArchive) {
 			fw.close()
 			return core.Result{}, core.Errorf("sandbox.exec", core.ErrUnavailable, fmt.Sprintf("the sandbox image %s is older than archive inputs: rebuild it (make images)", b.image))
 		}
-		bounds := c.unpackBounds()
+	}
+	if c.input != nil {
+		var rej *core.Result
+		var err error
+		if b.has(featureArchiveStream) {
+			// The controller unpacks while the chunks arrive; the exec then
+			// waits only for the last few (airlock_stream.py QUEUED_CHUNKS).
+			rej, err = e.streamInput(ctx, b, c, &req)
+			deadline = time.Now().Add(c.limits.Timeout + e.cfg.InterruptGrace + 2*time.Second + unpackTime(4*inputChunk, c.entries))
+		} else {
+			rej, err = c.packInput(b.image)
+		}
+		if err != nil || rej != nil {
+			fw.close()
+			return deref(rej), err
+		}
+	}
+	if len(c.Archive) > 0 {
+		bounds := e.unpackBounds(c)
 		req.Archive, req.ArchiveMaxEntries, req.ArchiveMaxBytes, req.ArchiveMaxRatio = c.Archive, bounds.entries, bounds.bytes, bounds.ratio
 		deadline = deadline.Add(unpackTime(len(c.Archive), c.entries))
 	}

@@ -150,6 +150,11 @@ func frame(stream byte, p string) []byte {
 // the frames answer returns (their ids set to the request's). It stops when
 // Airlock closes its end, as the real controller's dead man's switch does.
 func fakeController(answer func(req ctlRequest) []ctlFrame) types.HijackedResponse {
+	return fakeControllerWith([]string{featureArchive}, answer)
+}
+
+// fakeControllerWith is fakeController announcing features in its ready frame.
+func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFrame) types.HijackedResponse {
 	server, conn := net.Pipe()
 	go func() {
 		defer server.Close()
@@ -158,7 +163,7 @@ func fakeController(answer func(req ctlRequest) []ctlFrame) types.HijackedRespon
 			_, err := server.Write(frame(streamStdout, string(line)+"\n"))
 			return err == nil
 		}
-		if !send(ctlFrame{T: "ready", Features: []string{featureArchive}}) {
+		if !send(ctlFrame{T: "ready", Features: features}) {
 			return
 		}
 		in := bufio.NewReader(server)

@@ -36,6 +36,13 @@ type ctlRequest struct {
 	ArchiveMaxEntries int    `json:"archive_max_entries,omitempty"`
 	ArchiveMaxBytes   int64  `json:"archive_max_bytes,omitempty"`
 	ArchiveMaxRatio   int64  `json:"archive_max_ratio,omitempty"`
+	// ArchiveSize (the first stage op of a streamed input) is the whole
+	// tar's size; ArchiveStream (the exec after it) the bytes staged, which
+	// the controller checks before the call runs (input_stream.go).
+	ArchiveSize   int64 `json:"archive_size,omitempty"`
+	ArchiveStream int64 `json:"archive_stream,omitempty"`
+	// Abort (stage op) drops an unfinished streamed input.
+	Abort bool `json:"abort,omitempty"`
 	// AllowStdin (session exec): input() asks Airlock with an
 	// input_request frame instead of reading stdin.
 	AllowStdin bool `json:"allow_stdin,omitempty"`
@@ -113,6 +120,10 @@ type ctlUnpacked struct {
 // featureArchive (in the ready frame's "features"): the controller unpacks
 // a one-shot exec's archive into its own /workspace.
 const featureArchive = "archive"
+
+// featureArchiveStream (in the ready frame's "features"): the controller
+// takes an input folder's tar in stage ops and unpacks it as it arrives.
+const featureArchiveStream = "archive_stream"
 
 // bytesData decodes a done frame's base64 "data" (get op).
 func (f *ctlFrame) bytesData() ([]byte, error) {

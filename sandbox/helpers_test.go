@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -23,7 +24,7 @@ func integration(t *testing.T) DockerAPI {
 	}
 	dc, err := NewDockerClient()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		_, err = dc.Ping(ctx)
 		if err == nil {
@@ -66,12 +67,17 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 	cfg.ReapInterval = 0
 	cfg.Instance = "test-" + newID()
 	cfg.Images = testImages()
+	// A call's default deadline is a bound the test's code must finish
+	// within (import pandas took over 10 s on two cores at a load of 25):
+	// it scales like every other bound; a test that needs the exact
+	// default sets it (mod) or names its own limit.
+	cfg.Defaults.Timeout = testscale.D(cfg.Defaults.Timeout)
 	if mod != nil {
 		mod(&cfg)
 	}
 	e := New(cfg, dc, nil)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 		defer cancel()
 		if err := e.Close(ctx); err != nil {
 			t.Errorf("close engine: %v", err)
@@ -91,7 +97,7 @@ func newTestEngine(t *testing.T, mod func(*Config)) *Engine {
 
 func run(t *testing.T, e *Engine, req core.Request) core.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	res, err := e.Exec(ctx, req)
 	if err != nil {

@@ -19,27 +19,38 @@ import (
 // Bounds of an input folder (Request.Mount). The folder is never mounted:
 // Airlock copies it (a tar packed on the host, unpacked by the controller)
 // into the container's own /workspace tmpfs, so no host path is visible in
-// the sandbox, not even in /proc/self/mountinfo. It is bounded as an
-// archive is (ArchiveMaxEntries, core.MaxArchiveBytes): the copy travels
-// to the controller in one request line, which the controller holds a few
-// times over while it decodes it. A folder past a bound is refused naming
-// it; past the /workspace size the message names tmpfs_bytes, and past
-// what memory_bytes can unpack, memory_bytes (inputMemory).
+// the sandbox, not even in /proc/self/mountinfo. The tar is streamed to
+// the controller in chunks (input_stream.go) and unpacked as it arrives,
+// so neither side holds it whole and one request line's size does not
+// bound it: Config.InputMaxBytes and Config.InputMaxEntries do. A folder
+// past a bound is refused naming it; past the /workspace size the message
+// names tmpfs_bytes, and past what memory_bytes can take, memory_bytes
+// (inputMemory).
 const (
-	// InputMaxEntries bounds the files, folders and links of an input folder.
-	InputMaxEntries = ArchiveMaxEntries
-	// InputMaxBytes bounds the tar an input folder packs to (its files'
-	// bytes, 512-byte headers and padding).
-	InputMaxBytes = core.MaxArchiveBytes
+	// DefaultInputMaxEntries is Config.InputMaxEntries unless set: the
+	// files, folders and links of an input folder.
+	DefaultInputMaxEntries = 20000
+	// DefaultInputMaxBytes is Config.InputMaxBytes unless set: the tar an
+	// input folder packs to (its files' bytes, 512-byte headers and padding).
+	DefaultInputMaxBytes = 256 << 20
 )
 
 // inputMemory is the least memory_bytes with which a container can take a
-// copy of packed bytes: the controller holds the request line (base64) a
-// few times over while it decodes it, beside the unpacked files in
-// /workspace (measured: 4.5-5.5 times the tar at the peak), on top of
-// what the controller, zygote and spare kernels use (about 32 MiB without
-// the page cache, which the kernel reclaims first).
-func inputMemory(packed int64) int64 { return 6*packed + 32<<20 }
+// streamed copy of an input folder: its files in the /workspace tmpfs
+// (charged to the container's memory, in whole pages), about a KiB of the
+// unpacker's bookkeeping per entry, the chunks in flight (a request line,
+// its decoded bytes and the unpacker's queue: under 8 MiB), on top of what
+// the controller, zygote and spare kernels use (about 32 MiB without the
+// page cache, which the kernel reclaims first).
+func inputMemory(s *inputScan) int64 {
+	return s.pages + int64(len(s.entries))<<10 + 8<<20 + 32<<20
+}
+
+// inputMemoryLine is the same for an image whose controller cannot take a
+// streamed input (older than featureArchiveStream): the tar travels in one
+// request line, which the controller holds a few times over while it
+// decodes it (measured: 4.5-5.5 times the tar at the peak).
+func inputMemoryLine(packed int64) int64 { return 6*packed + 32<<20 }
 
 // inputEntry is one entry of an input folder, as it will be unpacked.
 type inputEntry struct {
@@ -92,7 +103,7 @@ func scanInput(dir string, maxEntries int, maxPacked int64) (*inputScan, error) 
 		}
 		rel = filepath.ToSlash(rel)
 		if len(s.entries) >= maxEntries {
-			return inputRefusal(fmt.Sprintf("has more than %d entries (files, folders and links), the most copied into a sandbox: give a smaller folder", maxEntries))
+			return inputRefusal(fmt.Sprintf("has more than %d entries (files, folders and links), the most this server copies into a sandbox (--input-max-entries): give a smaller folder", maxEntries))
 		}
 		if err := inputName(rel); err != nil {
 			return err
@@ -152,13 +163,25 @@ func (s *inputScan) add(e inputEntry, maxPacked int64) error {
 	s.bytes += e.size
 	s.pages += (e.size + tmpfsPage - 1) / tmpfsPage * tmpfsPage
 	s.packed += 512 + (e.size+511)/512*512
-	if len(e.rel) >= 100 || len(e.link) >= 100 {
-		s.packed += 1024 // a PAX header for the long name
+	if len(e.rel) >= 99 || len(e.link) >= 99 || !isASCII(e.rel) || !isASCII(e.link) {
+		// a PAX header for the long or non-ASCII name: its own block and
+		// records ("NN path=...\n", "NN linkpath=...\n") in whole blocks
+		s.packed += 512 + (int64(len(e.rel)+len(e.link))+64+511)/512*512
 	}
 	if s.packed > maxPacked {
-		return inputRefusal(fmt.Sprintf("packs to more than %d bytes, the most copied into a sandbox (core.MaxArchiveBytes): give a smaller folder", maxPacked))
+		return inputRefusal(fmt.Sprintf("packs to more than %d bytes, the most this server copies into a sandbox (--input-max-bytes): give a smaller folder", maxPacked))
 	}
 	return nil
+}
+
+// isASCII reports whether s is plain ASCII (a tar header holds it as is).
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // inputName refuses a name the controller could not unpack (the archive
@@ -187,12 +210,20 @@ func (s *inputScan) warnings() []string {
 		strings.Join(names, ", "), more)}
 }
 
-// pack writes the scanned entries as an uncompressed tar. Files are opened
-// without following links and must still have their scanned size.
+// pack returns the scanned entries as an uncompressed tar (packTo).
 func (s *inputScan) pack() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(int(min(s.packed, InputMaxBytes)))
-	tw := tar.NewWriter(&buf)
+	buf.Grow(int(min(s.packed, core.MaxArchiveBytes)))
+	if err := s.packTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// packTo writes the scanned entries to w as an uncompressed tar. Files are
+// opened without following links and must still have their scanned size.
+func (s *inputScan) packTo(w io.Writer) error {
+	tw := tar.NewWriter(w)
 	for _, e := range s.entries {
 		h := &tar.Header{Name: e.rel, Mode: int64(e.perm), Format: tar.FormatPAX}
 		switch e.kind {
@@ -205,18 +236,18 @@ func (s *inputScan) pack() ([]byte, error) {
 		}
 		if e.kind != kindFile {
 			if err := tw.WriteHeader(h); err != nil {
-				return nil, fmt.Errorf("sandbox: pack the input folder: %w", err)
+				return fmt.Errorf("sandbox: pack the input folder: %w", err)
 			}
 			continue
 		}
 		if err := s.packFile(tw, h); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("sandbox: pack the input folder: %w", err)
+		return fmt.Errorf("sandbox: pack the input folder: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // packFile copies one regular file into tw.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"os"
 	"path/filepath"
@@ -101,7 +102,7 @@ func TestScanInput(t *testing.T) {
 		t.Errorf("warning %q quotes the host path", w)
 	}
 	// The archive passes the controller's own rules (archive.go lists it as the controller unpacks it).
-	if _, err := listArchive(data, archiveBounds{entries: InputMaxEntries, bytes: InputMaxBytes, ratio: ArchiveMaxRatio}); err != nil {
+	if _, err := listArchive(data, archiveBounds{entries: DefaultInputMaxEntries, bytes: DefaultInputMaxBytes, ratio: ArchiveMaxRatio}); err != nil {
 		t.Fatalf("the packed input breaks the archive rules: %v", err)
 	}
 
@@ -139,7 +140,8 @@ func TestScanInput(t *testing.T) {
 }
 
 // TestInputTooLarge: an input folder over the /workspace tmpfs, over what
-// memory_bytes can unpack, or packing past InputMaxBytes is refused before
+// memory_bytes can hold, or packing past Config.InputMaxBytes (the default
+// or a server's own) is refused before
 // any container starts, naming the limit (and the server's maximum where a
 // request may raise it), never the folder's host path.
 func TestInputTooLarge(t *testing.T) {
@@ -151,21 +153,27 @@ func TestInputTooLarge(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(huge, "sparse.bin"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(filepath.Join(huge, "sparse.bin"), InputMaxBytes); err != nil { // sparse: no disk used
+	if err := os.Truncate(filepath.Join(huge, "sparse.bin"), DefaultInputMaxBytes); err != nil { // sparse: no disk used
 		t.Fatal(err)
 	}
 	max := DefaultConfig().Max
 	for _, tc := range []struct {
-		dir  string
-		lim  core.Limits
-		want []string
+		dir      string
+		lim      core.Limits
+		maxBytes int64 // Config.InputMaxBytes; 0: the default
+		want     []string
 	}{
-		{dir, core.Limits{TmpfsBytes: 2 << 20}, []string{"tmpfs_bytes", strconv.FormatInt(max.TmpfsBytes, 10)}},
-		{dir, core.Limits{Memory: 48 << 20}, []string{"memory_bytes", strconv.FormatInt(max.Memory, 10)}},
-		{huge, core.Limits{TmpfsBytes: 1 << 30, Memory: 1 << 30}, []string{"packs to more than " + strconv.Itoa(InputMaxBytes)}},
+		{dir, core.Limits{TmpfsBytes: 2 << 20}, 0, []string{"tmpfs_bytes", strconv.FormatInt(max.TmpfsBytes, 10)}},
+		{dir, core.Limits{Memory: 42 << 20}, 0, []string{"memory_bytes", strconv.FormatInt(max.Memory, 10)}},
+		{huge, core.Limits{TmpfsBytes: 1 << 30, Memory: 1 << 30}, 0, []string{"packs to more than " + strconv.Itoa(DefaultInputMaxBytes), "--input-max-bytes"}},
+		{dir, core.Limits{}, 1 << 20, []string{"packs to more than 1048576", "--input-max-bytes"}},
 	} {
 		f := &fakeDocker{}
-		e := New(DefaultConfig(), f, nil)
+		cfg := DefaultConfig()
+		if tc.maxBytes > 0 {
+			cfg.InputMaxBytes = tc.maxBytes
+		}
+		e := New(cfg, f, nil)
 		res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true", Mount: tc.dir, Limits: tc.lim})
 		if err != nil || res.Status != core.StatusRejected || strings.Contains(res.Message, tc.dir) {
 			t.Fatalf("limits %+v: %+v %v", tc.lim, res, err)
@@ -188,6 +196,7 @@ func TestInputTooLarge(t *testing.T) {
 // out of the folder are not there and the result says so; a missing folder
 // is refused without quoting its path.
 func TestInputFolderCopied(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	for _, owner := range []int{4242, 0} {
 		dir := privateTree(t, owner, owner)
@@ -214,7 +223,7 @@ func TestInputFolderCopied(t *testing.T) {
 		}
 	}
 	dir := privateTree(t, 4242, 4242)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	info, rej, err := e.OpenSession(ctx, core.Request{Owner: "o", Mount: dir})
 	if err != nil || rej != nil {
@@ -242,6 +251,7 @@ func TestInputFolderCopied(t *testing.T) {
 // /proc/self/mounts are read, and the folder's content is there to prove it
 // was given. The cgroup lines carry no container id either.
 func TestNoInputHostPath(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	cold := newTestEngine(t, nil)
 	warm := pooledEngine(t, nil)
 	parent := filepath.Join(t.TempDir(), "clients")
@@ -290,7 +300,7 @@ func TestNoInputHostPath(t *testing.T) {
 			}
 		})
 		t.Run(string(lang)+"/session", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 			defer cancel()
 			info, rej, err := cold.OpenSession(ctx, core.Request{Owner: "o", Mount: dir})
 			if err != nil || rej != nil {

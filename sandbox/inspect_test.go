@@ -15,6 +15,7 @@ import (
 // TestInspectedHostConfig reads back from the daemon the container a
 // session runs in and checks every isolation default on it.
 func TestInspectedHostConfig(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	mnt := t.TempDir()
 	if err := os.WriteFile(filepath.Join(mnt, "in.txt"), []byte("x"), 0o644); err != nil {

@@ -35,7 +35,7 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 		}
 		c.PoolSize = 1
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	if err := pooled.Start(ctx); err != nil {
 		t.Fatalf("start pool: %v", err)
@@ -54,7 +54,7 @@ func modes(t *testing.T, mod func(*Config)) []mode {
 			return run(t, pooled, req)
 		}},
 		{"session", func(t *testing.T, req core.Request) core.Result {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 			defer cancel()
 			info, rej, err := cold.OpenSession(ctx, core.Request{Owner: "t", Limits: req.Limits, Mount: req.Mount, Env: req.Env})
 			if err != nil || rej != nil {
@@ -77,7 +77,7 @@ func waitPool(t *testing.T, e *Engine) {
 	t.Helper()
 	for _, img := range e.cfg.Images {
 		e.mu.Lock()
-		p := e.pools[img]
+		p := e.pools[poolKey{image: img}]
 		e.mu.Unlock()
 		if p == nil {
 			t.Fatalf("no pool for %s", img)

@@ -17,6 +17,7 @@ import (
 // it again: a thread it started uses no CPU afterwards, and a process it
 // started does not survive it.
 func TestForgeryThroughIntrospect(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	lim := core.Limits{Timeout: 30 * time.Second}

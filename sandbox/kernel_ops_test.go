@@ -35,6 +35,7 @@ func introspect(t *testing.T, e *Engine, id, code, kind string, pos int) (map[st
 // session's kernel; a kernel that answers too much is refused and one
 // that never answers is replaced, and the session goes on.
 func TestSessionIntrospect(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	m, err := introspect(t, e, s.ID, "import js", core.IntrospectComplete, 9)
@@ -103,6 +104,7 @@ func anyStrings(v any) []string {
 // the empty stdin; Notebook sends the value as a result display (not
 // printed) and figures as displays; clear_output() is an event.
 func TestSessionInputAndNotebook(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	if taken, err := e.InputSession(context.Background(), "o", s.ID, "nobody asked"); err != nil || taken {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func pooledEngine(t *testing.T, mod func(*Config)) *Engine {
 			mod(c)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func TestSingleUse(t *testing.T) {
 // frame, patching __main__ and writing to every reachable fd change
 // nothing but the call's own output.
 func TestForgery(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	attacks := map[string]string{
 		"frame walk": `
@@ -279,7 +281,7 @@ func TestInterruptAndRestart(t *testing.T) {
 		if r.Status != core.StatusError || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
 			t.Fatalf("interrupted call: %s", brief(r))
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testscale.D(10 * time.Second)):
 		t.Fatal("interrupt did not end the call")
 	}
 	if r := sexec(t, e, s.ID, "o", core.Python, "print(x)", core.Limits{}); r.Stdout != "5\n" {
@@ -299,7 +301,7 @@ func TestInterruptAndRestart(t *testing.T) {
 
 func waitBusy(t *testing.T, e *Engine, id string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testscale.D(30 * time.Second))
 	for {
 		if info, err := e.Session("o", id); err == nil && info.State == "busy" {
 			return
@@ -364,6 +366,7 @@ func TestKernelDeath(t *testing.T) {
 // TestRichResults: structured errors, displays, head+tail output, per-call
 // env and stdin in a warm container; a bad env name is refused.
 func TestRichResults(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	r := run(t, e, core.Request{Owner: "A", Language: core.Python, Code: "    x = 1\n    1 / 0"})
 	if r.Error == nil || r.Error.Name != "ZeroDivisionError" || len(r.Error.Traceback) == 0 || !strings.Contains(r.Stderr, "ZeroDivisionError") {
@@ -398,6 +401,7 @@ func TestRichResults(t *testing.T) {
 
 // TestChunkedFiles: chunked upload with no gaps, chunked download, listing.
 func TestChunkedFiles(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	ctx := context.Background()
@@ -447,7 +451,7 @@ func TestDeadMansSwitch(t *testing.T) {
 		return l
 	}
 	var id string
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(testscale.D(2 * time.Minute))
 	for id == "" || len(cgroupProcs(id)) < 3 { // controller, zygote, busy kernel
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -463,7 +467,7 @@ func TestDeadMansSwitch(t *testing.T) {
 	_ = cmd.Wait()
 	killed := time.Now()
 	for len(list()) > 0 || len(cgroupProcs(id)) > 0 {
-		if time.Since(killed) > 5*time.Second {
+		if time.Since(killed) > testscale.D(5*time.Second) {
 			t.Fatalf("5 s after its owner died: %d containers, processes %v", len(list()), cgroupProcs(id))
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,7 @@ func laneEngine(t *testing.T, mod func(*Config)) (*Engine, *countingDocker) {
 	})
 	cd := &countingDocker{DockerAPI: e.docker}
 	e.docker = cd // before Start: nothing has used it yet
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(3*time.Minute))
 	defer cancel()
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)

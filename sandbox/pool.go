@@ -24,8 +24,14 @@ import (
 // the call's processes and emptied /work and /tmp, and the container goes
 // back to its idle set until OwnerIdle passes.
 type pool struct {
-	e       *Engine
-	image   string
+	e     *Engine
+	key   poolKey
+	image string
+	// base is the least number of generic containers kept: PoolSize for
+	// a built-in image, 0 for an environment's, whose pool boots
+	// containers only on demand and goes away when unused (an
+	// environment nobody uses costs nothing while idle).
+	base    int
 	imageID string
 	limits  core.Limits
 	mu      sync.Mutex
@@ -38,6 +44,7 @@ type pool struct {
 	idled   chan struct{}         // kicks expiry: a container went idle
 	stop    chan struct{}
 	closed  bool
+	used    time.Time // last handout or return (dropUnused)
 }
 
 // laneKey names one idle set of owned containers: an owner's, of one lane.
@@ -64,34 +71,50 @@ const (
 // to become a session.
 func (e *Engine) poolLife() time.Duration { return e.cfg.SessionMaxLife + 10*time.Minute }
 
-// poolFor returns the pool of an image, starting it on first use.
-func (e *Engine) poolFor(image string) *pool {
+// poolFor returns the pool of key, starting it (keeping at least base
+// generic containers) on first use.
+func (e *Engine) poolFor(key poolKey, base int) *pool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if p, ok := e.pools[image]; ok {
+	return e.poolForLocked(key, base)
+}
+
+// poolForLocked is poolFor with e.mu held.
+func (e *Engine) poolForLocked(key poolKey, base int) *pool {
+	if p, ok := e.pools[key]; ok {
 		return p
 	}
-	p := newPool(e, image)
-	e.pools[image] = p
+	p := newPool(e, key, base)
+	e.pools[key] = p
 	e.goBackground(p.fill)
 	e.goBackground(p.expiry)
 	return p
 }
 
-// newPool makes the (not yet running) pool of an image.
-func newPool(e *Engine, image string) *pool {
-	return &pool{e: e, image: image, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second,
+// newPool makes the (not yet running) pool of key.
+func newPool(e *Engine, key poolKey, base int) *pool {
+	return &pool{e: e, key: key, image: key.image, base: base, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second, used: time.Now(),
 		wake: make(chan struct{}, 1), idled: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // poolOf returns the pool that may serve c, or nil: pooled containers carry
-// the pool's limits (an input folder is copied in per call, like an archive).
+// the pool's limits (an input folder is copied in per call, like an
+// archive). An environment's pool starts on its first call, with no
+// generic baseline: that call pays one container start.
 func (e *Engine) poolOf(c checked) *pool {
 	if e.cfg.PoolSize <= 0 {
 		return nil
 	}
+	key := poolKey{image: c.image}
 	e.mu.Lock()
-	p := e.pools[c.image]
+	p := e.pools[key]
+	if p == nil && e.isEnvImage(c.image) {
+		select {
+		case <-e.stop:
+		default:
+			p = e.poolForLocked(key, 0)
+		}
+	}
 	e.mu.Unlock()
 	if p == nil || !sameContainerLimits(p.limits, c.limits) {
 		return nil
@@ -119,6 +142,7 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b, source := p.acquireLocked(owner, lane, timeout)
+	p.used = time.Now()
 	if b != nil {
 		b.out = true
 		p.out++
@@ -204,6 +228,7 @@ func (p *pool) takeGeneric(owner string, life time.Duration) *box {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.publishLocked()
+	p.used = time.Now()
 	return p.takeGenericLocked(owner, core.LaneInteractive, life)
 }
 
@@ -224,6 +249,7 @@ func (p *pool) release(b *box, owner string, lane core.Lane) {
 	k := laneKey{owner, lane}
 	p.mu.Lock()
 	p.back(b)
+	p.used = time.Now()
 	switch {
 	case p.closed || p.e.cfg.SingleUse || b.dead.Load() || b.owner != owner || b.lane != lane:
 		p.e.retire(b)
@@ -259,7 +285,7 @@ func (e *Engine) surplusGeneric(first *pool) *box {
 	e.mu.Unlock()
 	for _, q := range pools {
 		q.mu.Lock()
-		if n := len(q.generic); n > e.cfg.PoolSize {
+		if n := len(q.generic); n > q.base {
 			g := q.generic[n-1]
 			q.generic = q.generic[:n-1]
 			q.publishLocked()
@@ -341,12 +367,17 @@ func (p *pool) target(now time.Time) int {
 	}
 	p.demand = p.demand[cut:]
 	rate := float64(len(p.demand)) / demandWindow.Seconds()
-	t := p.e.cfg.PoolSize + int(math.Ceil(rate*p.bootEst.Seconds()))
-	t = min(max(t, p.e.cfg.PoolSize), p.e.cfg.PoolMax)
-	if t > p.e.cfg.PoolSize && len(p.generic) >= p.e.cfg.PoolSize {
+	if p.base == 0 && len(p.demand) < 2 {
+		// An environment's pool: one owner's first call is not demand
+		// for a container nobody asked for yet.
+		rate = 0
+	}
+	t := p.base + int(math.Ceil(rate*p.bootEst.Seconds()))
+	t = min(max(t, p.base), p.e.cfg.PoolMax)
+	if t > p.base && len(p.generic) >= p.base {
 		room := (p.e.warm.free() - p.e.outMem.Load()) / max(p.limits.Memory, 1)
 		t = min(t, len(p.generic)+max(0, int(room)))
-		t = max(t, p.e.cfg.PoolSize)
+		t = max(t, p.base)
 	}
 	return t
 }
@@ -367,6 +398,9 @@ func (p *pool) fill() {
 			if p.imageChanged() {
 				p.flush()
 			}
+		}
+		if p.base == 0 && p.e.dropUnused(p, now) {
+			return
 		}
 		p.mu.Lock()
 		have := len(p.generic)
@@ -442,6 +476,9 @@ func (p *pool) expire(now time.Time) time.Time {
 	keep := p.generic[:0]
 	for _, b := range p.generic {
 		due := b.created.Add(recycleAfter)
+		if p.base == 0 { // an environment's pool keeps no container nobody took
+			due = minTime(due, b.created.Add(p.e.cfg.OwnerIdle))
+		}
 		if !now.Before(due) || b.dead.Load() {
 			p.e.retireWarm(b)
 			continue
@@ -577,7 +614,7 @@ func (e *Engine) WaitWarm(ctx context.Context) error {
 		cold := false
 		for _, p := range e.pools {
 			p.mu.Lock()
-			if len(p.generic) == 0 {
+			if len(p.generic) == 0 && p.base > 0 {
 				cold = true
 			}
 			p.mu.Unlock()
@@ -592,4 +629,30 @@ func (e *Engine) WaitWarm(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// dropUnused closes an environment's pool (base 0) that holds no
+// container, has none out on a call and saw no demand for OwnerIdle: its
+// goroutines and gauges go too. A later call starts it again.
+func (e *Engine) dropUnused(p *pool, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p.mu.Lock()
+	unused := !p.closed && len(p.generic) == 0 && len(p.owned) == 0 && p.out == 0 &&
+		now.Sub(p.used) > e.cfg.OwnerIdle
+	if unused {
+		p.closed = true
+	}
+	p.mu.Unlock()
+	if !unused {
+		return false
+	}
+	if e.pools[p.key] == p {
+		delete(e.pools, p.key)
+	}
+	close(p.stop)
+	for _, kind := range []string{"generic", "owned", "batch"} {
+		e.metrics.idle.DeleteLabelValues(p.image, kind)
+	}
+	return true
 }

@@ -22,7 +22,7 @@ func unitPool(t *testing.T, mod func(*Config)) *pool {
 	}
 	e := New(cfg, &fakeDocker{}, nil)
 	t.Cleanup(e.Settle)
-	return newPool(e, "img")
+	return newPool(e, poolKey{image: "img"}, e.cfg.PoolSize)
 }
 
 func handBox(id string, lim int64) *box {

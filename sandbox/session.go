@@ -269,12 +269,11 @@ func (e *Engine) sessionRun(ctx context.Context, ss *session, c checked, env map
 		return e.runOn(ctx, ss.box, c, true, env)
 	}
 	defer ss.inputMu.Unlock()
-	c.input = ss.input
-	if rej, err := c.packInput(); err != nil || rej != nil {
-		return deref(rej), err
-	}
+	c.input, c.entries = ss.input, len(ss.input.entries)
 	res, err := e.runOn(ctx, ss.box, c, true, env)
-	if err == nil {
+	// A refused copy (a file changed since the scan) or exec left the
+	// folder for the next call.
+	if err == nil && res.Status != core.StatusRejected {
 		ss.input = nil
 		res.Warnings = append(res.Warnings, c.input.warnings()...)
 	}

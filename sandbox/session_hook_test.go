@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 // and a write through a link to /tmp, as their path policy says, while the
 // session's own hooks stay in its state.
 func TestHookedSessionKernel(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	s := openSession(t, e, "o")
 	lim := core.Limits{Timeout: 30 * time.Second}
@@ -42,7 +44,7 @@ func TestHookedSessionKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 		defer cancel()
 		r, err := e.SessionExec(ctx, core.Request{SessionID: s.ID, Owner: "o", Language: core.Python, Code: code, Generated: true, Limits: lim})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"image/png"
 	"os"
 	"os/exec"
@@ -22,7 +23,7 @@ import (
 
 func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	info, rej, err := e.OpenSession(ctx, core.Request{Owner: owner})
 	if err != nil || rej != nil {
@@ -33,7 +34,7 @@ func openSession(t *testing.T, e *Engine, owner string) SessionInfo {
 
 func sexec(t *testing.T, e *Engine, id, owner string, lang core.Language, code string, lim core.Limits) core.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
 	defer cancel()
 	r, err := e.SessionExec(ctx, core.Request{SessionID: id, Owner: owner, Language: lang, Code: code, Limits: lim})
 	if err != nil {
@@ -43,6 +44,7 @@ func sexec(t *testing.T, e *Engine, id, owner string, lang core.Language, code s
 }
 
 func TestSessionState(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, func(c *Config) { c.PoolSize = 1 })
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -170,6 +172,7 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 }
 
 func TestArtifacts(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	// A cold container imports matplotlib in the call itself: on a machine whose cores
 	// are busy that alone has taken most of the default 10 s. The test is about artifacts.
@@ -220,6 +223,7 @@ open('/work/outputs/big.bin', 'wb').write(b'y' * 5000)`})
 }
 
 func TestFilesAndSymlinks(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, func(c *Config) { c.MaxFileBytes = 1 << 20 })
 	s := openSession(t, e, "o")
 	ctx := context.Background()
@@ -322,7 +326,7 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 		}
 		return len(l)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(testscale.D(3 * time.Minute))
 	for list() < 2 {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -335,7 +339,7 @@ func TestReaperAfterOwnerDies(t *testing.T) {
 	// The containers remove themselves (their stdin closed with the dead
 	// process); the reaper, the second line, takes whatever is left.
 	e := newTestEngine(t, nil)
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(testscale.D(10 * time.Second))
 	for {
 		if _, err := e.Reap(ctx); err != nil {
 			t.Fatal(err)
@@ -370,6 +374,7 @@ func TestHelperPoolOwner(t *testing.T) {
 // TestStdinCannotSwallowRequests: code reading stdin sees end-of-file, in a
 // one-shot run and in a session, and the session keeps working.
 func TestStdinCannotSwallowRequests(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	r := run(t, e, core.Request{Language: core.Python, Code: "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('eof')", Limits: core.Limits{Timeout: 30 * time.Second}})
 	if r.Status != core.StatusOK || r.Stdout != "''\neof\n" {
@@ -412,7 +417,7 @@ func TestCloseDuringCall(t *testing.T) {
 		if o.err == nil && !o.r.SessionEnded {
 			t.Fatalf("call survived its session's close: %s", brief(o.r))
 		}
-	case <-time.After(2 * time.Minute):
+	case <-time.After(testscale.D(2 * time.Minute)):
 		t.Fatal("a call hung after its session was closed")
 	}
 }
@@ -421,6 +426,7 @@ func TestCloseDuringCall(t *testing.T) {
 // reply line, or fills outputs with junk gets a result about its own code,
 // never a platform error, and Airlock's memory stays bounded.
 func TestProtocolAbuse(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	// The old runner's marker is now plain output of the call.
 	r := run(t, e, core.Request{Language: core.Python, Code: `import sys; sys.stdout.write("\x1e\x1eAIRLOCK oops\n"); sys.stdout.flush()`})

@@ -18,6 +18,7 @@ import (
 // background process is gone by the next call; a Python call after shell
 // calls gets a fresh kernel; a stuck shell is stopped at its timeout.
 func TestShellOneShotWithoutKernel(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	for _, lang := range []core.Language{core.Shell, core.Python} {
 		t.Run(string(lang)+"-image", func(t *testing.T) { shellOneShot(t, e, e.cfg.Images[lang]) })

@@ -119,6 +119,7 @@ func TestOwnUIDPerContainer(t *testing.T) {
 }
 
 func TestShmCapped(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
 	for _, tc := range []struct {
 		tmpfs int64

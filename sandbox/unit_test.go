@@ -326,7 +326,7 @@ func TestExecWithFakeDocker(t *testing.T) {
 	if f.called("remove") != 1 {
 		t.Fatalf("container not removed: %v", f.calls)
 	}
-	if got.Op != "exec" || got.Lang != "shell" || got.Code != "x" || got.Env["TZ"] != "UTC" || got.ArchiveMaxEntries != InputMaxEntries {
+	if got.Op != "exec" || got.Lang != "shell" || got.Code != "x" || got.Env["TZ"] != "UTC" || got.ArchiveMaxEntries != DefaultInputMaxEntries {
 		t.Fatalf("request to the controller %+v", got)
 	}
 	tr := tar.NewReader(bytes.NewReader(got.Archive))

@@ -19,6 +19,9 @@ type CreateRunRequest struct {
 	// PreviousRunID continues that finished run's conversation (a follow-up
 	// question); the session defaults to the previous run's.
 	PreviousRunID string `json:"previous_run_id,omitempty"`
+	// Environment names the environment the run's one-shot tool calls
+	// run in (default python, shell for execute_shell).
+	Environment string `json:"environment,omitempty"`
 }
 
 // ApprovalDecision is the body of POST /v1/runs/{id}/approvals/{token}.

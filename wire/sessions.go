@@ -12,6 +12,9 @@ type CreateSessionRequest struct {
 	// Background lets processes the session's calls start keep running
 	// after each call returns; the key's policy must allow it (else 400).
 	Background bool `json:"background,omitempty"`
+	// Environment names the environment the session runs in (default
+	// python).
+	Environment string `json:"environment,omitempty"`
 }
 
 // Session states (Session.State).
@@ -33,6 +36,8 @@ type Session struct {
 	// Background says whether processes its calls start may outlive the
 	// calls.
 	Background bool `json:"background"`
+	// Environment is the environment the session runs in.
+	Environment string `json:"environment,omitempty"`
 
 	// CreatedAt and LastUsedAt repeat Created and LastUsed.
 	CreatedAt  time.Time `json:"created_at,omitzero"`

@@ -34,6 +34,10 @@ type ToolCallRequest struct {
 	// Input names an input folder the operator allowed (mounted read-only).
 	Input  string  `json:"input,omitempty"`
 	Limits *Limits `json:"limits,omitempty"`
+	// Environment names the environment the call runs in (default
+	// python, shell for execute_shell); a session call runs in its
+	// session's.
+	Environment string `json:"environment,omitempty"`
 }
 
 // ToolCallFunction is the tool and its arguments: a JSON object, or a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -23,11 +24,19 @@ type agentTools struct {
 // Run runs call with its owner's approval_tools, require_approval and
 // ceiling, as the API does for the owner's own calls.
 func (t agentTools) Run(ctx context.Context, call dispatcher.Call) dispatcher.Result {
+	if t.keys == nil { // a local run: the operator's own
+		call.Environments = []string{dispatcher.AllEnvironments}
+	}
 	if p := t.keys.Policy(call.Owner); p != nil {
 		call.ApprovalTools = append(call.ApprovalTools, p.ApprovalTools...)
 		call.RequireApproval = append(call.RequireApproval, p.RequireApproval...)
 		d := sandbox.DefaultConfig()
 		call.Ceiling = p.Ceiling(d.Defaults, d.Max)
+		if p.IsAdmin() {
+			call.Environments = []string{dispatcher.AllEnvironments}
+		} else {
+			call.Environments = p.Environments
+		}
 	}
 	return t.Dispatcher.Run(ctx, call)
 }
@@ -61,6 +70,11 @@ func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits,
 		req.Egress = s.egress(owner)
 	}
 	return s.OpenSessionRequest(ctx, req)
+}
+
+// OpenIn opens a session in an environment on some worker.
+func (s apiSessions) OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool) (string, error) {
+	return s.OpenSessionIn(ctx, owner, env, limits, background)
 }
 
 // Close destroys a session.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func TestAgentCallsGetTheKeysCeiling(t *testing.T) {
 	}
 	defer st.close()
 	tools := agentTools{Dispatcher: st.disp, keys: ks}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	run := func(owner string) dispatcher.Result {
 		return tools.Run(ctx, dispatcher.Call{Name: dispatcher.ToolRunPython, Arguments: []byte(`{"code": "1", "timeout_seconds": 45}`), Owner: owner})

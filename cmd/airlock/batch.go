@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ flags: --server URL (env AIRLOCK_SERVER), --key KEY (env AIRLOCK_API_KEY), --con
 // positional arguments.
 type batchFlags struct {
 	server, key, each, input, window, out, id string
+	environment                               string
 	concurrency                               int
 	errorsOnly, asJSON                        bool
 	pos                                       []string
@@ -43,6 +45,7 @@ func parseBatchFlags(sub string, args []string, stderr io.Writer) (f batchFlags,
 	fs := flag.NewFlagSet("airlock batch "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	registerServer(fs, &f.server, &f.key, "http://127.0.0.1:8080", "that runs the batch")
+	registerEnvironment(fs, &f.environment)
 	fs.StringVar(&f.each, "each", "", "map batch: a glob of folders under the input folder, one item each")
 	fs.StringVar(&f.input, "input", "", "map batch: NAME (or NAME=DIR) of the server's input folder the glob runs in")
 	fs.StringVar(&f.window, "completion-window", "", "how long the batch may take (e.g. 24h)")
@@ -168,7 +171,7 @@ func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []stri
 		if tool == "execute_shell" {
 			args = map[string]any{"command": code}
 		}
-		tc, err := client.ToolCall{Name: tool, Arguments: args}.Request()
+		tc, err := client.ToolCall{Name: tool, Arguments: args, Environment: f.environment}.Request()
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +190,11 @@ func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []stri
 	}
 	if err != nil {
 		return nil, err
+	}
+	if f.environment != "" {
+		if data, err = withEnvironment(data, f.environment); err != nil {
+			return nil, err
+		}
 	}
 	return c.CreateBatch(ctx, data, client.BatchOptions{Concurrency: f.concurrency, CompletionWindow: f.window})
 }
@@ -249,4 +257,36 @@ func runBatchLive(ctx context.Context, c *client.Client, f batchFlags, pos []str
 		return 1
 	}
 	return 0
+}
+
+// withEnvironment sets env as the environment of every JSONL item's tool
+// call that names none (--environment of `airlock batch`).
+func withEnvironment(data []byte, env string) ([]byte, error) {
+	var out bytes.Buffer
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var item map[string]json.RawMessage
+		if err := json.Unmarshal(line, &item); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if raw, ok := item["tool_call"]; ok {
+			var tc map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &tc); err != nil {
+				return nil, fmt.Errorf("line %d: tool_call: %w", i+1, err)
+			}
+			if _, named := tc["environment"]; !named {
+				tc["environment"], _ = json.Marshal(env)
+				item["tool_call"], _ = json.Marshal(tc)
+			}
+		}
+		b, err := json.Marshal(item)
+		if err != nil {
+			return nil, err
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), nil
 }

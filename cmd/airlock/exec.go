@@ -34,8 +34,9 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 0)
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
-	var mount, server, key string
+	var mount, server, key, env string
 	registerMount(fs, &mount)
+	registerEnvironment(fs, &env)
 	registerServer(fs, &server, &key, "", "to run the call on (empty: run here)")
 	verbose := fs.Bool("v", false, "log to stderr")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -64,7 +65,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if mount != "" || sf.secretsFile != "" {
 			return cmd.failf(2, "--mount and --secrets-file are this host's and cannot be sent to --server; the server's operator allows input folders and configures secrets")
 		}
-		return execRemote(ctx, server, key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim)}, *asJSON, stdout, stderr)
+		return execRemote(ctx, server, key, client.ToolCall{Name: tool, Arguments: json.RawMessage(rawArgs), Limits: remoteLimits(lim), Environment: env}, *asJSON, stdout, stderr)
 	}
 	if mount != "" {
 		if abs, err := filepath.Abs(mount); err == nil {
@@ -84,7 +85,13 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return cmd.fail(1, err)
 		}
 	}
-	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: mount, Owner: "cli", Caller: "cli"})
+	closeEnvs, err := st.useLocalEnvironments(env)
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	defer closeEnvs()
+	res := st.disp.Run(ctx, dispatcher.Call{Name: tool, Arguments: rawArgs, Limits: lim, Mount: mount, Owner: "cli", Caller: "cli",
+		Environment: env, Environments: []string{dispatcher.AllEnvironments}})
 	return printCall(res, *asJSON, stdout, stderr)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -21,7 +22,7 @@ import (
 // and checks output and exit codes as the local mode has them.
 func TestExecRemote(t *testing.T) {
 	requireSandbox(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sf := stackFlags{concurrency: 1}
@@ -88,7 +89,7 @@ func requireSandbox(t *testing.T) {
 		return
 	}
 	defer dc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	for _, img := range []string{envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest")} {
 		if _, err := dc.ImageInspect(ctx, img); err != nil {

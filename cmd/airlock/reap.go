@@ -43,20 +43,24 @@ func runReap(args []string, stdout, stderr io.Writer) int {
 		return cmd.failf(1, "queue: %w", err)
 	}
 	defer q.Close()
+	label, err := q.OpenDeploymentLabel(ctx)
+	if err != nil {
+		return cmd.failf(1, "queue: %w", err)
+	}
 	alive := func(ctx context.Context, w string) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, reaperCallTimeout)
 		defer cancel()
 		return q.WorkerAlive(ctx, w)
 	}
 	// The first pass only notes which workers' liveness keys are missing.
-	if _, err := eng.ReapDeadWorkers(ctx, queueName, alive, deadWorkerConfirm); err != nil {
+	if _, err := eng.ReapDeadWorkers(ctx, label, alive, deadWorkerConfirm); err != nil {
 		return cmd.fail(1, err)
 	}
 	select {
 	case <-time.After(deadWorkerConfirm):
 	case <-ctx.Done():
 	}
-	n, err = eng.ReapDeadWorkers(ctx, queueName, alive, deadWorkerConfirm)
+	n, err = eng.ReapDeadWorkers(ctx, label, alive, deadWorkerConfirm)
 	if err != nil {
 		return cmd.fail(1, err)
 	}

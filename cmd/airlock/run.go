@@ -48,16 +48,17 @@ func (f *modelFlags) provider(timeout time.Duration, getenv func(string) string)
 
 // runOptions are the parsed flags of `airlock run`.
 type runOptions struct {
-	goal       string
-	provider   agent.Provider
-	stack      stackFlags
-	mount      string
-	maxSteps   int
-	asJSON     bool
-	stream     bool
-	budget     time.Duration
-	verbose    bool
-	reqTimeout time.Duration
+	environment string // --environment of the run's one-shot calls
+	goal        string
+	provider    agent.Provider
+	stack       stackFlags
+	mount       string
+	maxSteps    int
+	asJSON      bool
+	stream      bool
+	budget      time.Duration
+	verbose     bool
+	reqTimeout  time.Duration
 }
 
 // parseRunFlags parses the flags of `airlock run` and resolves the model
@@ -71,6 +72,7 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 	mf.register(fs, "model name")
 	o.stack.register(fs, true, 0)
 	registerMount(fs, &o.mount)
+	registerEnvironment(fs, &o.environment)
 	fs.IntVar(&o.maxSteps, "max-steps", agent.DefaultMaxSteps, "model calls with tools before a forced final answer")
 	fs.BoolVar(&o.asJSON, "json", false, "print events as JSON lines")
 	fs.BoolVar(&o.stream, "stream", false, "stream model responses (server-sent events)")
@@ -129,6 +131,11 @@ func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return command{"run", stderr}.fail(1, err)
 	}
 	defer st.close()
+	closeEnvs, err := st.useLocalEnvironments(o.environment)
+	if err != nil {
+		return command{"run", stderr}.fail(1, err)
+	}
+	defer closeEnvs()
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		log = logger(stderr, true)
@@ -146,7 +153,7 @@ func runAgentCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // the final answer on stdout; it returns the exit code.
 func runAgent(o runOptions, m *agent.Manager, stdout, stderr io.Writer) int {
 	cmd := command{"run", stderr}
-	view, err := m.Start(agent.RunRequest{Goal: o.goal, Mount: o.mount, MaxSteps: o.maxSteps, Owner: runAgentOwner})
+	view, err := m.Start(agent.RunRequest{Goal: o.goal, Mount: o.mount, MaxSteps: o.maxSteps, Owner: runAgentOwner, Environment: o.environment})
 	if err != nil {
 		return cmd.fail(1, err)
 	}

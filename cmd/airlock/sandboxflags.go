@@ -28,6 +28,10 @@ type sandboxFlags struct {
 	python     string
 	shell      string
 	reapEvery  time.Duration
+	// inputMaxBytes and inputMaxEntries bound an input folder (--mount,
+	// a batch item's folder) copied into a sandbox.
+	inputMaxBytes   string
+	inputMaxEntries int
 	// worker and queue, set by the stack of a Redis worker, label the
 	// engine's containers with the worker they serve (sandbox.Config.Worker).
 	worker, queue string
@@ -49,6 +53,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
 	f.egress.register(fs)
+	fs.StringVar(&f.inputMaxBytes, "input-max-bytes", os.Getenv("AIRLOCK_INPUT_MAX_BYTES"), "largest input folder (--mount, a batch item's folder) copied into a sandbox, as the tar it packs to, e.g. 512m (default 256m; the call's tmpfs and memory must also hold it; env AIRLOCK_INPUT_MAX_BYTES)")
+	fs.IntVar(&f.inputMaxEntries, "input-max-entries", envInt("AIRLOCK_INPUT_MAX_ENTRIES", 0), fmt.Sprintf("most files, folders and links of an input folder copied into a sandbox (0: the default, %d; env AIRLOCK_INPUT_MAX_ENTRIES)", sandbox.DefaultInputMaxEntries))
 	fs.DurationVar(&f.reapEvery, "reap-interval", envDuration("AIRLOCK_REAP_INTERVAL", 15*time.Second), "how often leftover sandbox containers are looked for: those of dead processes on this host and, with --redis, of dead workers and unbound sessions (env AIRLOCK_REAP_INTERVAL)")
 }
 
@@ -74,6 +80,17 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 		}
 		cfg.WarmMemoryBudget = n
 	}
+	if f.inputMaxBytes != "" {
+		n, err := units.RAMInBytes(f.inputMaxBytes)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--input-max-bytes %q: want a size such as 256m", f.inputMaxBytes)
+		}
+		cfg.InputMaxBytes = n
+	}
+	if f.inputMaxEntries < 0 {
+		return nil, fmt.Errorf("--input-max-entries %d: must not be negative", f.inputMaxEntries)
+	}
+	cfg.InputMaxEntries = f.inputMaxEntries
 	cfg.Runtime = f.runtime
 	if f.reapEvery > 0 {
 		cfg.ReapInterval = f.reapEvery

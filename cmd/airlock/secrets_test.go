@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -88,7 +89,7 @@ func TestWorkerRedactsSecrets(t *testing.T) {
 		t.Errorf("a worker stack with a dispatcher, a client or approvals: %+v", st)
 	}
 	c := jobs.NewClient(st.queue, jobs.ClientConfig{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	var live []core.Event
 	res, err := c.Exec(core.WithSink(ctx, func(ev core.Event) { live = append(live, ev) }), core.Request{Op: core.OpExec, Owner: "o", Language: core.Python, Code: "print('" + secret + "')"})

@@ -41,28 +41,34 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return cmd.fail(1, err)
 	}
 	defer store.Close()
+	envs, err := st.environments(store, &o.stack)
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	defer envs.Close()
 	// Runs live in the state store: with a shared store (--redis) any
 	// replica serves them and takes over those whose replica died; the
 	// embedded store keeps them across a restart.
 	runs := st.runManager(agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Store: store}, o.provider, o.api.Keys)
 	defer closeWithin(runs.Close)
-	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL, Environments: keyEnvironments(o.api.Keys, o.api.InsecureLocal)}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
 	if err != nil {
 		return cmd.fail(1, err)
 	}
 	defer closeWithin(mcpSrv.Close)
 	srv, err := api.New(o.api, api.Deps{
-		Dispatcher:  apiDispatcher{st.disp},
-		Sessions:    apiSessions{Client: st.client, egress: sessionEgress(o.stack.keys, o.stack.egress.local)},
-		Runs:        runs,
-		MCP:         mcpSrv,
-		Checks:      st.readinessChecks(store),
-		State:       store,
-		Batches:     store,
-		BatchConfig: batch.Config{MountInputs: o.batchMount, LeaseTTL: o.batchLease},
-		Gatherer:    st.metrics,
-		Registerer:  st.metrics,
-		Logger:      log,
+		Dispatcher:   apiDispatcher{st.disp},
+		Sessions:     apiSessions{Client: st.client, egress: sessionEgress(o.stack.keys, o.stack.egress.local)},
+		Runs:         runs,
+		MCP:          mcpSrv,
+		Checks:       st.readinessChecks(store),
+		State:        store,
+		Batches:      store,
+		BatchConfig:  batch.Config{MountInputs: o.batchMount, LeaseTTL: o.batchLease},
+		Gatherer:     st.metrics,
+		Registerer:   st.metrics,
+		Logger:       log,
+		Environments: envs,
 	})
 	if err != nil {
 		return cmd.fail(1, err)

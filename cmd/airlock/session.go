@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/environments"
 )
 
 // runSession implements `airlock session`: it opens one session and runs
@@ -27,6 +28,8 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sf.register(fs, true, 0)
 	lf.register(fs)
 	verbose := fs.Bool("v", false, "log to stderr")
+	var env string
+	registerEnvironment(fs, &env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -44,7 +47,18 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmd.fail(1, err)
 	}
 	defer st.close()
-	id, err := st.client.OpenSession(ctx, "cli", lim)
+	closeEnvs, err := st.useLocalEnvironments(env)
+	if err != nil {
+		return cmd.fail(1, err)
+	}
+	defer closeEnvs()
+	var target environments.Target
+	if env != "" {
+		if target, err = st.envs.Resolve(ctx, env, nil); err != nil {
+			return cmd.fail(1, err)
+		}
+	}
+	id, err := st.client.OpenSessionIn(ctx, "cli", target, lim, false)
 	if err != nil {
 		return cmd.fail(1, err)
 	}

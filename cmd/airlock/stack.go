@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,7 @@ type stack struct {
 	workerWG sync.WaitGroup
 	stopWork context.CancelFunc
 	reaper   *reaper // with Redis: dead workers' containers, unbound sessions
+	envs     *envResolver
 }
 
 // stackEngine is what the stack needs of a sandbox engine.
@@ -102,6 +104,7 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 		}
 		dcfg.Egress = func(dispatcher.Call) (egress.Policy, error) { return pol, nil }
 	}
+	dcfg.Environments = s.envs
 	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
 }
@@ -123,7 +126,7 @@ func buildWorkerWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEn
 
 // newStack returns an empty stack with its metrics registry.
 func newStack(log *slog.Logger) *stack {
-	s := &stack{log: log, metrics: prometheus.NewRegistry()}
+	s := &stack{log: log, metrics: prometheus.NewRegistry(), envs: &envResolver{}}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s
 }
@@ -138,12 +141,17 @@ func (s *stack) run(ctx context.Context, f *stackFlags, conc int, newEngine engi
 		return fmt.Errorf("queue: %w", err)
 	}
 	s.queue = q
+	if f.redis != "" {
+		f.queueLabel = s.deploymentLabel(ctx, q, f.queueName)
+	}
 	// A Redis worker's id is picked here, so its containers carry it
-	// (airlock.worker) and reapers anywhere can tell when it is dead.
+	// (airlock.worker) and reapers anywhere can tell when it is dead; the
+	// queue label names its deployment, so another deployment's reaper on
+	// the same Docker host never judges them.
 	workerID := ""
 	if conc > 0 && f.redis != "" {
 		workerID = newWorkerID()
-		f.worker, f.queue = workerID, f.queueName
+		f.worker, f.queue = workerID, cmp.Or(f.queueLabel, f.queueName)
 	}
 	if conc > 0 {
 		if err := s.startWorker(ctx, f, workerID, conc, newEngine); err != nil {

@@ -65,7 +65,11 @@ func (s *stack) startReaper(f *stackFlags, worker string) {
 	if !ok {
 		return
 	}
-	r := &reaper{log: s.log, eng: s.engine, alive: lv, queue: f.queueName, worker: worker, every: f.reapEvery}
+	if f.queueLabel == "" {
+		s.log.Warn("not reaping dead workers' containers: the queue's deployment id could not be read from Redis")
+		return
+	}
+	r := &reaper{log: s.log, eng: s.engine, alive: lv, queue: f.queueLabel, worker: worker, every: f.reapEvery}
 	if r.every <= 0 {
 		r.every = 15 * time.Second
 	}

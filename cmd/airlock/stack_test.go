@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"log/slog"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ func (e *fakeEngine) state() ([]core.Request, bool, bool) {
 func runCall(t *testing.T, st *stack, name string, args map[string]any) dispatcher.Result {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	return st.disp.Run(ctx, dispatcher.Call{Name: name, Arguments: raw, Owner: "test"})
 }

@@ -36,8 +36,12 @@ func registerMount(fs *flag.FlagSet, mount *string) {
 // dispatcher redacts and holds for approval.
 type stackFlags struct {
 	sandboxFlags
-	redis       string
-	queueName   string
+	redis     string
+	queueName string
+	// queueLabel is the containers' queue label with Redis: the queue name
+	// and the deployment id its Redis holds (deployment.go); "" when the
+	// id could not be read (then no dead-worker reaping here).
+	queueLabel  string
 	concurrency int
 	// interactiveReserve is the worker's slots beyond concurrency for
 	// interactive and session jobs only (0: none).

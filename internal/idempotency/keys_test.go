@@ -145,7 +145,7 @@ func (stalledStore) Get(ctx context.Context, _ state.Key) (state.Item, error) {
 // call as unavailable after OpTimeout, whatever the request's deadline.
 func TestStalledStoreRefusesFast(t *testing.T) {
 	k := New(stalledStore{state.NewMemory(nil)})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
 	defer cancel()
 	start := time.Now()
 	_, err := k.Next(ctx, Request{Owner: "alice", Key: "k", Fingerprint: "f"}, nil)

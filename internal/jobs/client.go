@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/queue"
 )
 
@@ -163,4 +164,19 @@ func newID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "j-" + hex.EncodeToString(b[:])
+}
+
+// OpenSessionIn opens a session in the environment env (as the gate
+// resolved it) on some worker and returns its id.
+func (c *Client) OpenSessionIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool) (string, error) {
+	req := core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Background: background}
+	env.Apply(&req)
+	res, err := c.Exec(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if err := rejected(res); err != nil {
+		return "", err
+	}
+	return res.SessionID, nil
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"sync"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ func testInterrupt(t *testing.T, mk func(Engine) *Client) {
 		if o.err != nil || o.res.Error == nil || o.res.Error.Name != "KeyboardInterrupt" {
 			t.Fatalf("interrupted call: %+v %v", o.res, o.err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testscale.D(2 * time.Second)):
 		t.Fatal("the call did not end after its interrupt")
 	}
 	if d := time.Since(start); d > time.Second {
@@ -215,7 +216,7 @@ func et(t *testing.T, ch chan struct{}) chan struct{} {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testscale.D(5 * time.Second)):
 		t.Fatal("timed out waiting")
 	}
 	return ch

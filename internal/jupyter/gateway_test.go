@@ -78,7 +78,7 @@ type client struct {
 
 func (h *harness) dial(owner, kid string) *client {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.srv.URL, "http")+"/api/kernels/"+kid+"/channels",
 		&websocket.DialOptions{HTTPHeader: http.Header{"X-Owner": {owner}}})
@@ -463,7 +463,7 @@ func TestCull(t *testing.T) {
 	if st, _ := h.do("alice", "GET", "/api/kernels/"+busyK, ""); st != 200 {
 		t.Fatalf("busy kernel answers %d", st)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Second))
 	defer cancel()
 	if _, _, err := c.ws.Read(ctx); err == nil || websocket.CloseStatus(err) == -1 && ctx.Err() != nil {
 		t.Fatalf("the culled kernel's websocket is still open: %v", err)

@@ -30,6 +30,10 @@ type Config struct {
 	MaxResources int
 	// CloseTimeout bounds closing an Airlock session when its MCP session ends.
 	CloseTimeout time.Duration
+	// Environments lists the custom environments an owner's calls may
+	// name in their environment argument (dispatcher.Call.Environments);
+	// nil allows every one (the operator's own stdio server).
+	Environments func(owner string) []string
 }
 
 // DefaultConfig returns the defaults: progress every second, HTTP sessions

@@ -86,7 +86,7 @@ func (r *remote) Instructions() string {
 // it is, artifact bytes downloaded. An error answer of the server is an
 // outcome whose message says what the server answered.
 func (r *remote) Run(ctx context.Context, call dispatcher.Call) Outcome {
-	tc := client.ToolCall{ID: call.ID, Name: call.Name, Arguments: json.RawMessage(call.Arguments), Limits: apiLimits(call.Limits)}
+	tc := client.ToolCall{ID: call.ID, Name: call.Name, Arguments: json.RawMessage(call.Arguments), Limits: apiLimits(call.Limits), Environment: call.Environment}
 	var res *wire.ToolCallResponse
 	var err error
 	if call.SessionID == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,7 +39,7 @@ func newHarness(t *testing.T, mod func(*dispatcher.Config)) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
 		defer cancel()
 		_ = srv.Close(ctx)
 	})
@@ -64,7 +65,7 @@ func (h *harness) connect(t *testing.T, owner string, opts *mcp.ClientOptions) *
 
 func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -178,7 +179,7 @@ func TestCallsShareOneLazySessionClosedWithTheMCPSession(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testscale.D(10 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
@@ -326,7 +327,7 @@ func TestCancellationInterruptsTheCallAndKeepsTheSession(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("executor ctx ended with %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testscale.D(10 * time.Second)):
 		t.Fatal("the executor call was not cancelled")
 	}
 	res := call(t, cs, "run_python", map[string]any{"code": "print(1)"})

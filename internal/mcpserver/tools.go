@@ -22,7 +22,7 @@ func (s *Server) addTools(srv *mcp.Server, owner string) {
 		srv.AddTool(&mcp.Tool{
 			Name:         tl.Name,
 			Description:  tl.Description,
-			InputSchema:  tl.Parameters,
+			InputSchema:  withEnvironment(tl.Parameters),
 			OutputSchema: s.outSchema,
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: tl.ReadOnly, OpenWorldHint: new(false)},
 		}, h)
@@ -55,6 +55,15 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		}
 		call := dispatcher.Call{ID: callID(), Name: req.Params.Name, Arguments: args, Owner: owner,
 			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
+		if env, rest, ok := splitEnvironment(args); ok {
+			// A call naming an environment runs one-shot in it, beside
+			// the MCP session's sandbox.
+			call.Arguments, call.Environment, call.SessionID = rest, env, ""
+			call.Environments = []string{dispatcher.AllEnvironments}
+			if s.cfg.Environments != nil {
+				call.Environments = s.cfg.Environments(owner)
+			}
+		}
 		stop := s.progress(ctx, req)
 		res := s.be.Run(ctx, call)
 		if lost(res) && ctx.Err() == nil {

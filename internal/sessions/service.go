@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/wire"
@@ -88,10 +90,31 @@ func gone(err error) bool {
 // when its budgets b allow one more (zero limits count as the defaults d
 // give them), records it and returns its record.
 func (s *Service) Open(ctx context.Context, owner string, limits core.Limits, background bool, b keys.Budget, d core.Limits) (wire.Session, error) {
+	return s.OpenIn(ctx, owner, environments.Target{}, limits, background, b, d)
+}
+
+// EnvOpener is a Backend that opens sessions in an environment (issue 28).
+type EnvOpener interface {
+	// OpenIn is Backend.Open in the environment env.
+	OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool) (string, error)
+}
+
+// OpenIn is Open in the environment env (the zero Target: the built-in
+// python one); a backend that cannot open sessions in another
+// environment refuses one that is not built in.
+func (s *Service) OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool, b keys.Budget, d core.Limits) (wire.Session, error) {
 	if err := s.records.CheckBudget(ctx, owner, limits, b, d); err != nil {
 		return wire.Session{}, err
 	}
-	id, err := s.backend.Open(ctx, owner, limits, background)
+	var id string
+	var err error
+	if eo, ok := s.backend.(EnvOpener); ok && env.Name != "" {
+		id, err = eo.OpenIn(ctx, owner, env, limits, background)
+	} else if env.Image != "" || env.Name == environments.Shell {
+		err = core.Errorf("sessions", core.ErrUnavailable, fmt.Sprintf("this server cannot open sessions in environment %q", env.Name))
+	} else {
+		id, err = s.backend.Open(ctx, owner, limits, background)
+	}
 	if err != nil {
 		return wire.Session{}, err
 	}
@@ -100,7 +123,9 @@ func (s *Service) Open(ctx context.Context, owner string, limits core.Limits, ba
 		_ = s.backend.Close(context.WithoutCancel(ctx), owner, id)
 		return wire.Session{}, err
 	}
-	return body(rec), nil
+	v := body(rec)
+	v.Environment = env.Name
+	return v, nil
 }
 
 // Close destroys session rec; a session the sandbox no longer has loses

@@ -143,3 +143,18 @@ func (g *Grants) InputNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Environments lists the custom environments owner may use, as
+// dispatcher.Call.Environments: every one ("*") for an admin key and
+// without keys (InsecureLocal: the loopback user is the operator), else
+// its policy's environments= (the built-in ones are always allowed).
+func (g *Grants) Environments(owner string) []string {
+	p := g.Policy(owner)
+	if g.InsecureLocal || p.IsAdmin() {
+		return []string{"*"}
+	}
+	if p == nil {
+		return nil
+	}
+	return p.Environments
+}

@@ -69,6 +69,7 @@ func (s *Service) Call(owner string, req *wire.ToolCallRequest, caller string) (
 	if p := s.Policy(owner); p != nil {
 		call.ApprovalTools, call.RequireApproval = p.ApprovalTools, p.RequireApproval
 	}
+	call.Environment, call.Environments = req.Environment, s.Environments(owner)
 	return call, nil
 }
 
@@ -181,10 +182,14 @@ func Failure(res dispatcher.Result) error {
 	case dispatcher.StatusInternal:
 		code, msg = core.ErrInternal, "internal error"
 	case dispatcher.StatusRejected:
-		if res.Code != core.ErrInvalid { // a refusal for the model
+		switch res.Code {
+		case core.ErrInvalid, core.ErrNotFound, core.ErrForbidden, core.ErrConflict:
+			// the arguments asked past the key's ceiling, or the call's
+			// environment is malformed, unknown, forbidden or not built
+			code, msg = res.Code, strings.TrimSuffix(res.Content, " The call did not run.")
+		default: // a refusal for the model
 			return nil
 		}
-		code, msg = core.ErrInvalid, res.Content // the arguments asked past the key's ceiling
 	default:
 		return nil
 	}

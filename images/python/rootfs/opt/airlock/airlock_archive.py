@@ -291,7 +291,7 @@ def unpack(root, data, max_entries=MAX_ENTRIES, max_bytes=MAX_BYTES, max_ratio=M
         if fmt == "zip":
             _unzip(w, data, bounds)
         else:
-            _untar(w, data, fmt, bounds)
+            _untar(w, io.BytesIO(data), fmt, bounds)
         w.verify_links()
         w.seal()
     finally:
@@ -299,8 +299,27 @@ def unpack(root, data, max_entries=MAX_ENTRIES, max_bytes=MAX_BYTES, max_ratio=M
     return {"format": fmt, "entries": bounds.entries, "bytes": bounds.bytes}
 
 
-def _untar(w, data, fmt, bounds):
-    raw = io.BytesIO(data)
+def unpack_stream(root, stream, head, packed, max_entries=MAX_ENTRIES, max_bytes=MAX_BYTES, max_ratio=MAX_RATIO):
+    """Unpack a tar or tar.gz read from the file object stream (whose first bytes are head,
+    already read from it by the caller's format check: detect(head)) into the empty folder
+    root; packed is the stream's whole size, as its sender declared it. Returns
+    {"format", "entries", "bytes"}; raises Refused like unpack. A zip needs its central
+    directory first, so it cannot be streamed."""
+    fmt = detect(head)
+    if fmt == "zip":
+        raise Refused("a streamed archive must be a tar or tar.gz, not a zip")
+    bounds = Bounds(packed, max_entries, max_bytes, max_ratio)
+    w = Writer(root)
+    try:
+        _untar(w, stream, fmt, bounds)
+        w.verify_links()
+        w.seal()
+    finally:
+        w.close()
+    return {"format": fmt, "entries": bounds.entries, "bytes": bounds.bytes}
+
+
+def _untar(w, raw, fmt, bounds):
     if fmt == "tar.gz":
         raw = io.BufferedReader(_Counted(gzip.GzipFile(fileobj=raw, mode="rb"), bounds.max_bytes + HEADER_SLACK),
                                 buffer_size=1 << 16)

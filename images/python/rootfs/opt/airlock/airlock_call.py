@@ -184,6 +184,14 @@ class Runner:
         if problem:
             return self.link.emit({"t": "done", "id": req.get("id"), "fail": problem})
         unpacked = None
+        if req.get("archive_stream") is not None:
+            try:
+                unpacked = self.workspace.finish_stream(req)
+            except CallRefused as exc:
+                return self.link.emit({"t": "done", "id": req.get("id"), "fail": str(exc), "code": exc.code})
+        else:
+            # A stream left unfinished (its sender went away) never reaches a later call.
+            self.workspace.abort_stream()
         if req.get("archive") is not None:
             # Before any kernel takes the call: no process of the owner runs while the
             # controller writes the workspace.

@@ -19,6 +19,7 @@ import hashlib
 
 import airlock_files as files
 import airlock_proc as proc
+from airlock_workspace import CallRefused
 from airlock_loop import now
 
 
@@ -32,7 +33,8 @@ class Ops:
         self.immediate = {"ping": self.ping, "interrupt": self.interrupt, "stats": self.stats,
                           "input_reply": self.input_reply}
         self.queued = {"exec": self.runner.run, "introspect": c.kernelops.introspect, "restart": self.restart,
-                       "put": self.put, "get": self.get, "ls": self.ls}
+                       "put": self.put, "get": self.get, "ls": self.ls, "stage": self.stage}
+        self.workspace = c.workspace
 
     def on_request(self, req):
         """A request as it is read: answered now, or queued."""
@@ -93,6 +95,14 @@ class Ops:
         st = files.write_file(self.work, req.get("path"), data, int(req.get("offset") or 0))
         self.artifacts.mark("/".join(files.split(self.work, req.get("path"))), st)
         return {"size": st.st_size}
+
+    def stage(self, req):
+        """One chunk of a streamed input (airlock_stream.py): {"size"} received so far, or
+        a refusal with its core error code (the stream is then dropped)."""
+        try:
+            return self.workspace.stage(req)
+        except CallRefused as exc:
+            return {"fail": str(exc), "code": exc.code}
 
     def get(self, req):
         """Read at most length bytes of a file under /work from offset."""

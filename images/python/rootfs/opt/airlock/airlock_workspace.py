@@ -35,6 +35,7 @@ class Workspace:
     def __init__(self, owned, path=PATH):
         self.owned = owned
         self.path = path
+        self.stream = None  # an input being streamed in (airlock_stream.Stream), or None
 
     def reset(self):
         """Empty it and make it writable for unpacking; reports whether it is empty."""
@@ -96,4 +97,92 @@ class Workspace:
             self.clean()
             raise CallRefused("unpacking the archive failed: %s: %s" % (type(exc).__name__, exc), "internal") from None
         info["unpack_ms"] = round((now() - t0) * 1000, 3)
+        return info
+
+    # --- streamed inputs (stage ops; PROTOCOL.md "Streamed inputs") -------------------
+    def stage(self, req):
+        """One chunk of a streamed input: offset 0 empties the workspace and starts the
+        unpacker; later chunks must follow on exactly. Returns {"size": bytes received}.
+        Raises CallRefused (the stream is then dropped and the workspace emptied)."""
+        if req.get("abort"):
+            self.abort_stream()
+            return {"size": 0}
+        data = req.get("data", "")
+        if not self.owned:
+            raise CallRefused("this container's /workspace is an input folder, not its own: it cannot "
+                              "take a streamed input", "internal")
+        if not isinstance(data, str):
+            self.abort_stream()
+            raise CallRefused("stage: data must be base64 text")
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            self.abort_stream()
+            raise CallRefused("stage: data is not valid base64") from None
+        del data
+        offset = req.get("offset") or 0
+        if offset == 0:
+            self._start(req, raw)
+        elif self.stream is None or offset != self.stream.received:
+            self.abort_stream()
+            raise CallRefused("stage: a chunk at offset %r does not follow on from the streamed input" % offset,
+                              "internal")
+        s = self.stream
+        s.add(raw)
+        if s.received > s.packed:
+            self.abort_stream()
+            raise CallRefused("stage: the streamed input is larger than the %d bytes announced" % s.packed)
+        why = s.failed()
+        if why:
+            self.abort_stream()
+            raise CallRefused(why, "bad_request" if s.refused else "internal")
+        return {"size": s.received}
+
+    def _start(self, req, head):
+        """Begin a new streamed input (dropping any unfinished one) into the emptied workspace."""
+        self.abort_stream()
+        if not self.reset():
+            raise CallRefused("the workspace could not be emptied", "internal")
+
+        def bound(key, default):
+            v = req.get(key)
+            return int(v) if isinstance(v, int) and v > 0 else default
+
+        archive = load_archive()
+        import airlock_stream
+        packed = bound("archive_size", 0)
+        if not packed:
+            raise CallRefused("stage: the first chunk must carry archive_size")
+        self.stream = airlock_stream.Stream(
+            self.path, archive, bytes(head[:8]), packed, bound("archive_max_entries", archive.MAX_ENTRIES),
+            bound("archive_max_bytes", archive.MAX_BYTES), bound("archive_max_ratio", archive.MAX_RATIO))
+        self.stream_t0 = now()
+
+    def abort_stream(self):
+        """Drop an unfinished streamed input and empty the workspace; a no-op without one."""
+        s, self.stream = self.stream, None
+        if s is not None:
+            s.abort()
+            self.clean()
+
+    def finish_stream(self, req):
+        """The exec that follows a streamed input: wait until everything is unpacked;
+        returns what was ({"format", "entries", "bytes", "unpack_ms"}). Raises CallRefused,
+        leaving the workspace empty."""
+        s, self.stream = self.stream, None
+        want = req.get("archive_stream")
+        if s is None:
+            self.clean()
+            raise CallRefused("the exec names a streamed input but none was staged", "internal")
+        if want != s.received:
+            s.abort()
+            self.clean()
+            raise CallRefused("the streamed input is %d bytes, not the %r the exec names" % (s.received, want),
+                              "internal")
+        why = s.finish()
+        if why:
+            self.clean()
+            raise CallRefused(why, "bad_request" if s.refused else "internal")
+        info = dict(s.info)
+        info["unpack_ms"] = round((now() - self.stream_t0) * 1000, 3)
         return info

@@ -124,7 +124,7 @@ class Controller:
         if self.kernels.spares:
             self.kernels.wait_pid(self.kernels.spares[0])
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.loop.t0) * 1000, 3),
-                 "features": ["cpu_seconds"] + (["archive"] if self.workspace.owned else [])
+                 "features": ["cpu_seconds"] + (["archive", "archive_stream"] if self.workspace.owned else [])
                  + (["egress"] if egress_port else [])}
         if os.getpid() != 1:
             # pid 1 (docker-init) holds the container's stdin/stdout and, being of our uid

@@ -1,0 +1,58 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
+)
+
+// EnvironmentResolver resolves the environment a call names to the image
+// its calls use, refusing one the caller may not use (*environments.Resolver).
+type EnvironmentResolver interface {
+	Resolve(ctx context.Context, name string, may func(string) bool) (environments.Target, error)
+}
+
+// AllEnvironments in Call.Environments allows every environment.
+const AllEnvironments = "*"
+
+// environment sets req's environment: the call's, else the built-in one
+// of its language (python, or shell for execute_shell). A session call
+// keeps its session's (fixed when it opened). A name that is malformed,
+// unknown, not allowed to the caller or not built refuses the call with
+// Result.Code core.ErrInvalid, ErrNotFound, ErrForbidden or ErrConflict,
+// which a transport answers as 400, 404, 403 or 409, naming it.
+func (d *Dispatcher) environment(ctx context.Context, call Call, req *core.Request) *Result {
+	if req.SessionID != "" {
+		return nil
+	}
+	name := call.Environment
+	if name == "" {
+		name = environments.Python
+		if req.Language == core.Shell {
+			name = environments.Shell
+		}
+	}
+	may := func(n string) bool {
+		return slices.Contains(call.Environments, AllEnvironments) || slices.Contains(call.Environments, n)
+	}
+	var t environments.Target
+	var err error
+	if d.cfg.Environments != nil {
+		t, err = d.cfg.Environments.Resolve(ctx, name, may)
+	} else {
+		t, err = (*environments.Resolver)(nil).Resolve(ctx, name, may)
+	}
+	if err != nil {
+		msg := err.Error()
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			msg = ce.Message()
+		}
+		return &Result{Status: StatusRejected, Reason: "environment", Content: msg + ". The call did not run.", Code: core.CodeOf(err), Err: err}
+	}
+	t.Apply(req)
+	return nil
+}
