@@ -28,7 +28,7 @@ var wireSchemas = map[string]any{
 	"Limits": wire.Limits{}, "ToolCallRequest": wire.ToolCallRequest{}, "ToolCallFunction": wire.ToolCallFunction{},
 	"ToolMessage": wire.ToolMessage{}, "Artifact": wire.Artifact{}, "ToolResult": wire.ToolResult{},
 	"ToolCallResponse": wire.ToolCallResponse{}, "CallEvent": wire.CallEvent{},
-	"ExecError": core.ExecError{}, "Display": core.Display{}, "Dropped": core.Dropped{},
+	"ExecError": core.ExecError{}, "Display": core.Display{}, "Dropped": core.Dropped{}, "NetworkAttempt": core.NetworkAttempt{},
 	"CreateSessionRequest": wire.CreateSessionRequest{}, "Session": wire.Session{}, "SessionList": wire.SessionList{},
 	"Interrupted": wire.Interrupted{}, "FileWritten": wire.FileWritten{}, "FileList": wire.FileList{},
 	"Notebook": wire.Notebook{}, "NotebookSave": wire.NotebookSave{}, "NotebookSaved": wire.NotebookSaved{},

@@ -136,6 +136,11 @@ type Request struct {
 	// RestoreReplay).
 	SnapshotID string `json:"snapshot_id,omitempty"`
 	Restore    string `json:"restore,omitempty"`
+	// Egress is the call's network policy in the egress package's
+	// canonical form (egress.Policy.String; issue 29), set by the
+	// dispatcher from the key's policy; "" means no network, as always
+	// before. A session takes its policy from its OpSessionOpen request.
+	Egress string `json:"egress,omitempty"`
 }
 
 // The kinds of question an OpSessionIntrospect asks.
@@ -268,4 +273,18 @@ type Result struct {
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// Snapshot reports an OpSessionSnapshot or OpSessionRestore.
 	Snapshot *SnapshotReport `json:"snapshot,omitempty"`
+	// Network lists every connection the call attempted through the
+	// egress proxy, allowed or refused (issue 29); empty without a policy.
+	Network []NetworkAttempt `json:"network,omitempty"`
+}
+
+// NetworkAttempt is one connection a call attempted: where to, whether the
+// policy and the address checks let it through, why it was refused (or cut
+// short, by a cap or the call's end) and the bytes that went through.
+type NetworkAttempt struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason,omitempty"`
+	Bytes   int64  `json:"bytes"`
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+
+	"github.com/airlock-dev/airlock/core"
 )
 
 // audit writes the one structured record every call leaves: who, which
@@ -32,6 +35,9 @@ func (d *Dispatcher) audit(ctx context.Context, call Call, res Result, decision 
 	if res.Sandbox != nil {
 		attrs = append(attrs, slog.Int("exit_code", res.Sandbox.ExitCode), slog.Int64("sandbox_ms", res.Sandbox.DurationMS))
 	}
+	if len(res.Network) > 0 {
+		attrs = append(attrs, networkAttr(res.Network))
+	}
 	if res.ApprovalToken != "" {
 		// A digest, so that the log cannot be used to approve a call.
 		t := sha256.Sum256([]byte(res.ApprovalToken))
@@ -47,4 +53,32 @@ func (d *Dispatcher) audit(ctx context.Context, call Call, res Result, decision 
 		}
 	}
 	d.log.LogAttrs(ctx, level, "tool_call", attrs...)
+}
+
+// maxAuditedAttempts bounds the connection attempts one audit record lists.
+const maxAuditedAttempts = 50
+
+// networkAttr lists a call's connection attempts (already redacted) for
+// its audit record: "host:port allowed|refused(reason) bytes", at most
+// maxAuditedAttempts of them, with counts.
+func networkAttr(attempts []core.NetworkAttempt) slog.Attr {
+	refused := 0
+	list := make([]string, 0, min(len(attempts), maxAuditedAttempts))
+	for i, a := range attempts {
+		if !a.Allowed {
+			refused++
+		}
+		if i >= maxAuditedAttempts {
+			continue
+		}
+		verdict := "allowed"
+		if !a.Allowed {
+			verdict = "refused"
+		}
+		if a.Reason != "" {
+			verdict += "(" + a.Reason + ")"
+		}
+		list = append(list, fmt.Sprintf("%s:%d %s %d", capString(a.Host, 255), a.Port, verdict, a.Bytes))
+	}
+	return slog.Group("network", slog.Int("attempts", len(attempts)), slog.Int("refused", refused), slog.Any("list", list))
 }

@@ -51,13 +51,18 @@ func BuiltinRegistry(cfg Config) *Registry {
 }
 
 // BuiltinTools declares run_python, execute_shell, read_file, write_file,
-// list_directory and sqlite_query for cfg.
+// list_directory and sqlite_query for cfg, and fetch_url when cfg has a
+// Fetcher.
 func BuiltinTools(cfg Config) []Tool {
 	cfg = cfg.withDefaults()
-	return []Tool{
+	tools := []Tool{
 		runPythonTool(cfg), executeShellTool(cfg),
 		readFileTool(cfg), writeFileTool(cfg), listDirectoryTool(cfg), sqliteQueryTool(cfg),
 	}
+	if cfg.Fetcher != nil {
+		tools = append(tools, fetchURLTool(cfg))
+	}
+	return tools
 }
 
 // runPythonTool declares run_python.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/approvals"
 )
 
@@ -57,6 +58,15 @@ type Config struct {
 	// file's secrets_file), redacted like Secrets but from that owner's
 	// results only. It is asked once per owner.
 	KeySecrets func(owner string) []string
+	// Egress, when set, returns a call's network policy (issue 29): its
+	// owner's key's egress narrowed by the call's environment
+	// (keys.EgressFor). The dispatcher puts it in Call.Egress before the
+	// tool prepares the call; nil means no call has network. An error
+	// refuses the call (bad input: a bad environment egress list).
+	Egress func(call Call) (egress.Policy, error)
+	// Fetcher, when set, makes the fetch_url tool (builtin_fetch.go): it
+	// fetches in Airlock through the call's Egress.
+	Fetcher *egress.Fetcher
 
 	// Environments resolves the environment a call names to the image it
 	// runs in (environments.Resolver); nil knows the built-in ones only.

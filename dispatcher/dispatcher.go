@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/policy"
 )
@@ -117,6 +118,7 @@ func (d *Dispatcher) finish(ctx context.Context, call Call, res Result, decision
 	for k, v := range res.Fields {
 		res.Fields[k] = red.String(v)
 	}
+	res.Network = redactNetwork(red, res.Network)
 	res.DurationMS = time.Since(start).Milliseconds()
 	d.audit(ctx, call, res, decision)
 	return res
@@ -139,6 +141,15 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 	if res, decision, stop := d.authorize(ctx, rt, call, args, normalized, held); stop {
 		return res, decision
 	}
+	call.Egress = egress.Policy{}
+	if d.cfg.Egress != nil {
+		pol, err := d.cfg.Egress(call)
+		if err != nil {
+			return Result{Status: StatusRejected, Reason: "egress_policy", Code: core.ErrInvalid,
+				Content: "the call's network policy is invalid: " + err.Error()}, "refused"
+		}
+		call.Egress = pol
+	}
 	act, err := rt.Prepare(ctx, Invocation{Call: call, Args: args})
 	if err != nil {
 		var ref *Refusal
@@ -148,7 +159,11 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 		return Result{Status: StatusError, Reason: "handler_error", Content: fmt.Sprintf("%s failed: %v", rt.Name, err)}, "failed"
 	}
 	if act.Request == nil {
-		return Result{Status: StatusOK, Content: act.Content}, "answered"
+		st := act.Status
+		if st == "" {
+			st = StatusOK
+		}
+		return Result{Status: st, Content: act.Content, Network: act.Network}, "answered"
 	}
 	if res := d.overCeiling(call, act.Request.Limits); res != nil {
 		return *res, "refused"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/policy"
@@ -26,7 +27,7 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		return platformResult(err, tool), "failed"
 	}
 	out := hideMount(red.Result(sres), req.Mount, call.MountName)
-	res := Result{Sandbox: &out, Status: mapSandboxStatus(out.Status)}
+	res := Result{Sandbox: &out, Status: mapSandboxStatus(out.Status), Network: out.Network}
 	if res.Status == StatusRejected {
 		res.Reason = "sandbox_rejected"
 	}
@@ -41,8 +42,33 @@ func (d *Dispatcher) execute(ctx context.Context, call Call, tool string, act Ac
 		res.Reason, res.Code = "unknown_sandbox_status", core.ErrInternal
 		res.Err = fmt.Errorf("dispatcher: %s: sandbox returned unknown status %q", tool, out.Status)
 	}
-	res.Content = renderSandbox(out)
+	res.Content = renderSandbox(out) + renderNetwork(out.Network)
 	return res, "executed"
+}
+
+// renderNetwork lists a call's connection attempts for the tool message
+// (the model and MCP hosts see them too); "" when there were none.
+func renderNetwork(attempts []core.NetworkAttempt) string {
+	if len(attempts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n[network]\n")
+	for i, a := range attempts {
+		if i == maxAuditedAttempts {
+			fmt.Fprintf(&b, "... %d more\n", len(attempts)-i)
+			break
+		}
+		verdict := "allowed"
+		if !a.Allowed {
+			verdict = "refused"
+		}
+		if a.Reason != "" {
+			verdict += " (" + a.Reason + ")"
+		}
+		fmt.Fprintf(&b, "%s:%d %s, %d bytes\n", a.Host, a.Port, verdict, a.Bytes)
+	}
+	return b.String()
 }
 
 // callRequest completes the request an action built with what the
@@ -69,6 +95,9 @@ func callRequest(req core.Request, call Call, ceiling core.Limits) core.Request 
 	req.AllowStdin = req.AllowStdin || call.AllowStdin
 	req.Notebook = req.Notebook || call.Notebook
 	req.Lane, req.IdempotencyKey = call.Lane, call.IdempotencyKey
+	if req.Egress == "" && !call.Egress.Empty() {
+		req.Egress = call.Egress.String()
+	}
 	req.Limits = lowerLimits(req.Limits, capLimits(call.Limits, ceiling))
 	return req
 }

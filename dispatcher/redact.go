@@ -69,7 +69,22 @@ func (r *Redactor) Result(res core.Result) core.Result {
 		}
 		res.Artifacts = arts
 	}
+	res.Network = redactNetwork(r, res.Network)
 	return r.rich(res)
+}
+
+// redactNetwork returns attempts with their hosts and reasons redacted (a
+// host name may carry a secret a program put there).
+func redactNetwork(r *Redactor, attempts []core.NetworkAttempt) []core.NetworkAttempt {
+	if len(attempts) == 0 {
+		return attempts
+	}
+	out := make([]core.NetworkAttempt, len(attempts))
+	for i, a := range attempts {
+		a.Host, a.Reason = r.String(a.Host), r.String(a.Reason)
+		out[i] = a
+	}
+	return out
 }
 
 // isText reports text-like data: a text MIME type, or valid UTF-8 without NUL.

@@ -84,6 +84,11 @@ type Action struct {
 	// with exit code 3; Run turns those into rejected results. Leave it
 	// false for user code, which could print that line itself.
 	SandboxPolicy bool
+	// Network and Status go with an answer made in Airlock (Request nil):
+	// the connections it attempted (fetch_url) and its status ("" is
+	// StatusOK).
+	Network []core.NetworkAttempt
+	Status  Status
 }
 
 // Refusal is an error Prepare returns to refuse a call: Run answers

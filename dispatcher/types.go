@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 )
 
 // Call is one tool call as a model (or any other caller) wrote it.
@@ -53,6 +54,10 @@ type Call struct {
 	// for approval, a rule named here holds the call instead of refusing.
 	ApprovalTools   []string `json:"approval_tools,omitempty"`
 	RequireApproval []string `json:"require_approval,omitempty"`
+	// Egress, set by the dispatcher from Config.Egress (what a transport
+	// puts here is replaced), is where the call may connect: its sandbox through the worker's egress proxy
+	// (core.Request.Egress), fetch_url from Airlock. Zero: no network.
+	Egress egress.Policy `json:"egress,omitzero"`
 	// Environment names the environment a one-shot call runs in (issue
 	// 28; default python, shell for execute_shell); a session call runs in
 	// its session's. Environments, set by the transport from the caller's
@@ -105,6 +110,9 @@ type Result struct {
 	Fields map[string]string `json:"fields,omitempty"`
 	// Sandbox is the redacted execution result, when something ran.
 	Sandbox *core.Result `json:"result,omitempty"`
+	// Network lists the connections the call attempted (issue 29): its
+	// sandbox's through the egress proxy, or fetch_url's hops.
+	Network []core.NetworkAttempt `json:"network,omitempty"`
 	// ApprovalToken is set with StatusPendingApproval.
 	ApprovalToken string `json:"approval_token,omitempty"`
 	DurationMS    int64  `json:"duration_ms"`

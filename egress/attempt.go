@@ -42,7 +42,8 @@ type Event struct {
 	Time     time.Time     // when the attempt started
 	Owner    string        // the call's owner ("" for an unregistered source)
 	CallID   string        // the call's id
-	Source   netip.Addr    // the sandbox's address (invalid for fetch)
+	Source   netip.Addr    // the sandbox's address (invalid for fetch and doors)
+	Door     string        // the door the sandbox came through ("" for an address)
 	Kind     string        // KindConnect, KindHTTP or KindFetch
 	Method   string        // the HTTP method (CONNECT for tunnels)
 	SNI      string        // the TLS server name a tunnel's ClientHello named

@@ -3,7 +3,6 @@ package egress
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +54,7 @@ var (
 // call is one registered call: its policy, caps and what it attempted.
 type call struct {
 	info     CallInfo
-	src      netip.Addr
+	src      source
 	ctx      context.Context // ends at Close (errCallEnded) or the time cap (errTimeCap)
 	cancel   context.CancelCauseFunc
 	stopTime context.CancelFunc
@@ -72,7 +71,7 @@ type call struct {
 }
 
 // newCall starts a call's context and its time cap.
-func newCall(src netip.Addr, info CallInfo, maxRec int) *call {
+func newCall(src source, info CallInfo, maxRec int) *call {
 	c := &call{info: info, src: src, maxRec: maxRec}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c.ctx, c.cancel, c.stopTime = ctx, cancel, func() {}

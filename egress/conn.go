@@ -18,12 +18,12 @@ import (
 
 // serveConn serves one client connection: requests until one fails, a
 // CONNECT takes the connection over, the call ends or the proxy closes.
-// A connection belongs to the call its source ran when it was accepted.
-func (p *Proxy) serveConn(c net.Conn) {
+// A connection belongs to the call its source (address or door) ran when
+// it was accepted.
+func (p *Proxy) serveConn(c net.Conn, src source) {
 	defer c.Close()
 	stop := context.AfterFunc(p.ctx, func() { c.Close() })
 	defer stop()
-	src := remoteAddr(c)
 	cl := p.lookup(src)
 	select {
 	case p.slots <- struct{}{}:
@@ -136,7 +136,7 @@ func (l *headerLimit) hostHeader() []string {
 
 // badRequest answers a request that could not be read (nothing when the
 // client just went away or stayed silent).
-func (p *Proxy) badRequest(c net.Conn, cl *call, src netip.Addr, err error) {
+func (p *Proxy) badRequest(c net.Conn, cl *call, src source, err error) {
 	var ne net.Error
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne) && ne.Timeout() {
 		return
@@ -151,7 +151,7 @@ func (p *Proxy) badRequest(c net.Conn, cl *call, src netip.Addr, err error) {
 
 // busy refuses a connection over MaxConns. It reads (a little of) the
 // request first, so that the client sees the answer as one.
-func (p *Proxy) busy(c net.Conn, cl *call, src netip.Addr) {
+func (p *Proxy) busy(c net.Conn, cl *call, src source) {
 	_ = c.SetDeadline(time.Now().Add(busyWait))
 	req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, headerLookahead)))
 	kind, method, host, port := KindHTTP, "", "", 0
@@ -167,7 +167,7 @@ func (p *Proxy) busy(c net.Conn, cl *call, src netip.Addr) {
 }
 
 // unregistered refuses a request from a source that runs no call.
-func (p *Proxy) unregistered(c net.Conn, src netip.Addr, req *http.Request) {
+func (p *Proxy) unregistered(c net.Conn, src source, req *http.Request) {
 	kind := KindHTTP
 	if req.Method == http.MethodConnect {
 		kind = KindConnect

@@ -36,14 +36,29 @@
 //
 // # Proxy
 //
-// One Proxy runs per worker host, listening on the gateway address of the
-// internal Docker network its sandboxes join (no route out, ICC off), so
-// it is the only thing they can reach. It speaks HTTP CONNECT and plain
-// HTTP (absolute-form requests). A caller is identified by its source
-// address, which the sandbox registers for the duration of a call
-// (Register; the Handle's Close returns the call's Record); a source that
-// runs no call is refused. Each call has caps on connections, bytes and
-// time (Caps); a connection is cut when its call ends.
+// One Proxy runs per worker host, inside the worker. Sandboxes never join
+// a Docker network: a container with a policy keeps NetworkMode "none"
+// like every other (loopback only: no route, no DNS, no UDP, no raw IP by
+// construction) and reaches the proxy through a door (OpenDoor): a unix
+// socket the worker creates in a private directory (0700) of its own and
+// bind-mounts into that one container (sandbox.DoorPath,
+// /run/airlock/egress.sock). Inside, the controller relays
+// 127.0.0.1:3128 to the door, and the container's environment points
+// HTTP_PROXY/HTTPS_PROXY (both cases) and PIP_PROXY there. The proxy knows
+// the caller by the door a connection came through (Door.Register for the
+// duration of a call; the Handle's Close returns the call's Record), never
+// by an address; a door that runs no call is refused.
+//
+// This deviates on purpose from issue 29's "internal Docker network"
+// wording: on an internal network every host service listening on the
+// gateway address, and Docker's embedded DNS resolver, are reachable from
+// user code; with no network at all nothing is, and a door cannot be
+// reached from another container. Register (by source address, on a
+// listener passed to Serve) remains for tests and a deployment that
+// cannot mount sockets.
+//
+// Each call has caps on connections, bytes and time (Caps); a connection
+// is cut when its call ends.
 //
 // CONNECT: the target's host and port must be in the policy and resolve
 // to an allowed address; the proxy answers 200, reads the TLS ClientHello
@@ -72,8 +87,8 @@
 // port, allowed, reason, bytes} in the call's Record (the shape of a
 // result's network field), passed to the audit hook as an Event, and
 // counted in Prometheus series on the registerer given (no globals).
-// There is no UDP: the proxy is TCP only and the sandbox's network has no
-// other way out.
+// There is no UDP: the proxy is TCP only and the sandbox has no network
+// to send a datagram on.
 //
 // # Fetch
 //

@@ -112,7 +112,7 @@ type Proxy struct {
 	conns  sync.WaitGroup
 
 	mu    sync.RWMutex
-	calls map[netip.Addr]*call
+	calls map[source]*call
 	lns   map[net.Listener]struct{}
 }
 
@@ -134,7 +134,7 @@ func New(cfg Config) (*Proxy, error) {
 		slots:   make(chan struct{}, cfg.MaxConns),
 		ctx:     ctx,
 		cancel:  cancel,
-		calls:   map[netip.Addr]*call{},
+		calls:   map[source]*call{},
 		lns:     map[net.Listener]struct{}{},
 	}
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
@@ -143,6 +143,12 @@ func New(cfg Config) (*Proxy, error) {
 
 // Serve accepts client connections on ln until Close; it returns nil then.
 func (p *Proxy) Serve(ln net.Listener) error {
+	return p.serve(ln, func(c net.Conn) source { return source{addr: remoteAddr(c)} })
+}
+
+// serve accepts connections on ln until Close; sourceOf names the caller
+// of each.
+func (p *Proxy) serve(ln net.Listener, sourceOf func(net.Conn) source) error {
 	p.mu.Lock()
 	if p.ctx.Err() != nil {
 		p.mu.Unlock()
@@ -150,6 +156,11 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 	p.lns[ln] = struct{}{}
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.lns, ln)
+		p.mu.Unlock()
+	}()
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -169,7 +180,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		p.conns.Add(1)
 		go func() {
 			defer p.conns.Done()
-			p.serveConn(c)
+			p.serveConn(c, sourceOf(c))
 		}()
 	}
 }
@@ -195,7 +206,11 @@ func (p *Proxy) Register(src netip.Addr, info CallInfo) (*Handle, error) {
 	if !src.IsValid() {
 		return nil, core.Errorf("egress.register", core.ErrInvalid, "no source address")
 	}
-	src = src.Unmap()
+	return p.register(source{addr: src.Unmap()}, info)
+}
+
+// register makes src's connections belong to the call info describes.
+func (p *Proxy) register(src source, info CallInfo) (*Handle, error) {
 	info.Caps = info.Caps.with(p.cfg.Caps)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -210,7 +225,7 @@ func (p *Proxy) Register(src netip.Addr, info CallInfo) (*Handle, error) {
 }
 
 // lookup returns the call src runs, or nil.
-func (p *Proxy) lookup(src netip.Addr) *call {
+func (p *Proxy) lookup(src source) *call {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.calls[src]

@@ -22,9 +22,9 @@ type try struct {
 }
 
 // start opens an attempt of call cl (nil: an unregistered source).
-func (p *Proxy) start(cl *call, src netip.Addr, kind, method, host string, port int) *try {
+func (p *Proxy) start(cl *call, src source, kind, method, host string, port int) *try {
 	t := &try{slot: -1, done: p.ended, ev: Event{
-		Time: time.Now(), Source: src, Kind: kind, Method: method,
+		Time: time.Now(), Source: src.addr, Door: src.door, Kind: kind, Method: method,
 		Attempt: Attempt{Host: cleanHost(host), Port: port},
 	}}
 	if cl != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/secrets"
 )
@@ -36,6 +37,10 @@ type Policy struct {
 	// key's results only (the server's --secrets-file is redacted from
 	// everyone's). They never print: see secrets.Values.
 	Secrets secrets.Values
+	// Egress is where this key's sandboxes and fetch_url may connect
+	// (egress= and egress_methods=; issue 29). The zero Policy, the
+	// default, allows nothing: no network.
+	Egress egress.Policy
 	// Environments lists the custom environments (issue 28) the key may
 	// use (environments=geo,lint); the built-in ones are always allowed.
 	Environments []string
@@ -76,10 +81,12 @@ type Budget struct {
 // artifact_count, background=true|false, the approval settings
 // approval_tools=TOOL,TOOL and require_approval=RULE,RULE (names checked
 // against the built-in tools and the policy rules), and
-// secrets_file=PATH (a file of secret values, one per line, read now; a
+// egress=HOST[:PORT],... and egress_methods=METHOD,... (the key's network
+// policy, egress.FromKeys), and secrets_file=PATH (a file of secret values, one per line, read now; a
 // relative PATH is relative to dir, the keys file's folder).
 func parsePolicy(fields []string, dir string) (*Policy, error) {
 	p := &Policy{}
+	var egressHosts, egressMethods string
 	for _, f := range fields {
 		name, val, ok := strings.Cut(f, "=")
 		if !ok || val == "" {
@@ -127,6 +134,10 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 		case "require_approval":
 			p.RequireApproval = dispatcher.SplitNames(val)
 			err = dispatcher.CheckApprovalNames(nil, p.RequireApproval)
+		case "egress":
+			egressHosts = val
+		case "egress_methods":
+			egressMethods = val
 		case "environments":
 			p.Environments = dispatcher.SplitNames(val)
 			for _, n := range p.Environments {
@@ -147,6 +158,10 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("policy field %s: %w", name, err)
 		}
+	}
+	var err error
+	if p.Egress, err = egress.FromKeys(egressHosts, egressMethods); err != nil {
+		return nil, fmt.Errorf("policy field egress: %w", err)
 	}
 	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
@@ -61,6 +62,10 @@ type box struct {
 	dead    atomic.Bool // set once the container is killed or gone
 	ackMu   sync.Mutex
 	acks    map[string]chan ctlFrame // side requests (interrupt) awaiting their done frame
+	// door is the container's egress door (nil: no network) and egress
+	// the policy its calls get (egress.go).
+	door   *egress.Door
+	egress egress.Policy
 	// features the controller announced in its ready frame (set before first use).
 	features map[string]bool
 }
@@ -99,7 +104,10 @@ type callOutcome struct {
 // image (AIRLOCK_PRELOAD in its env: the python image preloads numpy & co);
 // without it the container starts with none. shares is its cgroup
 // cpu.shares (0: the daemon's default).
-func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, kind, job, owner string, preload bool, life time.Duration, shares int64) (*box, error) {
+//
+// A non-empty pol gives the container a door to the egress proxy
+// (egress.go); its calls get pol.
+func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, kind, job, owner string, preload bool, life time.Duration, shares int64, pol egress.Policy) (*box, error) {
 	start := time.Now()
 	extra := map[string]string{
 		"AIRLOCK_MAX_LIFE_S": strconv.FormatInt(int64(life/time.Second)+1, 10),
@@ -109,6 +117,14 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 	}
 	if !preload {
 		extra["AIRLOCK_PRELOAD"] = "0"
+	}
+	var door *egress.Door
+	if !pol.Empty() {
+		var err error
+		if door, err = e.openDoor(); err != nil {
+			return nil, err
+		}
+		e.egressEnv(extra)
 	}
 	spec := containerSpec{
 		Image:     image,
@@ -121,18 +137,32 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 	// A create abandoned midway may still make the container, unseen: let
 	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	if door != nil {
+		spec.Door = door.Path()
+	}
 	id, hj, err := e.createAttached(cctx, spec)
 	cancel()
 	if err != nil {
+		if door != nil {
+			_ = door.Close()
+		}
 		return nil, err
 	}
-	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj, shares: shares}
+	if door != nil {
+		e.trackDoor(id, door)
+	}
+	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj, shares: shares, door: door, egress: pol}
 	b.lr.dm.r = hj.Reader
 	b.lr.log.limit = 64 << 10
 	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		b.kill(e)
 		e.destroy(b.id, &b.hj, nil)
 		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
+	}
+	if door != nil && !b.has(featureEgress) {
+		b.kill(e)
+		e.destroy(b.id, &b.hj, nil)
+		return nil, core.Errorf("sandbox.egress", core.ErrUnavailable, "the sandbox image "+image+" is older than network policies (its controller relays no egress door): rebuild it (make images)")
 	}
 	e.metrics.boot(kind, time.Since(start), cgroupCPU(id))
 	return b, nil

@@ -94,6 +94,9 @@ type Config struct {
 	// UIDRange is where each sandbox container's own uid comes from (issue
 	// 10), so per-uid kernel limits are not shared; zero means DefaultUIDRange.
 	UIDRange IDRange
+	// Egress connects calls with a network policy to the worker's egress
+	// proxy (issue 29; zero: such calls are refused).
+	Egress EgressConfig
 }
 
 // DefaultConfig returns conservative defaults.

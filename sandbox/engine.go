@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/errdefs"
@@ -29,6 +30,7 @@ type Engine struct {
 	mu       sync.Mutex
 	runners  map[string]imageInfo // image -> what its labels say (checked once)
 	pools    map[poolKey]*pool
+	doors    map[string]*egress.Door // container id -> its egress door (egress.go)
 	sessions *sessions
 	bg       sync.WaitGroup // janitors and pool refills
 	removals sync.WaitGroup // containers being removed
@@ -104,7 +106,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 	}
 	host, _ := os.Hostname()
 	e := &Engine{cfg: cfg, docker: docker, log: log, host: host, proc: procIdentity(os.Getpid()),
-		runners: map[string]imageInfo{}, pools: map[poolKey]*pool{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
+		runners: map[string]imageInfo{}, pools: map[poolKey]*pool{}, doors: map[string]*egress.Door{}, stop: make(chan struct{}), metrics: newMetrics(cfg.Metrics)}
 	e.sessions = newSessions(e)
 	e.warm = &warmBudget{limit: e.cfg.WarmMemoryBudget, onChange: func(n int64) { e.metrics.warmMemory.Set(float64(n)) }}
 	// Issue 10: one uid per container from cfg.UIDRange (uid.go).
@@ -259,6 +261,7 @@ func (e *Engine) removeNow(id string) {
 		cancel()
 		if err == nil || errdefs.IsNotFound(err) {
 			e.uids.removed(id)
+			e.closeDoor(id)
 			return
 		}
 		if !errdefs.IsConflict(err) {

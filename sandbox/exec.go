@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 )
 
 // checked is a validated request, ready to run.
@@ -16,8 +17,9 @@ type checked struct {
 	core.Request
 	image  string
 	limits core.Limits
-	mount  string     // the resolved input folder, or ""
-	input  *inputScan // the input folder, scanned; copied in as Archive when the call runs
+	egress egress.Policy // the call's network policy (zero: none)
+	mount  string        // the resolved input folder, or ""
+	input  *inputScan    // the input folder, scanned; copied in as Archive when the call runs
 	// entries is how many entries Archive holds (listed or scanned).
 	entries int
 }
@@ -62,6 +64,9 @@ func (e *Engine) check(ctx context.Context, req core.Request) (checked, *core.Re
 				c.input.bytes, len(c.input.entries), need, lim.Memory, e.cfg.Max.Memory)
 		}
 		c.entries = len(c.input.entries)
+	}
+	if c.egress, err = e.egressPolicy(req); err != nil {
+		return checked{}, nil, err
 	}
 	if err := checkEnv(req.Env); err != nil {
 		return checked{}, nil, core.E("sandbox.check", core.ErrInvalid, err)
@@ -180,6 +185,11 @@ func unpackTime(n, entries int) time.Duration {
 // generic one), or a new one. Batch-lane calls run at Config.BatchCPUShares.
 func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error) {
 	p := e.poolOf(c)
+	if !c.egress.Empty() {
+		// A call with a network policy runs in a container of its own,
+		// with a door (egress.go), destroyed afterwards.
+		p = nil
+	}
 	lane := c.Lane
 	if lane != core.LaneBatch {
 		lane = core.LaneInteractive
@@ -197,7 +207,7 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 			life = e.poolLife() // it will serve its owner again
 		}
 		var err error
-		b, err = e.startBox(ctx, c.image, c.limits, "oneshot", c.JobID, c.Owner, false, life, shares)
+		b, err = e.startBox(ctx, c.image, c.limits, "oneshot", c.JobID, c.Owner, false, life, shares, c.egress)
 		if err != nil {
 			return core.Result{}, err
 		}
@@ -269,7 +279,13 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		req.Archive, req.ArchiveMaxEntries, req.ArchiveMaxBytes, req.ArchiveMaxRatio = c.Archive, bounds.entries, bounds.bytes, bounds.ratio
 		deadline = deadline.Add(unpackTime(len(c.Archive), c.entries))
 	}
+	endNet, err := e.netCall(b, c.Owner, c.JobID)
+	if err != nil {
+		fw.close()
+		return core.Result{}, err
+	}
 	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, session: session, output: c.limits.OutputBytes, sink: fw})
+	network := endNet()
 	if err != nil {
 		fw.close()
 		return core.Result{}, err
@@ -280,6 +296,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		Stderr:    out.stderr.text(),
 		Display:   out.display,
 		Dropped:   core.Dropped{Stdout: out.stdout.dropped(), Stderr: out.stderr.dropped()},
+		Network:   network,
 	}
 	res.Truncated = res.Dropped.Stdout > 0 || res.Dropped.Stderr > 0
 	if out.abandoned {

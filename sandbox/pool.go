@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 )
 
 // pool keeps the warm containers of one controller image: idle generic
@@ -529,7 +530,7 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0)
+	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0, egress.Policy{})
 	if err != nil {
 		p.e.warm.give(p.limits.Memory)
 		return err

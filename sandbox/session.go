@@ -65,11 +65,12 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 	}
 	life := e.cfg.SessionMaxLife + time.Minute
 	var b *box
-	if p := e.poolOf(c); p != nil {
+	// A session with a network policy gets a container of its own, with a door.
+	if p := e.poolOf(c); p != nil && c.egress.Empty() {
 		b = p.takeGeneric(c.Owner, life)
 	}
 	if b == nil {
-		b, err = e.startBox(ctx, c.image, c.limits, "session", c.JobID, c.Owner, false, life, 0)
+		b, err = e.startBox(ctx, c.image, c.limits, "session", c.JobID, c.Owner, false, life, 0, c.egress)
 		if err != nil {
 			s.release(slot)
 			return SessionInfo{}, nil, err

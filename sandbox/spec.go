@@ -6,6 +6,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
 )
 
@@ -45,6 +46,9 @@ type containerSpec struct {
 	// Identity is the uid:gid the container runs as (issue 10: one uid per
 	// container, or an input folder's owner); zero means SandboxUser.
 	Identity identity
+	// Door is the host path of the container's egress door (egress.go),
+	// bind-mounted read-only at DoorPath; "" for none (no network at all).
+	Door string
 }
 
 // build turns a spec into the Docker create payloads. Every isolation
@@ -101,6 +105,11 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if s.Door != "" {
+		// The only host path ever mounted: a unix socket of the egress
+		// proxy, private to this container. NetworkMode stays none.
+		host.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: s.Door, Target: DoorPath, ReadOnly: true}}
 	}
 	// Issue 10: per-container uid, OomScoreAdj, capped /dev/shm (tenant.go).
 	s.isolateTenant(cfg, host)

@@ -29,5 +29,13 @@ mkdir -p .bench bin
 start=$(date +%s)
 status=0
 bin/airlock-bench -airlock "$AIRLOCK" -out .bench/results.md -workdir .bench || status=$?
+# The egress proxy's figures (issue 29): a 100 MiB HTTPS download through
+# the proxy against loopback, proxy CPU per MiB, the latency a small request
+# gains (BENCH_EGRESS=0 skips it).
+if [ "${BENCH_EGRESS:-1}" != 0 ]; then
+	{ echo; echo '## Egress proxy (go test -bench EgressFigures ./egress/)'; echo; echo '```'
+	  "$GO" test -run '^$' -bench EgressFigures -benchtime "${BENCH_EGRESS_N:-3}x" ./egress/ 2>&1 | grep -E 'Benchmark|ok|FAIL' || status=1
+	  echo '```'; } | tee -a .bench/results.md
+fi
 echo "bench: finished in $(( $(date +%s) - start ))s (exit $status); tables also in .bench/results.md" >&2
 exit "$status"

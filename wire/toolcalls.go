@@ -113,6 +113,9 @@ type ToolResult struct {
 	// KernelRestarted says the session's Python process died or was
 	// replaced during the call: variables are gone, files are kept.
 	KernelRestarted bool `json:"kernel_restarted,omitempty"`
+	// Network lists every connection the call attempted through the
+	// egress proxy (or fetch_url's hops), allowed or refused (issue 29).
+	Network []core.NetworkAttempt `json:"network,omitempty"`
 }
 
 // ToolCallResponse is the 200 answer of a tool call (and the data of a

@@ -56,11 +56,20 @@ type apiDispatcher struct{ *dispatcher.Dispatcher }
 func (d apiDispatcher) ToolsJSON() []map[string]any { return d.Registry().OpenAIToolsJSON() }
 
 // apiSessions adapts the jobs client to the API's Sessions interface.
-type apiSessions struct{ *jobs.Client }
+type apiSessions struct {
+	*jobs.Client
+	// egress, when set, is the network policy of owner's sessions (the
+	// key's egress=, issue 29): the session's container gets a door.
+	egress func(owner string) string
+}
 
 // Open opens a session on some worker.
 func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
-	return s.OpenSessionOpts(ctx, owner, limits, background)
+	req := core.Request{Owner: owner, Limits: limits, Background: background}
+	if s.egress != nil {
+		req.Egress = s.egress(owner)
+	}
+	return s.OpenSessionRequest(ctx, req)
 }
 
 // OpenIn opens a session in an environment on some worker.

@@ -110,7 +110,7 @@ func newEnvServer(t *testing.T) *envServer {
 	t.Cleanup(func() { closeWithin(mcpSrv.Close) })
 	cfg := api.DefaultConfig()
 	cfg.Keys = ks
-	srv, err := api.New(cfg, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{st.client}, MCP: mcpSrv,
+	srv, err := api.New(cfg, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{Client: st.client}, MCP: mcpSrv,
 		State: store, Batches: store, Environments: envs, Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,7 +43,7 @@ func runExec(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: airlock exec [flags] run_python|execute_shell [CODE]   (CODE from stdin when absent)")
+		fmt.Fprintln(stderr, "usage: airlock exec [flags] run_python|execute_shell [CODE]   (CODE from stdin when absent)\n       airlock exec [flags] fetch_url URL")
 		return 2
 	}
 	tool := fs.Arg(0)
@@ -109,6 +110,9 @@ func execCode(fs *flag.FlagSet, stdin io.Reader) (string, error) {
 // codeArguments are the arguments of a code tool call from the CLI: the
 // code and, when the limits name one, timeout_seconds.
 func codeArguments(tool, code string, lim core.Limits) ([]byte, error) {
+	if tool == dispatcher.ToolFetchURL {
+		return json.Marshal(map[string]any{"url": strings.TrimSpace(code)})
+	}
 	arg, ok := toolArg[tool]
 	if !ok {
 		return nil, fmt.Errorf("unknown tool %q: use run_python or execute_shell", tool)
@@ -129,6 +133,10 @@ func printCall(res dispatcher.Result, asJSON bool, stdout, stderr io.Writer) int
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
+	} else if res.Status == dispatcher.StatusOK {
+		// An answer made in Airlock (fetch_url): its text.
+		fmt.Fprintln(stdout, res.Content)
+		return 0
 	} else {
 		fmt.Fprintf(stderr, "airlock: %s: %s\n", res.Status, res.Content)
 	}

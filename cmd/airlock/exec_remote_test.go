@@ -37,7 +37,7 @@ func TestExecRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Config{Keys: ks}, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{st.client}, Logger: log})
+	srv, err := api.New(api.Config{Keys: ks}, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{Client: st.client}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func newGateServer(t *testing.T) *gateServer {
 	t.Cleanup(func() { closeWithin(mcpSrv.Close) })
 	cfg := api.DefaultConfig()
 	cfg.Keys = ks
-	srv, err := api.New(cfg, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{st.client}, MCP: mcpSrv, Logger: log})
+	srv, err := api.New(cfg, api.Deps{Dispatcher: apiDispatcher{st.disp}, Sessions: apiSessions{Client: st.client}, MCP: mcpSrv, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

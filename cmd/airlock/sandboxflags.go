@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/docker/go-units"
@@ -34,6 +35,8 @@ type sandboxFlags struct {
 	// worker and queue, set by the stack of a Redis worker, label the
 	// engine's containers with the worker they serve (sandbox.Config.Worker).
 	worker, queue string
+	// egress configures the network leash (egressflags.go).
+	egress egressFlags
 }
 
 // register adds the flags; pool is the default warm-pool size (long-lived
@@ -49,6 +52,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
+	f.egress.register(fs)
 	fs.StringVar(&f.inputMaxBytes, "input-max-bytes", os.Getenv("AIRLOCK_INPUT_MAX_BYTES"), "largest input folder (--mount, a batch item's folder) copied into a sandbox, as the tar it packs to, e.g. 512m (default 256m; the call's tmpfs and memory must also hold it; env AIRLOCK_INPUT_MAX_BYTES)")
 	fs.IntVar(&f.inputMaxEntries, "input-max-entries", envInt("AIRLOCK_INPUT_MAX_ENTRIES", 0), fmt.Sprintf("most files, folders and links of an input folder copied into a sandbox (0: the default, %d; env AIRLOCK_INPUT_MAX_ENTRIES)", sandbox.DefaultInputMaxEntries))
 	fs.DurationVar(&f.reapEvery, "reap-interval", envDuration("AIRLOCK_REAP_INTERVAL", 15*time.Second), "how often leftover sandbox containers are looked for: those of dead processes on this host and, with --redis, of dead workers and unbound sessions (env AIRLOCK_REAP_INTERVAL)")
@@ -93,6 +97,15 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	}
 	cfg.Worker, cfg.Queue = f.worker, f.queue
 	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
+	if f.egress.local != "" && f.egress.doorDir == "" {
+		// A local command with --egress: doors in a private folder of ours.
+		f.egress.doorDir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-egress-%d", os.Getuid()))
+	}
+	eg, err := f.egress.sandbox(log, reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Egress = eg
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {
 		return nil, err

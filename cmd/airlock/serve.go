@@ -65,7 +65,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer closeWithin(mcpSrv.Close)
 	srv, err := api.New(o.api, api.Deps{
 		Dispatcher:   apiDispatcher{st.disp},
-		Sessions:     apiSessions{st.client},
+		Sessions:     apiSessions{Client: st.client, egress: sessionEgress(o.stack.keys, o.stack.egress.local)},
 		Runs:         runs,
 		MCP:          mcpSrv,
 		Checks:       st.readinessChecks(store),

@@ -14,9 +14,11 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/approvals"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
@@ -90,6 +92,20 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	sb := sandbox.DefaultConfig()
 	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
 	dcfg := f.dispatcherConfig(held)
+	fetcher, err := f.egress.fetcher(log, s.metrics)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	dcfg.Fetcher = fetcher
+	if f.keys == nil && f.egress.local != "" {
+		pol, err := f.egress.localPolicy()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		dcfg.Egress = func(dispatcher.Call) (egress.Policy, error) { return pol, nil }
+	}
 	dcfg.Environments = s.envs
 	s.disp = dispatcher.New(dcfg, s.client, log)
 	return s, nil
@@ -207,6 +223,12 @@ func (f *stackFlags) dispatcherConfig(held approvals.Store) dispatcher.Config {
 	cfg.Secrets = f.secrets.List()
 	if f.keys != nil {
 		cfg.KeySecrets = f.keys.Secrets
+		ks := f.keys
+		// The key's egress; the environment's list narrows it once calls
+		// carry their environment (keys.EgressFor's second argument).
+		cfg.Egress = func(call dispatcher.Call) (egress.Policy, error) {
+			return keys.EgressFor(ks.Policy(call.Owner), nil)
+		}
 	}
 	cfg.Ceiling = f.ceiling()
 	return cfg

@@ -131,6 +131,20 @@ func (c *Client) OpenSessionOpts(ctx context.Context, owner string, limits core.
 	return res.SessionID, nil
 }
 
+// OpenSessionRequest opens a session from a full OpSessionOpen request
+// (its Egress, say) and returns its id.
+func (c *Client) OpenSessionRequest(ctx context.Context, req core.Request) (string, error) {
+	req.Op = core.OpSessionOpen
+	res, err := c.Exec(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if err := rejected(res); err != nil {
+		return "", err
+	}
+	return res.SessionID, nil
+}
+
 // CloseSession destroys a session.
 func (c *Client) CloseSession(ctx context.Context, owner, id string) error {
 	_, err := c.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: owner, SessionID: id})

@@ -81,7 +81,7 @@ func Answer(res dispatcher.Result, session string) wire.ToolCallResponse {
 		Message: wire.ToolMessage{Role: "tool", ToolCallID: res.CallID, Content: res.Content},
 		Result: wire.ToolResult{ToolCallID: res.CallID, Name: res.Name, Status: core.Status(res.Status), Reason: res.Reason,
 			Fields: res.Fields, ApprovalToken: res.ApprovalToken, DurationMS: res.DurationMS, SessionID: session,
-			Artifacts: []wire.Artifact{}},
+			Artifacts: []wire.Artifact{}, Network: res.Network},
 	}
 	sb := res.Sandbox
 	if sb == nil {

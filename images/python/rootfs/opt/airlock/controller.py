@@ -23,6 +23,7 @@ import signal
 import sys
 
 import airlock_cleanup as cleanup
+import airlock_egress as egress
 from airlock_accounting import CpuMeter
 from airlock_artifacts import Artifacts
 from airlock_call import Runner
@@ -41,7 +42,7 @@ WORK = os.environ.get("AIRLOCK_WORK", "/work")
 # call's archive is unpacked into it, and it is emptied after every one-shot call.
 WORKSPACE_OWNED = os.environ.get("AIRLOCK_WORKSPACE") == "tmpfs"
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm", "/dev/mqueue")
-MADE_DIRS = (os.path.join(WORK, "outputs"), "/tmp/.mpl")
+MADE_DIRS = (os.path.join(WORK, "outputs"), "/tmp/.mpl") + tuple(d for d in [egress.user_site()] if d)
 PR_SET_DUMPABLE = 4
 
 
@@ -119,12 +120,15 @@ class Controller:
         cleanup.make_dirs(MADE_DIRS)
         if self.workspace.owned:
             self.workspace.seal()
+        # Before any user code: the relay's port is then ours (a door only with a policy).
+        egress_port = egress.start()
         self.kernels.start_zygote()
         self.kernels.refill()
         if self.kernels.spares:
             self.kernels.wait_pid(self.kernels.spares[0])
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.loop.t0) * 1000, 3),
-                 "features": ["cpu_seconds"] + (["archive", "archive_stream"] if self.workspace.owned else [])}
+                 "features": ["cpu_seconds"] + (["archive", "archive_stream"] if self.workspace.owned else [])
+                 + (["egress"] if egress_port else [])}
         if os.getpid() != 1:
             # pid 1 (docker-init) holds the container's stdin/stdout and, being of our uid
             # and dumpable, lets user code open /proc/1/fd/0 and /proc/1/fd/1.

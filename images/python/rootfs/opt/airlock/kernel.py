@@ -172,6 +172,11 @@ class Kernel:
             pass
         if not tool:
             sys.path.insert(0, WORK)
+            # A container with a network policy: the user site pip installs into
+            # (PYTHONUSERBASE under /work, the session's own), after /work.
+            base = _environ.get("PYTHONUSERBASE")
+            if base:
+                sys.path.insert(1, "%s/lib/python%d.%d/site-packages" % ((base,) + tuple(sys.version_info[:2])))
         try:
             _chdir(WORK)
         except OSError:
