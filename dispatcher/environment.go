@@ -3,9 +3,11 @@ package dispatcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/environments"
 )
 
@@ -54,5 +56,28 @@ func (d *Dispatcher) environment(ctx context.Context, call Call, req *core.Reque
 		return &Result{Status: StatusRejected, Reason: "environment", Content: msg + ". The call did not run.", Code: core.CodeOf(err), Err: err}
 	}
 	t.Apply(req)
+	if t.Egress != nil && req.Egress != "" {
+		if res := narrowEgress(req, t); res != nil {
+			return res
+		}
+	}
+	return nil
+}
+
+// narrowEgress narrows req's network policy by the egress list of its
+// environment t, which can only take hosts away (egress.Narrow).
+func narrowEgress(req *core.Request, t environments.Target) *Result {
+	pol, err := egress.Parse(req.Egress)
+	if err == nil {
+		pol, err = egress.Narrow(pol, t.Egress)
+	}
+	if err != nil {
+		return &Result{Status: StatusRejected, Reason: "egress_policy", Code: core.ErrInvalid,
+			Content: fmt.Sprintf("environment %q: its egress list is invalid: %v. The call did not run.", t.Name, err)}
+	}
+	req.Egress = ""
+	if !pol.Empty() {
+		req.Egress = pol.String()
+	}
 	return nil
 }

@@ -19,6 +19,10 @@ type Target struct {
 	Base  string `json:"base"`
 	Image string `json:"image,omitempty"`
 	Hash  string `json:"hash,omitempty"`
+	// Egress is the spec's egress list, which can only narrow the calling
+	// key's network policy (keys.EgressFor); nil when the spec has none
+	// (the key's policy holds), empty when it asks for no network.
+	Egress []string `json:"egress"`
 }
 
 // Resolver turns the environment a caller names into the image its calls
@@ -69,7 +73,11 @@ func (r *Resolver) Resolve(ctx context.Context, name string, may func(string) bo
 		}
 		return Target{}, core.Errorf("environments", core.ErrConflict, fmt.Sprintf("environment %q cannot run calls: %s", name, why))
 	}
-	return Target{Name: name, Base: rec.Base, Image: rec.Image, Hash: rec.Hash}, nil
+	t := Target{Name: name, Base: rec.Base, Image: rec.Image, Hash: rec.Hash}
+	if rec.Spec != nil {
+		t.Egress = rec.Spec.Egress
+	}
+	return t, nil
 }
 
 // Apply sets req's environment fields to t.

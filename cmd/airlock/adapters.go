@@ -60,21 +60,24 @@ type apiSessions struct {
 	*jobs.Client
 	// egress, when set, is the network policy of owner's sessions (the
 	// key's egress=, issue 29): the session's container gets a door.
-	egress func(owner string) string
+	// The environment's egress list (nil: none) narrows it.
+	egress func(owner string, envEgress []string) string
 }
 
 // Open opens a session on some worker.
 func (s apiSessions) Open(ctx context.Context, owner string, limits core.Limits, background bool) (string, error) {
-	req := core.Request{Owner: owner, Limits: limits, Background: background}
-	if s.egress != nil {
-		req.Egress = s.egress(owner)
-	}
-	return s.OpenSessionRequest(ctx, req)
+	return s.OpenIn(ctx, owner, environments.Target{}, limits, background)
 }
 
-// OpenIn opens a session in an environment on some worker.
+// OpenIn opens a session in an environment on some worker, with the
+// owner's network policy narrowed by the environment's.
 func (s apiSessions) OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool) (string, error) {
-	return s.OpenSessionIn(ctx, owner, env, limits, background)
+	req := core.Request{Owner: owner, Limits: limits, Background: background}
+	env.Apply(&req)
+	if s.egress != nil {
+		req.Egress = s.egress(owner, env.Egress)
+	}
+	return s.OpenSessionRequest(ctx, req)
 }
 
 // Close destroys a session.

@@ -122,17 +122,20 @@ func (f *egressFlags) fetcher(log *slog.Logger, reg prometheus.Registerer) (*egr
 }
 
 // sessionEgress returns the network policy of an owner's sessions: the
-// key's egress (ks set) or the local --egress; "" for none.
-func sessionEgress(ks *keys.Set, local string) func(owner string) string {
-	return func(owner string) string {
+// key's egress (ks set) or the local --egress, narrowed by the egress list of the session's environment; "" for none.
+func sessionEgress(ks *keys.Set, local string) func(owner string, envEgress []string) string {
+	return func(owner string, envEgress []string) string {
 		if ks == nil {
 			p, err := egress.ParseHosts(local)
-			if err != nil {
+			if err == nil {
+				p, err = egress.Narrow(p, envEgress)
+			}
+			if err != nil || p.Empty() {
 				return ""
 			}
 			return p.String()
 		}
-		p, err := keys.EgressFor(ks.Policy(owner), nil)
+		p, err := keys.EgressFor(ks.Policy(owner), envEgress)
 		if err != nil || p.Empty() {
 			return ""
 		}

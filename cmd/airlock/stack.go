@@ -224,8 +224,9 @@ func (f *stackFlags) dispatcherConfig(held approvals.Store) dispatcher.Config {
 	if f.keys != nil {
 		cfg.KeySecrets = f.keys.Secrets
 		ks := f.keys
-		// The key's egress; the environment's list narrows it once calls
-		// carry their environment (keys.EgressFor's second argument).
+		// The key's egress; a one-shot call's environment narrows it
+		// further once resolved (dispatcher.narrowEgress), a session's
+		// when it opens (apiSessions.OpenIn).
 		cfg.Egress = func(call dispatcher.Call) (egress.Policy, error) {
 			return keys.EgressFor(ks.Policy(call.Owner), nil)
 		}
