@@ -226,13 +226,14 @@ func TestBrowserCellTimeoutIsTheSessions(t *testing.T) {
 	if c := w.h.disp.lastCall(); c.Limits.Timeout != 0 {
 		t.Errorf("the UI sent a timeout of %s; the session's own applies when it sends none", c.Limits.Timeout)
 	}
-	// The session's limit (the server default here, 10 s) is named in the
-	// cell and in the notebook's box.
-	if got := w.eval(`document.querySelector('.cell .cell-timeout').placeholder + ' | ' + document.getElementById('nb-timeout').placeholder`); got != "10 s | 10 s" {
-		t.Errorf("timeouts shown %q, want the session's 10 s in the cell and the notebook", got)
+	// The session's limit (the session call timeout, 2 minutes by default:
+	// the UI opens its session with none) is named in the cell and in the
+	// notebook's box.
+	if got := w.eval(`document.querySelector('.cell .cell-timeout').placeholder + ' | ' + document.getElementById('nb-timeout').placeholder`); got != "120 s | 120 s" {
+		t.Errorf("timeouts shown %q, want the session's 120 s in the cell and the notebook", got)
 	}
 	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
-	w.Poll("limit shown after a reload", `document.querySelector('.cell .cell-timeout').placeholder === '10 s'`)
+	w.Poll("limit shown after a reload", `document.querySelector('.cell .cell-timeout').placeholder === '120 s'`)
 }
 
 // TestBrowserReloadReattaches: a reload while a cell runs does not stop

@@ -104,6 +104,11 @@ type Config struct {
 	// fields are not checked.
 	DefaultLimits core.Limits
 	MaxLimits     core.Limits
+	// SessionCallTimeout is the per-call limit of a session opened without
+	// one (a notebook's cells, the workbench's assistant): sessions hold
+	// longer work than one-shot calls. A session may also ask for up to it
+	// when its key's ceiling is lower. It is at most MaxLimits.Timeout.
+	SessionCallTimeout time.Duration
 	// Budget is what each key may hold at once (a key's policy may set its
 	// own): open sessions and their memory and CPUs. Past it: 429 quota.
 	Budget keys.Budget
@@ -138,6 +143,7 @@ func DefaultConfig() Config {
 		ArtifactMaxCallBytes:  32 << 20,
 		SessionIdleTTL:        15 * time.Minute, // the sandbox's default idle limit
 		SessionMaxLife:        2 * time.Hour,    // the sandbox's default maximum life
+		SessionCallTimeout:    2 * time.Minute,
 		DefaultLimits: core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
 			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
 		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
@@ -179,6 +185,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.DefaultLimits = cmp.Or(c.DefaultLimits, d.DefaultLimits)
 	c.MaxLimits = cmp.Or(c.MaxLimits, d.MaxLimits)
+	if c.SessionCallTimeout < 0 {
+		return c, fmt.Errorf("api config: session call timeout %s is negative", c.SessionCallTimeout)
+	}
+	orDefault(&c.SessionCallTimeout, d.SessionCallTimeout)
+	if c.MaxLimits.Timeout > 0 && c.SessionCallTimeout > c.MaxLimits.Timeout {
+		c.SessionCallTimeout = c.MaxLimits.Timeout
+	}
 	c.Budget = cmp.Or(c.Budget, d.Budget)
 	if c.Now == nil {
 		c.Now = time.Now

@@ -44,7 +44,7 @@ func (s *Server) openSession(c *gin.Context) {
 		return
 	}
 	who := owner(c)
-	limits, err := s.calls.Limits(who, req.Limits)
+	limits, err := s.calls.SessionLimits(who, req.Limits)
 	if err == nil && req.Background {
 		if p := s.calls.Policy(who); p == nil || !p.Background {
 			err = newError(core.ErrInvalid, `"background": true is not allowed for this API key: its policy in the keys file must say background=true`).

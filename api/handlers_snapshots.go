@@ -52,7 +52,7 @@ func (s *Server) openFromSnapshot(c *gin.Context, req *wire.CreateSessionRequest
 	}
 	var limits core.Limits
 	if err == nil {
-		limits, err = s.calls.Limits(who, wl)
+		limits, err = s.calls.SessionLimits(who, wl)
 	}
 	if err == nil && (background || req.Background) {
 		if p := s.calls.Policy(who); p == nil || !p.Background {

@@ -121,7 +121,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		draining:  make(chan struct{}),
 	}
 	s.calls = toolcalls.New(toolcalls.Config{Grants: toolcalls.Grants{Keys: cfg.Keys, InsecureLocal: cfg.InsecureLocal, DefaultLimits: cfg.DefaultLimits,
-		MaxLimits: cfg.MaxLimits, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
+		MaxLimits: cfg.MaxLimits, SessionCallTimeout: cfg.SessionCallTimeout, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
 		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
 	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
 	snap, _ := deps.Sessions.(sessions.Snapshotter)

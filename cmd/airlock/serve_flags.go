@@ -38,6 +38,7 @@ type apiFlags struct {
 	approvalTools   string
 	requireApproval string
 	kernelCullIdle  time.Duration
+	sessionCallTO   time.Duration
 }
 
 // apiListFlag is a repeatable string flag.
@@ -71,6 +72,7 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsKey, "metrics-key", "", "Bearer token /metrics requires (default $AIRLOCK_METRICS_KEY; none: open)")
 	fs.StringVar(&f.approvalTools, "approval-tools", os.Getenv("AIRLOCK_APPROVAL_TOOLS"), "comma-separated tools whose every call waits for approval (env AIRLOCK_APPROVAL_TOOLS)")
 	fs.DurationVar(&f.kernelCullIdle, "kernel-cull-idle", envDuration("AIRLOCK_KERNEL_CULL_IDLE", 0), "end Jupyter gateway kernels (/api/kernels) that ran nothing for this long, like Enterprise Gateway's culling; 0: only the session idle limit (env AIRLOCK_KERNEL_CULL_IDLE)")
+	fs.DurationVar(&f.sessionCallTO, "session-call-timeout", envDuration("AIRLOCK_SESSION_CALL_TIMEOUT", d.SessionCallTimeout), "per-call limit of a session opened without one (a notebook cell), and the most a session may ask for when its key's ceiling is lower; at most the sandbox maximum (env AIRLOCK_SESSION_CALL_TIMEOUT)")
 	fs.StringVar(&f.requireApproval, "require-approval", os.Getenv("AIRLOCK_REQUIRE_APPROVAL"), "comma-separated policy rules that hold a call for approval instead of refusing it, e.g. shell.rm_root (env AIRLOCK_REQUIRE_APPROVAL; `airlock tools list` shows the rules)")
 }
 
@@ -130,6 +132,10 @@ func (f *apiFlags) config() (api.Config, error) {
 		return api.Config{}, fmt.Errorf("--kernel-cull-idle %s is negative", f.kernelCullIdle)
 	}
 	cfg.KernelCullIdle = f.kernelCullIdle
+	if f.sessionCallTO < 0 {
+		return api.Config{}, fmt.Errorf("--session-call-timeout %s is negative", f.sessionCallTO)
+	}
+	cfg.SessionCallTimeout = f.sessionCallTO
 	cfg.MetricsAddr, cfg.MetricsKey = f.metricsAddr, f.metricsKey
 	sb := sandbox.DefaultConfig()
 	cfg.DefaultLimits, cfg.MaxLimits = sb.Defaults, sb.Max

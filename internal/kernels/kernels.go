@@ -61,7 +61,11 @@ func (b *Backend) Open(ctx context.Context, owner string, _ jupyter.Spec) (strin
 	if !b.Available {
 		return "", core.Errorf("jupyter", core.ErrUnavailable, "sessions are not available on this server")
 	}
-	v, err := b.Service.Open(ctx, owner, core.Limits{}, false, b.Calls.Budget(owner), b.Defaults)
+	limits, err := b.Calls.SessionLimits(owner, nil) // a notebook's cells get the session call timeout
+	if err != nil {
+		return "", err
+	}
+	v, err := b.Service.Open(ctx, owner, limits, false, b.Calls.Budget(owner), b.Defaults)
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/keys"
@@ -22,7 +23,10 @@ type Grants struct {
 	InsecureLocal bool
 	DefaultLimits core.Limits
 	MaxLimits     core.Limits
-	DefaultBudget keys.Budget
+	// SessionCallTimeout is the per-call limit of a session that names
+	// none, and the least a session's timeout ceiling is (SessionLimits).
+	SessionCallTimeout time.Duration
+	DefaultBudget      keys.Budget
 	// InputFolders are the host folders a call may mount read-only, by the
 	// name a client uses. Clients never send host paths.
 	InputFolders map[string]string
@@ -66,6 +70,16 @@ func (g *Grants) Ceiling(owner string) core.Limits {
 // negative, none over owner's ceiling (a bad_request naming each field,
 // the ceiling and where a higher one can come from).
 func (g *Grants) Limits(owner string, wl *wire.Limits) (core.Limits, error) {
+	l, err := g.convert(wl)
+	if err != nil || wl == nil {
+		return l, err
+	}
+	return l, g.checkCeiling(owner, l)
+}
+
+// convert turns a request's limits (nil: none) into core.Limits, none
+// negative.
+func (g *Grants) convert(wl *wire.Limits) (core.Limits, error) {
 	if wl == nil {
 		return core.Limits{}, nil
 	}
@@ -76,12 +90,36 @@ func (g *Grants) Limits(owner string, wl *wire.Limits) (core.Limits, error) {
 	l := core.Limits{Memory: wl.MemoryBytes, CPUs: wl.CPUs, Pids: wl.Pids,
 		Timeout: core.Seconds(wl.TimeoutSeconds), OutputBytes: wl.OutputBytes, // saturating: 9.3e9 stays over the ceiling
 		TmpfsBytes: wl.TmpfsBytes, NoFile: wl.NoFile, FileSize: wl.FileSizeBytes}
-	return l, g.checkCeiling(owner, l)
+	return l, nil
+}
+
+// SessionLimits is Limits for a session: its timeout, the limit of each
+// of its calls, may be up to SessionCallTimeout even where owner's ceiling
+// is lower, and is SessionCallTimeout when the request names none.
+func (g *Grants) SessionLimits(owner string, wl *wire.Limits) (core.Limits, error) {
+	l, err := g.convert(wl)
+	if err != nil {
+		return l, err
+	}
+	ceiling := g.Ceiling(owner)
+	ceiling.Timeout = max(ceiling.Timeout, g.SessionCallTimeout)
+	if err := g.checkAgainst(ceiling, l); err != nil {
+		return l, err
+	}
+	if l.Timeout == 0 {
+		l.Timeout = g.SessionCallTimeout
+	}
+	return l, nil
 }
 
 // checkCeiling refuses any limit of l over owner's ceiling.
 func (g *Grants) checkCeiling(owner string, l core.Limits) error {
-	errs := l.Over(g.Ceiling(owner))
+	return g.checkAgainst(g.Ceiling(owner), l)
+}
+
+// checkAgainst refuses any limit of l over ceiling.
+func (g *Grants) checkAgainst(ceiling core.Limits, l core.Limits) error {
+	errs := l.Over(ceiling)
 	if len(errs) == 0 {
 		return nil
 	}
