@@ -37,15 +37,7 @@ func (e *Engine) evictIdleOwned(first *pool) {
 	}
 	first.evicting = true
 	first.mu.Unlock()
-	pools := []*pool{first}
-	e.mu.Lock()
-	for _, q := range e.pools {
-		if q != first {
-			pools = append(pools, q)
-		}
-	}
-	e.mu.Unlock()
-	for _, q := range pools {
+	for _, q := range e.poolsFrom(first) {
 		if b := q.takeOldestIdle(); b != nil {
 			e.log.Debug("warm container evicted for a generic one", "container", short(b.id), "owner", b.owner)
 			e.destroy(b.id, &b.hj, func() {

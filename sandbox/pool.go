@@ -274,19 +274,24 @@ func (p *pool) release(b *box, owner string, lane core.Lane) {
 	p.e.destroy(g.id, &g.hj, func() { p.adopt(k, b, g.limits.Memory) })
 }
 
-// surplusGeneric takes a generic container above PoolSize out of a pool
-// (first's first, then the engine's others) and marks it dead, or returns
-// nil. It holds one pool's lock at a time.
-func (e *Engine) surplusGeneric(first *pool) *box {
+// poolsFrom returns first, then the engine's other pools.
+func (e *Engine) poolsFrom(first *pool) []*pool {
 	pools := []*pool{first}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, q := range e.pools {
 		if q != first {
 			pools = append(pools, q)
 		}
 	}
-	e.mu.Unlock()
-	for _, q := range pools {
+	return pools
+}
+
+// surplusGeneric takes a generic container above PoolSize out of a pool
+// (first's first, then the engine's others) and marks it dead, or returns
+// nil. It holds one pool's lock at a time.
+func (e *Engine) surplusGeneric(first *pool) *box {
+	for _, q := range e.poolsFrom(first) {
 		q.mu.Lock()
 		if n := len(q.generic); n > q.base {
 			g := q.generic[n-1]
