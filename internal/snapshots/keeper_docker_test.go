@@ -75,7 +75,7 @@ func open(t *testing.T, k *Keeper, owner string) string {
 func call(t *testing.T, k *Keeper, owner, id, code string) core.Result {
 	t.Helper()
 	res, err := k.Handle(context.Background(), core.Request{Owner: owner, SessionID: id, Language: core.Python, Code: code,
-		Limits: core.Limits{Timeout: testscale.D(2 * time.Minute)}})
+		Limits: core.Limits{Timeout: min(testscale.D(2*time.Minute), sandbox.DefaultConfig().Max.Timeout)}}) // scaled, within the server maximum
 	if err != nil {
 		t.Fatalf("call %q: %v", code, err)
 	}

@@ -13,6 +13,7 @@ SNAP_DIR is under /tmp (the container's size-capped tmpfs): a snapshot needs tha
 
 import base64
 import hashlib
+import io
 import os
 import stat
 import tarfile
@@ -184,7 +185,7 @@ def _unpack(root, data, limit):
     bounds = archive.Bounds(len(data), MAX_ENTRIES, limit, 1 << 30)
     w = archive.Writer(root)
     try:
-        archive._untar(w, data, "tar", bounds)
+        archive._untar(w, io.BytesIO(data), "tar", bounds)
         w.verify_links()
         for kind, dfd, name, _, st, sub in files.tree(w.rootfd, max_depth=archive.MAX_DEPTH + 1):
             if kind == "leave":
