@@ -52,3 +52,17 @@ type ReplayedCall struct {
 	// Message says why a call did not end ok (the error's name and value).
 	Message string `json:"message,omitempty"`
 }
+
+// SnapshotParts are a session snapshot's parts, in the order they are read
+// and written: the namespace (a dill pickle, made and read only inside the
+// owner's sandbox) and the work folder (a tar).
+var SnapshotParts = []string{"ns", "work"}
+
+// SnapshotSink receives a snapshot's parts from the sandbox: for each
+// part, in SnapshotParts order, its chunks in order, with the part's
+// whole size.
+type SnapshotSink func(part string, size int64, chunk []byte) error
+
+// SnapshotSource writes a snapshot's part into the sandbox by calling
+// write with its chunks in order (each at most 4 MiB).
+type SnapshotSource func(part string, write func(chunk []byte) error) error

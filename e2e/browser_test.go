@@ -128,6 +128,8 @@ func TestBrowserRealStack(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#cells .cell:nth-child(1) .run")),
 	)
 	pollJS("plot rendered", `(() => { const i = document.querySelector('#cells .cell:nth-child(1) .output img'); return !!i && i.complete && i.naturalWidth > 0; })()`)
+	// The figure streams in before the call's end sets the cell's status.
+	pollJS("plot cell ended", `document.querySelector('#cells .cell:nth-child(1)').dataset.status !== 'running'`)
 	if st := eval(`document.querySelector('#cells .cell:nth-child(1)').dataset.status`); st != "ok" {
 		t.Errorf("plot cell status %q", st)
 	}
@@ -178,10 +180,12 @@ func TestBrowserRealStack(t *testing.T) {
 	}
 
 	// Assistant: the scripted model runs run_python with a plot in the
-	// notebook's session (opted in, so it sees data.csv).
+	// notebook's session (shared by default, so it sees data.csv).
+	if shared := eval(`String(document.getElementById('share-session').checked)`); shared != "true" {
+		t.Errorf("the assistant does not share the notebook's session by default")
+	}
 	do("ask the assistant",
 		chromedp.Click(chromedp.ID("tab-assistant")),
-		chromedp.Click(chromedp.ID("share-session")),
 		chromedp.SendKeys(chromedp.ID("question"), "Which month sold most? Plot the sales."),
 		chromedp.Click(chromedp.ID("ask")),
 		chromedp.WaitVisible(chromedp.CSS(".turn .final")),

@@ -129,9 +129,13 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 	}
 	id := strings.TrimPrefix(alive[0], keys+"alive:")
 	poll(t, startTimeout, "the worker's warm container", func() bool { return len(containers(t, dc, w.pid())) > 0 })
+	// The queue label is QUEUE@DEPLOYMENT: the deployment id lives in the
+	// queue's Redis, so another deployment's reaper never judges these.
+	label := ""
 	for _, c := range containers(t, dc, w.pid()) {
-		if c.Labels["airlock.worker"] != id || c.Labels["airlock.queue"] != qname {
-			t.Errorf("container %.12s has airlock.worker=%q airlock.queue=%q, want %q %q", c.ID, c.Labels["airlock.worker"], c.Labels["airlock.queue"], id, qname)
+		label = c.Labels["airlock.queue"]
+		if c.Labels["airlock.worker"] != id || !strings.HasPrefix(label, qname+"@") || len(label) <= len(qname)+1 {
+			t.Errorf("container %.12s has airlock.worker=%q airlock.queue=%q, want %q %q@DEPLOYMENT", c.ID, c.Labels["airlock.worker"], label, id, qname)
 		}
 	}
 
@@ -143,7 +147,7 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 		defer cancel()
 		r, err := dc.ContainerCreate(cctx, &container.Config{Image: envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), Cmd: []string{"sleep", "600"},
 			Labels: map[string]string{"airlock.managed": "true", "airlock.instance": "elsewhere-" + worker, "airlock.host": "elsewhere",
-				"airlock.worker": worker, "airlock.queue": qname, "airlock.kind": "session"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+				"airlock.worker": worker, "airlock.queue": label, "airlock.kind": "session"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,10 +60,16 @@ func toolSchemas(t *testing.T, tools []*mcp.Tool) map[string]any {
 	out := map[string]any{}
 	for _, tl := range tools {
 		b, _ := json.Marshal(tl.InputSchema)
-		var v any
+		var v map[string]any
 		if err := json.Unmarshal(b, &v); err != nil {
 			t.Fatal(err)
 		}
+		// MCP adds the environment argument to every tool's schema.
+		props, _ := v["properties"].(map[string]any)
+		if env, _ := props["environment"].(map[string]any); env["type"] != "string" {
+			t.Errorf("%s: no environment argument in the MCP schema: %v", tl.Name, props["environment"])
+		}
+		delete(props, "environment")
 		out[tl.Name] = v
 	}
 	return out

@@ -73,7 +73,7 @@ cat /tmp/apt.log 2>/dev/null || true
 
 // testPkgs are the packages `scripts/deps.sh test` adds to what `run`
 // needs: Redis, Chromium and the Jupyter clients of the gateway tests.
-const testPkgs = "redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket"
+const testPkgs = "redis-server chromium python3-jupyter-server python3-notebook python3-nbclient jupyter-nbconvert python3-websocket python3-nbformat"
 
 // depsRun is one run of scripts/deps.sh in a fresh container.
 type depsRun struct {

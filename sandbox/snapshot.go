@@ -10,11 +10,6 @@ import (
 	"github.com/airlock-dev/airlock/core"
 )
 
-// Snapshot parts, in the order they are read and written: the namespace
-// (a dill pickle, made and read only inside the owner's sandbox) and the
-// work folder (a tar).
-var SnapshotParts = []string{"ns", "work"}
-
 // snapChunk is the most one snapread or snapwrite carries.
 const snapChunk = 4 << 20
 
@@ -22,20 +17,12 @@ const snapChunk = 4 << 20
 // namespace); the controller's own bound in the kernel is 300 s.
 const snapOpTimeout = 330 * time.Second
 
-// SnapshotSink receives a snapshot's parts: for each part, in
-// SnapshotParts order, its chunks in order, with the part's whole size.
-type SnapshotSink func(part string, size int64, chunk []byte) error
-
-// SnapshotSource writes a snapshot's part into the container by calling
-// write with its chunks in order (each at most 4 MiB).
-type SnapshotSource func(part string, write func(chunk []byte) error) error
-
 // SnapshotSession saves session id of owner: the controller has the
 // session's kernel save its namespace (with dill, in the kernel) and packs
 // /work, within maxBytes together; the parts are then read in chunks into
 // sink and checked against the controller's digests. The report names
 // what was saved and what was skipped (open files, generators, ...).
-func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink SnapshotSink) (core.SnapshotReport, error) {
+func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink core.SnapshotSink) (core.SnapshotReport, error) {
 	ss, err := e.sessions.get(owner, id)
 	if err != nil {
 		return core.SnapshotReport{}, err
@@ -52,7 +39,7 @@ func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes
 	if rep.Skipped == nil {
 		rep.Skipped = []core.SnapshotSkip{}
 	}
-	for _, part := range SnapshotParts {
+	for _, part := range core.SnapshotParts {
 		want, ok := f.Parts[part]
 		if !ok {
 			return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, "the controller reported no "+part+" part")
@@ -89,7 +76,7 @@ func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes
 // each part into the container, then the controller unpacks the work
 // folder into the emptied /work and, with mode core.RestoreNamespace, has
 // the kernel load the namespace ("files" restores /work only).
-func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src SnapshotSource) (core.SnapshotReport, error) {
+func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src core.SnapshotSource) (core.SnapshotReport, error) {
 	ss, err := e.sessions.get(owner, id)
 	if err != nil {
 		return core.SnapshotReport{}, err
@@ -97,7 +84,7 @@ func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, max
 	ss.snapMu.Lock()
 	defer ss.snapMu.Unlock()
 	e.sessions.touch(ss)
-	for _, part := range SnapshotParts {
+	for _, part := range core.SnapshotParts {
 		var off int64
 		write := func(chunk []byte) error {
 			if len(chunk) > snapChunk {

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Engine is what Keeper needs of a worker's sandbox engine;
-// *sandbox.Engine satisfies it.
+// the sandbox engine satisfies it.
 type Engine interface {
 	Handle(ctx context.Context, req core.Request) (core.Result, error)
-	SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink sandbox.SnapshotSink) (core.SnapshotReport, error)
-	RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src sandbox.SnapshotSource) (core.SnapshotReport, error)
+	SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink core.SnapshotSink) (core.SnapshotReport, error)
+	RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src core.SnapshotSource) (core.SnapshotReport, error)
 }
 
 // Keeper is a worker's engine with session snapshots: it takes
@@ -74,7 +73,7 @@ func (k *Keeper) snapshot(ctx context.Context, req core.Request) (core.Result, e
 		return w.Write(ctx, part, chunk)
 	})
 	if err == nil {
-		for _, part := range sandbox.SnapshotParts { // an empty part is stored too
+		for _, part := range core.SnapshotParts { // an empty part is stored too
 			if err = w.Write(ctx, part, nil); err != nil {
 				break
 			}
