@@ -202,7 +202,9 @@ func TestBrowserRealStack(t *testing.T) {
 	if final != wantFinal {
 		t.Errorf("final answer %q, want %q", final, wantFinal)
 	}
-	if nsteps != "2" || status != "done" {
+	// One step: the tool call. The model's last message is the answer,
+	// shown once in the answer box, not again as a step.
+	if nsteps != "1" || status != "done" {
 		t.Errorf("%s steps, run status %q", nsteps, status)
 	}
 	for _, want := range []string{"run_python", "read_csv", fmt.Sprintf("BEST %s %d", bestMonth, bestValue)} {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
@@ -55,10 +56,17 @@ func mcpOK(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 // toolSchemas maps tool names to their JSON-decoded input schemas.
+// mcpOnlyTools are MCP tools that are no dispatcher tool (the remote
+// backend's session snapshot and fork).
+var mcpOnlyTools = map[string]bool{"snapshot_session": true, "fork_session": true}
+
 func toolSchemas(t *testing.T, tools []*mcp.Tool) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	for _, tl := range tools {
+		if mcpOnlyTools[tl.Name] {
+			continue
+		}
 		b, _ := json.Marshal(tl.InputSchema)
 		var v map[string]any
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -193,7 +201,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{}
-	for _, s := range dispatcher.New(dispatcher.DefaultConfig(), nil, nil).Registry().Specs() {
+	for _, s := range registryWithFetch(t).Specs() {
 		b, _ := json.Marshal(s.Parameters)
 		var v any
 		_ = json.Unmarshal(b, &v)
@@ -298,4 +306,22 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	if res := mcpCall(t, csB, "run_python", map[string]any{"code": "print(x)"}); !res.IsError || !strings.Contains(mcpText(t, res), "NameError") {
 		t.Fatalf("key B sees key A's state: isError=%v %q", res.IsError, mcpText(t, res))
 	}
+}
+
+// registryWithFetch is the registry of a dispatcher that can fetch, as the
+// local commands' is (fetch_url is listed; it refuses calls without a
+// network policy).
+func registryWithFetch(t *testing.T) *dispatcher.Registry {
+	t.Helper()
+	g, err := egress.NewGuard(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := egress.NewFetcher(egress.FetchConfig{Guard: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dispatcher.DefaultConfig()
+	cfg.Fetcher = f
+	return dispatcher.New(cfg, nil, nil).Registry()
 }
