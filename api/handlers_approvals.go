@@ -8,7 +8,6 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/wire"
 )
 
 // toolApprover is the part of the dispatcher that decides a held tool
@@ -24,13 +23,8 @@ type toolApprover interface {
 // answer is the call's, as POST /v1/tool-calls would have given it. A
 // token that is unknown, used, expired or another key's is 404.
 func (s *Server) decideToolCall(c *gin.Context) {
-	var req wire.ApprovalDecision
-	if err := decodeJSON(c, &req, false); err != nil {
-		fail(c, err)
-		return
-	}
-	if req.Approve == nil {
-		fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
+	req, ok := decodeDecision(c)
+	if !ok {
 		return
 	}
 	ap, ok := s.deps.Dispatcher.(toolApprover)

@@ -97,18 +97,29 @@ func (s *Server) cancelRun(c *gin.Context) {
 func (s *Server) approveRun(c *gin.Context) {
 	var req wire.ApprovalDecision
 	if s.deps.Runs != nil {
-		if err := decodeJSON(c, &req, false); err != nil {
-			fail(c, err)
-			return
-		}
-		if req.Approve == nil {
-			fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
+		var ok bool
+		if req, ok = decodeDecision(c); !ok {
 			return
 		}
 	}
 	s.runAfter(c, func(who, id string) error {
 		return s.deps.Runs.Approve(who, id, c.Param("token"), *req.Approve, req.Reason)
 	})
+}
+
+// decodeDecision reads an approval decision body, answering 400 (and
+// false) when it is malformed or says neither true nor false.
+func decodeDecision(c *gin.Context) (wire.ApprovalDecision, bool) {
+	var req wire.ApprovalDecision
+	if err := decodeJSON(c, &req, false); err != nil {
+		fail(c, err)
+		return req, false
+	}
+	if req.Approve == nil {
+		fail(c, newError(core.ErrInvalid, `"approve" (true or false) is required`))
+		return req, false
+	}
+	return req, true
 }
 
 // runAfter answers with the snapshot of the caller's run after op (nil:
