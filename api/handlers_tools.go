@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -109,18 +110,28 @@ func (s *Server) prepareCall(c *gin.Context, req *wire.ToolCallRequest, rec *ses
 	if req.ID == "" {
 		req.ID = "call_" + strings.ToLower(rand.Text())
 	}
-	call, err := s.calls.Call(who, req, "api")
-	if err != nil {
-		fail(c, err)
-		return dispatcher.Call{}, false
-	}
 	if req.SessionID != "" && rec == nil {
+		if err := toolcalls.Check(req); err != nil {
+			fail(c, err)
+			return dispatcher.Call{}, false
+		}
 		r, ok := s.records.Get(c.Request.Context(), who, req.SessionID, true)
 		if !ok {
 			abortError(c, newError(core.ErrNotFound, "session not found"))
 			return dispatcher.Call{}, false
 		}
 		rec = &r
+	}
+	var call dispatcher.Call
+	var err error
+	if rec != nil {
+		call, err = s.calls.CallIn(who, req, "api", rec.Limits)
+	} else {
+		call, err = s.calls.Call(who, req, "api")
+	}
+	if err != nil {
+		fail(c, err)
+		return dispatcher.Call{}, false
 	}
 	if rec != nil {
 		call.SessionID, call.Background = rec.ID, rec.Background

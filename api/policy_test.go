@@ -123,3 +123,32 @@ func TestInputFolderNamedNeverPath(t *testing.T) {
 		t.Fatalf("run: %d %s", res.Code, res.Body)
 	}
 }
+
+// TestSessionCallTimeoutUpToTheSession: a session opened without limits
+// gets the session call timeout (2 min by default) as its per-call limit;
+// a call in it may then name up to that limit, although bob's one-shot
+// ceiling is 10 s, and not more.
+func TestSessionCallTimeoutUpToTheSession(t *testing.T) {
+	h := policyHarness(t)
+	res := h.do(keyBob, "POST", "/v1/sessions", map[string]any{})
+	res.must(t, 201)
+	id := res.JSON(t)["id"].(string)
+	call := func(sec float64) response {
+		return h.do(keyBob, "POST", "/v1/sessions/"+id+"/tool-calls", map[string]any{"type": "function",
+			"function": map[string]any{"name": "run_python", "arguments": `{"code":"print(1)"}`},
+			"limits":   map[string]any{"timeout_seconds": sec}})
+	}
+	call(60).must(t, 200)
+	if got := h.disp.lastCall(); got.Limits.Timeout.Seconds() != 60 || got.Ceiling.Timeout.Seconds() != 120 {
+		t.Fatalf("session call of 60 s: limits %+v ceiling %+v", got.Limits, got.Ceiling)
+	}
+	if res := call(180); res.Code != 400 || !strings.Contains(string(res.Body), "timeout_seconds 180 is over 120") {
+		t.Fatalf("session call of 180 s: %d %s", res.Code, res.Body)
+	}
+	oneShot := h.do(keyBob, "POST", "/v1/tool-calls", map[string]any{"type": "function",
+		"function": map[string]any{"name": "run_python", "arguments": `{"code":"print(1)"}`},
+		"limits":   map[string]any{"timeout_seconds": 60}})
+	if oneShot.Code != 400 {
+		t.Fatalf("one-shot call of 60 s: %d %s, want bob's 10 s ceiling", oneShot.Code, oneShot.Body)
+	}
+}

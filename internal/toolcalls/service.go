@@ -53,10 +53,28 @@ func Check(req *wire.ToolCallRequest) error {
 // its input folder) and builds the dispatcher call made by caller ("api",
 // "batch"), without its session.
 func (s *Service) Call(owner string, req *wire.ToolCallRequest, caller string) (dispatcher.Call, error) {
+	return s.call(owner, req, caller, s.Ceiling(owner))
+}
+
+// CallIn is Call for a call in a session whose own limits are session:
+// the call's timeout may be up to the session's per-call limit even where
+// owner's ceiling is lower (a notebook cell of a session opened with the
+// session call timeout may name any timeout up to it).
+func (s *Service) CallIn(owner string, req *wire.ToolCallRequest, caller string, session core.Limits) (dispatcher.Call, error) {
+	ceiling := s.Ceiling(owner)
+	ceiling.Timeout = max(ceiling.Timeout, session.Timeout)
+	return s.call(owner, req, caller, ceiling)
+}
+
+// call is Call with the ceiling the request's limits are checked against.
+func (s *Service) call(owner string, req *wire.ToolCallRequest, caller string, ceiling core.Limits) (dispatcher.Call, error) {
 	if err := Check(req); err != nil {
 		return dispatcher.Call{}, err
 	}
-	limits, err := s.Limits(owner, req.Limits)
+	limits, err := s.convert(req.Limits)
+	if err == nil {
+		err = s.checkAgainst(ceiling, limits)
+	}
 	if err != nil {
 		return dispatcher.Call{}, err
 	}
@@ -65,7 +83,7 @@ func (s *Service) Call(owner string, req *wire.ToolCallRequest, caller string) (
 		return dispatcher.Call{}, err
 	}
 	call := dispatcher.Call{ID: req.ID, Name: req.Function.Name, Arguments: req.Function.Arguments, Owner: owner,
-		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: s.Ceiling(owner), Caller: caller, Notebook: req.Notebook}
+		Mount: mount, MountName: req.Input, Limits: limits, Ceiling: ceiling, Caller: caller, Notebook: req.Notebook}
 	if p := s.Policy(owner); p != nil {
 		call.ApprovalTools, call.RequireApproval = p.ApprovalTools, p.RequireApproval
 	}
