@@ -11,7 +11,9 @@ import (
 // noDispatcher is a Dispatcher the session test never calls.
 type noDispatcher struct{}
 
-func (noDispatcher) Run(context.Context, dispatcher.Call) dispatcher.Result { return dispatcher.Result{} }
+func (noDispatcher) Run(context.Context, dispatcher.Call) dispatcher.Result {
+	return dispatcher.Result{}
+}
 func (noDispatcher) Approve(context.Context, string) (dispatcher.Result, error) {
 	return dispatcher.Result{}, nil
 }
