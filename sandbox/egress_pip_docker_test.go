@@ -54,6 +54,7 @@ func TestEgressPipPackages(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = proxy.Close() })
 	e := newTestEngine(t, func(c *Config) {
+		c.PoolSize = 1 // warm containers, and so a pool per egress policy
 		c.Egress = EgressConfig{Proxy: proxy, DoorDir: t.TempDir(), PipIndex: indexURL}
 	})
 	pol, err := egress.ParseHosts("pypi.test:80")
@@ -107,6 +108,23 @@ if p.returncode == 0:
 	third := run(t, e, core.Request{Owner: "alice", Code: "import airlock_pkg_ok", Egress: pol.String()})
 	if third.Status != core.StatusError || third.Container != first.Container {
 		t.Errorf("a later call imported the first call's package, or ran elsewhere: %s", brief(third))
+	}
+	// The latency of a trivial call with a policy of its own: cold (a
+	// container with a door boots), then warm (the owner's idle one).
+	pol2 := pol.WithMethods([]string{"GET"}).String()
+	var lat [2]time.Duration
+	var ctr [2]string
+	for i := range lat {
+		start := time.Now()
+		res := run(t, e, core.Request{Owner: "alice", Code: "print('hi')", Egress: pol2})
+		lat[i], ctr[i] = time.Since(start), res.Container
+		if res.Status != core.StatusOK {
+			t.Fatalf("trivial call %d: %s", i, brief(res))
+		}
+	}
+	t.Logf("a trivial call with a new egress policy: first (cold) %v, second (warm) %v", lat[0], lat[1])
+	if ctr[0] != ctr[1] || ctr[0] == first.Container {
+		t.Errorf("the policy's pool: containers %v, the first policy's %s", ctr, first.Container)
 	}
 	// Another owner with the same policy never gets alice's container.
 	other := run(t, e, core.Request{Owner: "bob", Code: "print('bob')", Egress: pol.String()})
