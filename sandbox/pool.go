@@ -394,6 +394,12 @@ func (p *pool) kick() {
 func (p *pool) target(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.key.egress != "" {
+		// A policy's pool keeps only what its calls left idle: a policy
+		// is most often one key's, and a generic container booted ahead
+		// for it would evict other owners' warm ones from the budget.
+		return 0
+	}
 	cut := 0
 	for cut < len(p.demand) && now.Sub(p.demand[cut]) > demandWindow {
 		cut++
