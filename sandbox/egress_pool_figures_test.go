@@ -35,6 +35,11 @@ func TestEgressPoolFigures(t *testing.T) {
 	t.Cleanup(func() { _ = proxy.Close() })
 	e := newTestEngine(t, func(c *Config) {
 		c.PoolSize = 1
+		// Each round leaves one more policy's container idle (until
+		// OwnerIdle): room for all of them, so a round measures the pool,
+		// not a full budget (where, as for any pool, a container that
+		// finds no room after its call is destroyed).
+		c.WarmMemoryBudget = int64(n+4) * c.Defaults.Memory
 		c.Egress = EgressConfig{Proxy: proxy, DoorDir: t.TempDir()}
 	})
 	if err := e.Start(t.Context()); err != nil {
