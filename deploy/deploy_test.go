@@ -114,3 +114,40 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeEgressDoors: every worker gets the egress door folder
+// (AIRLOCK_EGRESS_DOOR_DIR) mounted at the same path as on the host, which
+// is where the Docker daemon looks when it bind-mounts a door into a
+// sandbox.
+func TestComposeEgressDoors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Command     []string          `yaml:"command"`
+			Volumes     []string          `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	const dir = "${AIRLOCK_EGRESS_DOOR_DIR:-/run/airlock-egress}"
+	for name, s := range doc.Services {
+		if len(s.Command) == 0 || s.Command[0] != "worker" {
+			continue
+		}
+		if s.Environment["AIRLOCK_EGRESS_DOOR_DIR"] != dir {
+			t.Errorf("worker %s: AIRLOCK_EGRESS_DOOR_DIR = %q, want %q", name, s.Environment["AIRLOCK_EGRESS_DOOR_DIR"], dir)
+		}
+		found := false
+		for _, v := range s.Volumes {
+			found = found || v == dir+":"+dir
+		}
+		if !found {
+			t.Errorf("worker %s does not mount %s at the same path: %v", name, dir, s.Volumes)
+		}
+	}
+}

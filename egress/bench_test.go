@@ -37,13 +37,29 @@ func TestProxyProcess(t *testing.T) {
 		c.Audit, c.Registerer = nil, nil
 	})
 	tp.register(t, pol, Caps{Bytes: 1 << 40})
+	// A door too: the path a sandbox's traffic takes (a unix socket).
+	d, err := tp.OpenDoor(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	p, err := Parse(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.Register(CallInfo{Owner: "bench", CallID: "bench-door", Policy: p, Caps: Caps{Bytes: 1 << 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	fmt.Printf("DOOR %s\n", d.Path())
 	fmt.Printf("ADDR %s\n", tp.addr)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 // proxyProcess starts the proxy process for a policy and returns its
-// address and pid.
-func proxyProcess(b *testing.B, pol string) (string, int) {
+// address, its door's socket and its pid.
+func proxyProcess(b *testing.B, pol string) (string, string, int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestProxyProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), proxyProcessEnv+"="+pol)
 	stdin, _ := cmd.StdinPipe()
@@ -54,14 +70,18 @@ func proxyProcess(b *testing.B, pol string) (string, int) {
 	}
 	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
+	door := ""
 	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "DOOR "); ok {
+			door = p
+		}
 		if addr, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return addr, cmd.Process.Pid
+			return addr, door, cmd.Process.Pid
 		}
 	}
 	b.Fatalf("proxy process gave no address: %v", sc.Err())
-	return "", 0
+	return "", "", 0
 }
 
 // processCPU returns a process's user+system CPU time from /proc.
@@ -83,7 +103,8 @@ func processCPU(b *testing.B, pid int) time.Duration {
 // a large HTTPS download (100 MiB, or AIRLOCK_EGRESS_BENCH_MIB) through
 // the proxy (a CONNECT tunnel, its own process) against the same download
 // straight on loopback, interleaved, reporting both throughputs, their
-// ratio and the proxy's CPU time per MiB; then the latency a small HTTPS
+// ratio and the proxy's CPU time per MiB, and the same through a door (the
+// unix socket a sandbox's controller relays to); then the latency a small HTTPS
 // request gains through the proxy, on a new connection each time (a TLS
 // handshake through a new tunnel) and on a reused one. Run it with
 //
@@ -102,7 +123,7 @@ func BenchmarkEgressFigures(b *testing.B) {
 	mux.Handle("/big", bigHandler(size))
 	mux.Handle("/small", greet("bench"))
 	srv := newTestServer(b, mux, &cert)
-	proxyAddr, pid := proxyProcess(b, hostPort("bench.test", srv.port()))
+	proxyAddr, doorPath, pid := proxyProcess(b, hostPort("bench.test", srv.port()))
 
 	direct := func(keep bool) *http.Client {
 		return &http.Client{Transport: &http.Transport{
@@ -122,6 +143,18 @@ func BenchmarkEgressFigures(b *testing.B) {
 			Proxy:             http.ProxyURL(u),
 		}}
 	}
+	// Through the door: the unix socket a sandbox's controller relays to.
+	viaDoor := func(keep bool) *http.Client {
+		return &http.Client{Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pool},
+			DisableKeepAlives: !keep,
+			Proxy:             http.ProxyURL(&url.URL{Scheme: "http", Host: "door.invalid:3128"}),
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", doorPath)
+			},
+		}}
+	}
 	bigURL := fmt.Sprintf("https://bench.test:%d/big", srv.port())
 	download := func(c *http.Client) time.Duration {
 		n, took := timedGet(b, c, bigURL)
@@ -131,13 +164,16 @@ func BenchmarkEgressFigures(b *testing.B) {
 		return took
 	}
 
-	var tDirect, tProxy, cpu time.Duration
+	var tDirect, tProxy, tDoor, cpu, cpuDoor time.Duration
 	b.ResetTimer()
 	for range b.N {
 		tDirect += download(direct(false))
 		before := processCPU(b, pid)
 		tProxy += download(proxied(false))
 		cpu += processCPU(b, pid) - before
+		before = processCPU(b, pid)
+		tDoor += download(viaDoor(false))
+		cpuDoor += processCPU(b, pid) - before
 	}
 	b.StopTimer()
 	mib := float64(size) / (1 << 20) * float64(b.N)
@@ -145,6 +181,9 @@ func BenchmarkEgressFigures(b *testing.B) {
 	b.ReportMetric(mib/tProxy.Seconds(), "proxy-MiB/s")
 	b.ReportMetric(tDirect.Seconds()/tProxy.Seconds(), "throughput-ratio")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/mib, "proxy-cpu-ms/MiB")
+	b.ReportMetric(mib/tDoor.Seconds(), "door-MiB/s")
+	b.ReportMetric(tDirect.Seconds()/tDoor.Seconds(), "door-throughput-ratio")
+	b.ReportMetric(float64(cpuDoor.Microseconds())/1000/mib, "door-cpu-ms/MiB")
 
 	smallURL := fmt.Sprintf("https://bench.test:%d/small", srv.port())
 	request := func(c *http.Client) time.Duration {
@@ -167,6 +206,14 @@ func BenchmarkEgressFigures(b *testing.B) {
 		}
 		b.ReportMetric(float64((median(p)-median(d)).Microseconds())/1000, name)
 		b.ReportMetric(float64(median(d).Microseconds())/1000, strings.Replace(name, "added", "direct", 1))
+		if !keep {
+			vc := viaDoor(false)
+			var v []time.Duration
+			for range rounds {
+				v = append(v, request(vc))
+			}
+			b.ReportMetric(float64((median(v)-median(d)).Microseconds())/1000, "door-added-ms/new-conn")
+		}
 	}
 }
 

@@ -36,6 +36,9 @@ func (p *Proxy) connect(cl *call, c net.Conn, br *bufio.Reader, req *http.Reques
 	case !pol.Allows(dest, port):
 		refuse(http.StatusForbidden, ReasonNotAllowed, target(dest, port)+" is not in this call's egress policy")
 		return
+	case p.packages(cl).tunnel(dest, port) != "":
+		refuse(http.StatusForbidden, ReasonPackageTLS, "package names are checked on this index, which a TLS tunnel would hide: reach it over http:// (PIP_INDEX_URL)")
+		return
 	}
 	addrs, reason := p.net.resolve(cl.ctx, dest)
 	if reason != "" {

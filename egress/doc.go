@@ -83,6 +83,14 @@
 // fetch_url) only. Without egress_methods every method and tunnel is
 // allowed.
 //
+// Package names: the operator (Config.Index) and a policy
+// (Policy.WithPackages, a key's pip_packages=) can name the Python
+// packages calls may download; plain-HTTP requests for another package's
+// PEP 503 page or files are refused as "package:NAME" before anything goes
+// upstream, and a tunnel to the index host is refused while names are
+// checked (packages.go). Inside TLS the proxy sees no path, so the names
+// bind a plain-http index only.
+//
 // Every attempt, allowed or refused, is recorded as an Attempt {host,
 // port, allowed, reason, bytes} in the call's Record (the shape of a
 // result's network field), passed to the audit hook as an Event, and

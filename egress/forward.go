@@ -53,6 +53,9 @@ func (p *Proxy) forward(cl *call, c net.Conn, req *http.Request) bool {
 	if !pol.Allows(dest, port) {
 		return refuse(http.StatusForbidden, ReasonNotAllowed, target(dest, port)+" is not in this call's egress policy")
 	}
+	if reason, msg := p.packages(cl).request(dest, port, req.URL.Path); reason != "" {
+		return refuse(http.StatusForbidden, reason, msg)
+	}
 	addrs, reason := p.net.resolve(cl.ctx, dest)
 	if reason != "" {
 		return refuse(http.StatusForbidden, reason, target(dest, port)+": "+addressMessage(reason))

@@ -8,7 +8,8 @@ import (
 // Narrow returns what both key and an environment's egress list allow: an
 // environment can only narrow its key's policy, never widen it. A nil
 // envList means the environment has no egress list (key is returned as
-// is); an empty one means no network. The key's methods are kept. Entries
+// is); an empty one means no network. The key's methods and package names
+// are kept. Entries
 // of envList are parsed as ParseList does; a bad one is an *EntryError.
 //
 // Each (host, port) of the result is allowed by both: an exact name meets
@@ -40,7 +41,9 @@ func Narrow(key Policy, envList []string) (Policy, error) {
 			}
 		}
 	}
-	return newPolicy(out, key.methods), nil
+	pol := newPolicy(out, key.methods)
+	pol.packages = key.packages
+	return pol, nil
 }
 
 // meet returns the host pattern matching exactly the names both a and b

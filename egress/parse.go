@@ -94,21 +94,37 @@ func FromKeys(egress, methods string) (Policy, error) {
 
 // WithMethods returns p restricted to methods (as ParseMethods returns
 // them); nil lifts the restriction.
-func (p Policy) WithMethods(methods []string) Policy { return newPolicy(p.rules, methods) }
+func (p Policy) WithMethods(methods []string) Policy {
+	q := newPolicy(p.rules, methods)
+	q.packages = p.packages
+	return q
+}
 
 // Parse parses the canonical form String returns: the host entries, then
-// optionally ";" and the methods.
+// optionally ";" and the methods, then optionally ";pip=" and the package
+// names.
 func Parse(s string) (Policy, error) {
-	hosts, methods, hasMethods := strings.Cut(s, ";")
-	p, err := ParseHosts(hosts)
-	if err != nil || !hasMethods {
-		return p, err
-	}
-	m, err := ParseMethods(methods)
+	parts := strings.Split(s, ";")
+	p, err := ParseHosts(parts[0])
 	if err != nil {
 		return Policy{}, err
 	}
-	return p.WithMethods(m), nil
+	for _, part := range parts[1:] {
+		if names, ok := strings.CutPrefix(part, "pip="); ok {
+			pk, err := ParsePackages(names)
+			if err != nil {
+				return Policy{}, err
+			}
+			p = p.WithPackages(pk)
+			continue
+		}
+		m, err := ParseMethods(part)
+		if err != nil {
+			return Policy{}, err
+		}
+		p = p.WithMethods(m)
+	}
+	return p, nil
 }
 
 // parseEntry parses one "host[:port]" entry.

@@ -20,6 +20,9 @@ var defaultPorts = []uint16{80, 443}
 type Policy struct {
 	rules   []Rule
 	methods []string // sorted, upper case; nil: any method
+	// packages are the Python package names the policy allows (PEP 503
+	// normal forms, sorted; nil: any; packages.go).
+	packages []string
 }
 
 // Rule is one destination of a Policy: a host name ("pypi.internal"), a
@@ -91,8 +94,9 @@ func (p Policy) Tunnels() bool { return p.AllowsMethod("CONNECT") }
 
 // String returns the canonical form: every (host, port) as "host:port"
 // (IPv6 as "[addr]:port"), sorted and comma-separated, then ";" and the
-// methods when the policy restricts them. Parse(p.String()) equals p; the
-// empty policy is "".
+// methods when the policy restricts them, then ";pip=" and the package
+// names when it restricts those. Parse(p.String()) equals p; the empty
+// policy is "".
 func (p Policy) String() string {
 	var b strings.Builder
 	for _, r := range p.rules {
@@ -112,6 +116,10 @@ func (p Policy) String() string {
 	if p.methods != nil {
 		b.WriteByte(';')
 		b.WriteString(strings.Join(p.methods, ","))
+	}
+	if p.packages != nil {
+		b.WriteString(";pip=")
+		b.WriteString(strings.Join(p.packages, ","))
 	}
 	return b.String()
 }

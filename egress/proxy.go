@@ -41,6 +41,10 @@ type Config struct {
 	MaxRecorded int
 	// Caps are the per-call defaults for the fields a CallInfo leaves zero.
 	Caps Caps
+	// Index is the operator's Python package index and the package names
+	// every call may download (packages.go); zero: names are not checked
+	// unless a call's policy lists some.
+	Index PackageIndex
 	// Audit, if set, is called once for every attempt, when it ends (for
 	// an unregistered source too). It must not block for long.
 	Audit func(Event)
@@ -103,6 +107,7 @@ func (c Config) withDefaults() Config {
 type Proxy struct {
 	cfg     Config
 	net     netPath
+	index   indexRule
 	metrics *proxyMetrics
 	slots   chan struct{} // MaxConns
 	bufs    sync.Pool
@@ -122,6 +127,10 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, core.Errorf("egress.New", core.ErrInvalid, "config has no Guard")
 	}
 	cfg = cfg.withDefaults()
+	ix, err := parseIndex(cfg.Index)
+	if err != nil {
+		return nil, fmt.Errorf("egress: package index: %w", err)
+	}
 	m, err := newProxyMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("egress: metrics: %w", err)
@@ -130,6 +139,7 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{
 		cfg:     cfg,
 		net:     netPath{guard: cfg.Guard, resolver: cfg.Resolver, dialer: cfg.Dialer, dialTimeout: cfg.DialTimeout},
+		index:   ix,
 		metrics: m,
 		slots:   make(chan struct{}, cfg.MaxConns),
 		ctx:     ctx,
@@ -222,6 +232,12 @@ func (p *Proxy) register(src source, info CallInfo) (*Handle, error) {
 	p.calls[src] = c
 	p.metrics.calls.Inc()
 	return &Handle{p: p, c: c}, nil
+}
+
+// packages returns what the proxy checks of cl's package names.
+func (p *Proxy) packages(cl *call) packageCheck {
+	pol := cl.info.Policy
+	return packageCheck{ix: p.index, call: pol.packages, callOn: pol.packages != nil}
 }
 
 // lookup returns the call src runs, or nil.

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -38,7 +39,8 @@ func (p *Proxy) start(cl *call, src source, kind, method, host string, port int)
 
 // ended reports a finished attempt to the metrics and the audit hook.
 func (p *Proxy) ended(ev Event) {
-	p.metrics.attempt(ev.Kind, ev.Allowed, ev.Reason)
+	reason, _, _ := strings.Cut(ev.Reason, ":") // "package:NAME" counts as "package"
+	p.metrics.attempt(ev.Kind, ev.Allowed, reason)
 	p.metrics.bytes.WithLabelValues(ev.Kind).Add(float64(ev.Bytes))
 	if p.cfg.Audit != nil {
 		p.cfg.Audit(ev)

@@ -82,11 +82,13 @@ type Budget struct {
 // approval_tools=TOOL,TOOL and require_approval=RULE,RULE (names checked
 // against the built-in tools and the policy rules), and
 // egress=HOST[:PORT],... and egress_methods=METHOD,... (the key's network
-// policy, egress.FromKeys), and secrets_file=PATH (a file of secret values, one per line, read now; a
+// policy, egress.FromKeys) and pip_packages=NAME,... (the Python packages
+// its calls may download through the proxy, egress.ParsePackages), and secrets_file=PATH (a file of secret values, one per line, read now; a
 // relative PATH is relative to dir, the keys file's folder).
 func parsePolicy(fields []string, dir string) (*Policy, error) {
 	p := &Policy{}
 	var egressHosts, egressMethods string
+	var pipPackages []string // nil: pip_packages= absent
 	for _, f := range fields {
 		name, val, ok := strings.Cut(f, "=")
 		if !ok || val == "" {
@@ -138,6 +140,8 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 			egressHosts = val
 		case "egress_methods":
 			egressMethods = val
+		case "pip_packages":
+			pipPackages, err = egress.ParsePackages(val)
 		case "environments":
 			p.Environments = dispatcher.SplitNames(val)
 			for _, n := range p.Environments {
@@ -162,6 +166,12 @@ func parsePolicy(fields []string, dir string) (*Policy, error) {
 	var err error
 	if p.Egress, err = egress.FromKeys(egressHosts, egressMethods); err != nil {
 		return nil, fmt.Errorf("policy field egress: %w", err)
+	}
+	if pipPackages != nil {
+		if p.Egress.Empty() {
+			return nil, fmt.Errorf("policy field pip_packages: without egress hosts it allows nothing")
+		}
+		p.Egress = p.Egress.WithPackages(pipPackages)
 	}
 	return p, nil
 }

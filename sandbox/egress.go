@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 
 	"github.com/airlock-dev/airlock/core"
@@ -82,6 +83,11 @@ func (e *Engine) egressEnv(extra map[string]string) {
 	}
 	if e.cfg.Egress.PipIndex != "" {
 		extra["PIP_INDEX_URL"] = e.cfg.Egress.PipIndex
+		// pip ignores a plain-http index unless its host is trusted; plain
+		// http is how the proxy can check package names (egress/packages.go).
+		if u, err := url.Parse(e.cfg.Egress.PipIndex); err == nil && u.Scheme == "http" && u.Host != "" {
+			extra["PIP_TRUSTED_HOST"] = u.Host
+		}
 	}
 }
 

@@ -25,10 +25,13 @@ type imageInfo struct {
 }
 
 // poolKey names one warm pool. Every field separates containers that must
-// never serve each other's calls: today the image (an environment's or a
-// built-in one); one more field (an egress policy's hash) is one more line.
+// never serve each other's calls: the image (an environment's or a
+// built-in one) and the hash of the egress policy its containers' doors
+// serve ("" for containers with no door). The owner separates the
+// containers of one pool (its owned idle sets).
 type poolKey struct {
-	image string
+	image  string
+	egress string // egress.Policy.Hash, "" for none
 }
 
 // imageFor picks the request's image: the built-in environment it names

@@ -184,12 +184,10 @@ func unpackTime(n, entries int) time.Duration {
 // container from the pool (the owner's own of the call's lane, else a
 // generic one), or a new one. Batch-lane calls run at Config.BatchCPUShares.
 func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error) {
+	// A call with a network policy runs in a container with a door
+	// (egress.go), from the pool of its image and policy (poolOf): its
+	// owner's next call with the same policy finds it warm.
 	p := e.poolOf(c)
-	if !c.egress.Empty() {
-		// A call with a network policy runs in a container of its own,
-		// with a door (egress.go), destroyed afterwards.
-		p = nil
-	}
 	lane := c.Lane
 	if lane != core.LaneBatch {
 		lane = core.LaneInteractive

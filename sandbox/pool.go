@@ -27,6 +27,9 @@ type pool struct {
 	e     *Engine
 	key   poolKey
 	image string
+	// egress is the policy of every container of the pool (its doors
+	// serve it); zero for a pool without network.
+	egress egress.Policy
 	// base is the least number of generic containers kept: PoolSize for
 	// a built-in image, 0 for an environment's, whose pool boots
 	// containers only on demand and goes away when unused (an
@@ -84,10 +87,17 @@ func (e *Engine) poolFor(key poolKey, base int) *pool {
 
 // poolForLocked is poolFor with e.mu held.
 func (e *Engine) poolForLocked(key poolKey, base int) *pool {
+	return e.policyPoolLocked(key, base, egress.Policy{})
+}
+
+// policyPoolLocked is poolForLocked for a pool whose containers get pol
+// (key.egress is its hash); e.mu is held.
+func (e *Engine) policyPoolLocked(key poolKey, base int, pol egress.Policy) *pool {
 	if p, ok := e.pools[key]; ok {
 		return p
 	}
 	p := newPool(e, key, base)
+	p.egress = pol
 	e.pools[key] = p
 	e.goBackground(p.fill)
 	e.goBackground(p.expiry)
@@ -103,26 +113,41 @@ func newPool(e *Engine, key poolKey, base int) *pool {
 // poolOf returns the pool that may serve c, or nil: pooled containers carry
 // the pool's limits (an input folder is copied in per call, like an
 // archive). An environment's pool starts on its first call, with no
-// generic baseline: that call pays one container start.
+// generic baseline: that call pays one container start. So does the pool
+// of an image and an egress policy (issue 29): its containers have a door
+// serving that policy, and the owner's next call with the same policy
+// takes the one its first call left idle, under the same memory budget.
 func (e *Engine) poolOf(c checked) *pool {
 	if e.cfg.PoolSize <= 0 {
 		return nil
 	}
 	key := poolKey{image: c.image}
+	if !c.egress.Empty() {
+		key.egress = c.egress.Hash()
+	}
 	e.mu.Lock()
 	p := e.pools[key]
-	if p == nil && e.isEnvImage(c.image) {
+	if p == nil && (e.isEnvImage(c.image) || key.egress != "") {
 		select {
 		case <-e.stop:
 		default:
-			p = e.poolForLocked(key, 0)
+			p = e.policyPoolLocked(key, 0, c.egress)
 		}
 	}
 	e.mu.Unlock()
-	if p == nil || !sameContainerLimits(p.limits, c.limits) {
+	if p == nil || !sameContainerLimits(p.limits, c.limits) || !p.egress.Equal(c.egress) {
 		return nil
 	}
 	return p
+}
+
+// label names the pool in metrics and logs: its image, and the hash of its
+// egress policy when it has one.
+func (p *pool) label() string {
+	if p.key.egress == "" {
+		return p.image
+	}
+	return p.image + " egress:" + p.key.egress
 }
 
 // sameContainerLimits compares the limits fixed at container creation.
@@ -369,6 +394,12 @@ func (p *pool) kick() {
 func (p *pool) target(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.key.egress != "" {
+		// A policy's pool keeps only what its calls left idle: a policy
+		// is most often one key's, and a generic container booted ahead
+		// for it would evict other owners' warm ones from the budget.
+		return 0
+	}
 	cut := 0
 	for cut < len(p.demand) && now.Sub(p.demand[cut]) > demandWindow {
 		cut++
@@ -419,7 +450,7 @@ func (p *pool) fill() {
 				backoff = time.Second
 				continue
 			}
-			p.e.log.Warn("warm pool: start failed", "image", p.image, "err", err)
+			p.e.log.Warn("warm pool: start failed", "image", p.label(), "err", err)
 			select {
 			case <-p.stop:
 				return
@@ -516,9 +547,9 @@ func (p *pool) publishLocked() {
 			owned += len(l)
 		}
 	}
-	p.e.metrics.idle.WithLabelValues(p.image, "generic").Set(float64(len(p.generic)))
-	p.e.metrics.idle.WithLabelValues(p.image, "owned").Set(float64(owned))
-	p.e.metrics.idle.WithLabelValues(p.image, "batch").Set(float64(batch))
+	p.e.metrics.idle.WithLabelValues(p.label(), "generic").Set(float64(len(p.generic)))
+	p.e.metrics.idle.WithLabelValues(p.label(), "owned").Set(float64(owned))
+	p.e.metrics.idle.WithLabelValues(p.label(), "batch").Set(float64(batch))
 }
 
 // startOne boots a generic container and adds it to the pool. The caller
@@ -535,7 +566,7 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0, egress.Policy{})
+	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0, p.egress)
 	if err != nil {
 		p.e.warm.give(p.limits.Memory)
 		return err
@@ -660,7 +691,7 @@ func (e *Engine) dropUnused(p *pool, now time.Time) bool {
 	}
 	close(p.stop)
 	for _, kind := range []string{"generic", "owned", "batch"} {
-		e.metrics.idle.DeleteLabelValues(p.image, kind)
+		e.metrics.idle.DeleteLabelValues(p.label(), kind)
 	}
 	return true
 }

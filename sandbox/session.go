@@ -66,8 +66,10 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 	life := e.cfg.SessionMaxLife + time.Minute
 	var b *box
 	// A session with a network policy gets a container of its own, with a door.
-	if p := e.poolOf(c); p != nil && c.egress.Empty() {
-		b = p.takeGeneric(c.Owner, life)
+	if c.egress.Empty() {
+		if p := e.poolOf(c); p != nil {
+			b = p.takeGeneric(c.Owner, life)
+		}
 	}
 	if b == nil {
 		b, err = e.startBox(ctx, c.image, c.limits, "session", c.JobID, c.Owner, false, life, 0, c.egress)

@@ -31,10 +31,18 @@ status=0
 bin/airlock-bench -airlock "$AIRLOCK" -out .bench/results.md -workdir .bench || status=$?
 # The egress proxy's figures (issue 29): a 100 MiB HTTPS download through
 # the proxy against loopback, proxy CPU per MiB, the latency a small request
-# gains (BENCH_EGRESS=0 skips it).
+# gains, directly and through a door (BENCH_EGRESS=0 skips it), and a call
+# with a policy cold and warm.
 if [ "${BENCH_EGRESS:-1}" != 0 ]; then
 	{ echo; echo '## Egress proxy (go test -bench EgressFigures ./egress/)'; echo; echo '```'
 	  "$GO" test -run '^$' -bench EgressFigures -benchtime "${BENCH_EGRESS_N:-3}x" ./egress/ 2>&1 | grep -E 'Benchmark|ok|FAIL' || status=1
+	  echo '```'; } | tee -a .bench/results.md
+	# What the pool per egress policy saves: a call with a policy no call
+	# used before (a container with a door boots) against the owner's next
+	# call with it (warm), BENCH_EGRESS_POOL rounds.
+	{ echo; echo '## Calls with an egress policy, cold and warm (go test -run TestEgressPoolFigures ./sandbox/)'; echo; echo '```'
+	  AIRLOCK_BENCH_EGRESS_POOL="${BENCH_EGRESS_POOL:-10}" AIRLOCK_PYTHON_IMAGE="${BENCH_PYTHON_IMAGE:-airlock/python:latest}" \
+	    "$GO" test -count=1 -v -run '^TestEgressPoolFigures$' ./sandbox/ 2>&1 | grep -E '^egress-pool|ok|FAIL' || status=1
 	  echo '```'; } | tee -a .bench/results.md
 fi
 echo "bench: finished in $(( $(date +%s) - start ))s (exit $status); tables also in .bench/results.md" >&2

@@ -30,6 +30,7 @@ type egressFlags struct {
 	pipIndex   string
 	fetchBytes string
 	local      string // --egress: the policy of a local command's calls
+	pipNames   string // --egress-pip-packages: the package names calls may download
 }
 
 // register adds the egress flags to fs.
@@ -42,6 +43,7 @@ func (f *egressFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.maxTime, "egress-max-time", envDuration("AIRLOCK_EGRESS_MAX_TIME", 0), "how long one call may use the network (0: its own timeout bounds it; env AIRLOCK_EGRESS_MAX_TIME)")
 	fs.StringVar(&f.pipIndex, "egress-pip-index", os.Getenv("AIRLOCK_EGRESS_PIP_INDEX"), "pip's index URL in sandboxes with network, e.g. https://pypi.internal/simple (env AIRLOCK_EGRESS_PIP_INDEX)")
 	fs.StringVar(&f.fetchBytes, "fetch-max-bytes", os.Getenv("AIRLOCK_FETCH_MAX_BYTES"), "most of a body fetch_url reads, e.g. 2m (default 1m; env AIRLOCK_FETCH_MAX_BYTES)")
+	fs.StringVar(&f.pipNames, "egress-pip-packages", os.Getenv("AIRLOCK_EGRESS_PIP_PACKAGES"), "the only Python packages sandboxes may download through the egress proxy (NAME,...; PEP 503 names); checked on a plain-http --egress-pip-index, whose https tunnels are then refused (env AIRLOCK_EGRESS_PIP_PACKAGES)")
 	fs.StringVar(&f.local, "egress", os.Getenv("AIRLOCK_EGRESS"), "for a local command (exec, session, mcp, run, serve --insecure-local): the hosts its calls may reach, as a key's egress= (env AIRLOCK_EGRESS)")
 }
 
@@ -89,6 +91,12 @@ func (f *egressFlags) sandbox(log *slog.Logger, reg prometheus.Registerer) (sand
 	cfg := egress.DefaultConfig()
 	cfg.Guard, cfg.Resolver, cfg.Registerer = g, r, reg
 	cfg.Caps = caps // zero fields: the proxy's defaults
+	cfg.Index = egress.PackageIndex{URL: f.pipIndex}
+	if f.pipNames != "" {
+		if cfg.Index.Names, err = egress.ParsePackages(f.pipNames); err != nil {
+			return out, fmt.Errorf("--egress-pip-packages: %w", err)
+		}
+	}
 	cfg.Log = log
 	cfg.Audit = func(ev egress.Event) {
 		log.Info("egress", "owner", ev.Owner, "call_id", ev.CallID, "door", ev.Door, "kind", ev.Kind, "method", ev.Method,

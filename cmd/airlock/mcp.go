@@ -94,7 +94,10 @@ func mcpBackend(ctx context.Context, sf *stackFlags, url, key string, log *slog.
 	if err != nil {
 		return nil, nil, err
 	}
-	if be, err = mcpserver.NewLocal(st.disp, st.client); err != nil {
+	// Sessions get the --egress policy (or the key's) like the REST API's.
+	policy := sessionEgress(sf.keys, sf.egress.local)
+	opts := mcpserver.LocalOptions{Egress: func(owner string) string { return policy(owner, nil) }}
+	if be, err = mcpserver.NewLocalWith(st.disp, st.client, opts); err != nil {
 		st.close()
 		return nil, nil, err
 	}

@@ -27,6 +27,9 @@ type Dispatcher interface {
 type local struct {
 	disp Dispatcher
 	exec dispatcher.Executor
+	// egress is the network policy of owner's sessions (nil: none;
+	// local_egress.go).
+	egress func(owner string) string
 }
 
 // NewLocal returns the Backend over disp (every tool call) and exec
@@ -76,7 +79,11 @@ func (l *local) Reject(ctx context.Context, token, reason string) (Outcome, erro
 
 // OpenSession implements Backend.
 func (l *local) OpenSession(ctx context.Context, owner string, limits core.Limits, mount string) (string, error) {
-	res, err := l.exec.Exec(ctx, core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Mount: mount})
+	req := core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Mount: mount}
+	if l.egress != nil {
+		req.Egress = l.egress(owner)
+	}
+	res, err := l.exec.Exec(ctx, req)
 	if err != nil {
 		return "", fmt.Errorf("mcpserver: open session: %w", err)
 	}

@@ -1,0 +1,31 @@
+package mcpserver
+
+import (
+	"errors"
+
+	"github.com/airlock-dev/airlock/dispatcher"
+)
+
+// LocalOptions are the optional settings of a local Backend.
+type LocalOptions struct {
+	// Egress, when set, returns the network policy (the canonical form
+	// of an egress.Policy, "" for none) of owner's sessions: the key's
+	// egress= or a local command's --egress (issue 29), as the REST API's
+	// session routes apply it. One-shot calls get theirs from the
+	// dispatcher.
+	Egress func(owner string) string
+}
+
+// NewLocalWith is NewLocal with options.
+func NewLocalWith(disp Dispatcher, exec dispatcher.Executor, opts LocalOptions) (Backend, error) {
+	be, err := NewLocal(disp, exec)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := be.(*local)
+	if !ok {
+		return nil, errors.New("mcpserver: local backend: unexpected type")
+	}
+	l.egress = opts.Egress
+	return l, nil
+}
