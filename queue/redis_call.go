@@ -24,7 +24,7 @@ type submission struct {
 	// deadline is the job's deadline as submitted: later than asked by
 	// Job.BuildAllowance when no worker holds its environment.
 	deadline time.Time
-	v      string // the stored outcome, for "done"
+	v        string // the stored outcome, for "done"
 }
 
 // Do submits j and waits for its outcome; see Queue.Do.
