@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -65,4 +66,15 @@ func Advertise(w Worker) {
 	if rw, ok := w.(*redisWorker); ok {
 		rw.beat(context.Background())
 	}
+}
+
+// EnvironmentHolders lists the live workers advertising environment hash
+// (for readiness checks, operators and tests).
+func (q *Redis) EnvironmentHolders(ctx context.Context, hash string) ([]string, error) {
+	now := time.Now().UnixMilli()
+	ids, err := q.rdb.ZRangeByScore(ctx, q.keys.envHolders(hash), &redis.ZRangeBy{Min: strconv.FormatInt(now, 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: list the holders of environment %s: %w", hash, err)
+	}
+	return ids, nil
 }
