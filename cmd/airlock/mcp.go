@@ -34,15 +34,16 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var lf limitFlags
 	sf.register(fs, true, 1)
 	lf.register(fs)
-	var mount, server, key string
+	var mount, server, key, env string
 	registerMount(fs, &mount)
+	registerEnvironment(fs, &env)
 	registerServer(fs, &server, &key, "", "whose tools to serve (empty: run here)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
+		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--environment NAME] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
 		return 2
 	}
 	if server != "" && (mount != "" || sf.secretsFile != "") {
@@ -63,12 +64,12 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := infoLogger(stderr, *verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	be, closeBackend, err := mcpBackend(ctx, &sf, server, key, log)
+	be, closeBackend, err := mcpBackendIn(ctx, &sf, server, key, env, log)
 	if err != nil {
 		return cmd.fail(1, err)
 	}
 	defer closeBackend()
-	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
+	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim, Environment: env}, mcpserver.Deps{Backend: be, Logger: log})
 	if err != nil {
 		return cmd.fail(1, err)
 	}
@@ -118,3 +119,27 @@ type nopWriteCloser struct{ io.Writer }
 
 // Close implements io.Closer.
 func (nopWriteCloser) Close() error { return nil }
+
+// mcpBackendIn is mcpBackend whose local stack resolves the custom
+// environment env (--environment) from `airlock env build`'s state store.
+func mcpBackendIn(ctx context.Context, sf *stackFlags, url, key, env string, log *slog.Logger) (mcpserver.Backend, func(), error) {
+	if url != "" || env == "" {
+		return mcpBackend(ctx, sf, url, key, log)
+	}
+	st, err := buildStack(ctx, sf, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeEnvs, err := st.useLocalEnvironments(env)
+	if err != nil {
+		st.close()
+		return nil, nil, err
+	}
+	be, err := mcpserver.NewLocal(st.disp, st.client)
+	if err != nil {
+		closeEnvs()
+		st.close()
+		return nil, nil, err
+	}
+	return be, func() { st.close(); closeEnvs() }, nil
+}

@@ -98,7 +98,11 @@ func startWorker(t *testing.T, q queue.Queue, dc *client.Client, store state.Sto
 func TestTwoWorkersEnvironment(t *testing.T) {
 	dc := envtest.Docker(t)
 	srv := redistest.Start(t, false)
-	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(srv.URL(), "redis://")})
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	store := state.NewRedis(rdb, "hosts-test")
 

@@ -34,6 +34,12 @@ type Config struct {
 	// name in their environment argument (dispatcher.Call.Environments);
 	// nil allows every one (the operator's own stdio server).
 	Environments func(owner string) []string
+	// Environment is the session-wide environment of every MCP session
+	// of this server (`airlock mcp --environment`): each call runs in it,
+	// one-shot, unless its environment argument names another. A remote
+	// session may set its own with EnvironmentHeader or the /mcp URL's
+	// EnvironmentParam. "" keeps the MCP session's sandbox session.
+	Environment string
 }
 
 // DefaultConfig returns the defaults: progress every second, HTTP sessions

@@ -20,6 +20,10 @@ type session struct {
 	mu    sync.Mutex      // held while opening
 	id    string          // the Airlock session id, "" until opened
 	held  map[string]bool // approval tokens handed to this MCP session
+	// env is the MCP session's environment (sessionEnvironment), fixed
+	// at its first tool call (envSet).
+	env    string
+	envSet bool
 }
 
 // maxHeld bounds the approval tokens one MCP session may hold.
