@@ -174,4 +174,3 @@ func (e envRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
