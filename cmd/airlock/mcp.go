@@ -135,7 +135,7 @@ func mcpBackendIn(ctx context.Context, sf *stackFlags, url, key, env string, log
 		st.close()
 		return nil, nil, err
 	}
-	be, err := mcpserver.NewLocal(st.disp, st.client)
+	be, err := mcpserver.NewLocalIn(st.disp, st.client, st.envs)
 	if err != nil {
 		closeEnvs()
 		st.close()

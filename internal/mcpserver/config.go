@@ -35,10 +35,12 @@ type Config struct {
 	// nil allows every one (the operator's own stdio server).
 	Environments func(owner string) []string
 	// Environment is the session-wide environment of every MCP session
-	// of this server (`airlock mcp --environment`): each call runs in it,
-	// one-shot, unless its environment argument names another. A remote
-	// session may set its own with EnvironmentHeader or the /mcp URL's
-	// EnvironmentParam. "" keeps the MCP session's sandbox session.
+	// of this server (`airlock mcp --environment`): the MCP session's
+	// sandbox session opens in it (EnvSessionOpener; a backend that
+	// cannot runs each call one-shot in it), so every call runs in it
+	// unless its environment argument names another. A remote session may
+	// set its own with EnvironmentHeader or the /mcp URL's
+	// EnvironmentParam. "" is the built-in python environment.
 	Environment string
 }
 
@@ -97,4 +99,7 @@ type Deps struct {
 	Executor dispatcher.Executor
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+	// Environments resolves a session-wide environment for the local
+	// Backend's sessions (the dispatcher's resolver); nil: built-in only.
+	Environments dispatcher.EnvironmentResolver
 }

@@ -27,6 +27,9 @@ type Dispatcher interface {
 type local struct {
 	disp Dispatcher
 	exec dispatcher.Executor
+	// envs resolves a session-wide environment (NewLocalIn; nil: the
+	// built-in ones only).
+	envs dispatcher.EnvironmentResolver
 }
 
 // NewLocal returns the Backend over disp (every tool call) and exec

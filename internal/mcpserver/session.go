@@ -95,7 +95,13 @@ func (s *Server) ensure(ctx context.Context, st *session) (string, error) {
 	if st.id != "" {
 		return st.id, nil
 	}
-	id, err := s.be.OpenSession(ctx, st.owner, s.cfg.Limits, s.cfg.Mount)
+	var id string
+	var err error
+	if eo, ok := s.be.(EnvSessionOpener); ok && st.env != "" {
+		id, err = eo.OpenSessionIn(ctx, st.owner, st.env, s.may(st.owner), s.cfg.Limits, s.cfg.Mount)
+	} else {
+		id, err = s.be.OpenSession(ctx, st.owner, s.cfg.Limits, s.cfg.Mount)
+	}
 	if err != nil {
 		return "", err
 	}

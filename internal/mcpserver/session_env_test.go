@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,7 +39,7 @@ func envServer(t *testing.T, cfg Config) (*Server, *fakeExec) {
 	fe := newFakeExec()
 	dcfg := dispatcher.DefaultConfig()
 	dcfg.Environments = fakeEnvs{}
-	srv, err := New(cfg, Deps{Dispatcher: dispatcher.New(dcfg, fe, nil), Executor: fe})
+	srv, err := New(cfg, Deps{Dispatcher: dispatcher.New(dcfg, fe, nil), Executor: fe, Environments: fakeEnvs{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +77,24 @@ func opens(fe *fakeExec) int {
 	return n
 }
 
+// sessionOpens returns the environments of the sessions fe opened.
+func sessionOpens(fe *fakeExec) []string {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	var out []string
+	for _, r := range fe.reqs {
+		if r.Op == core.OpSessionOpen {
+			out = append(out, r.Environment+" "+r.Image)
+		}
+	}
+	return out
+}
+
 // TestSessionEnvironmentLocal: `airlock mcp --environment geo`
-// (Config.Environment) runs every call of the MCP session in geo unless
-// the call's environment argument names another; an environment the
-// server does not know is refused naming it.
+// (Config.Environment) opens the MCP session's sandbox session in geo, so
+// every call runs there with its state, unless the call's environment
+// argument names another (that one runs one-shot in it); an environment
+// the server does not know fails the call naming it.
 func TestSessionEnvironmentLocal(t *testing.T) {
 	srv, fe := envServer(t, Config{Environment: "geo"})
 	st, ct := mcp.NewInMemoryTransports()
@@ -95,18 +110,18 @@ func TestSessionEnvironmentLocal(t *testing.T) {
 	call(t, cs, "run_python", map[string]any{"code": "print(1)"})
 	call(t, cs, "run_python", map[string]any{"code": "print(2)"})
 	call(t, cs, "run_python", map[string]any{"code": "print(3)", "environment": "lint"})
+	if got := fmt.Sprint(sessionOpens(fe)); got != "[geo airlock/env-geo:0123456789abcdef]" {
+		t.Fatalf("sessions opened: %s, want one in geo", got)
+	}
 	reqs := execs(fe)
 	if len(reqs) != 3 {
 		t.Fatalf("%d calls ran, want 3", len(reqs))
 	}
-	for i, want := range []string{"geo", "geo", "lint"} {
-		r := reqs[i]
-		if r.Environment != want || r.Image != "airlock/env-"+want+":0123456789abcdef" || r.EnvironmentHash == "" || r.SessionID != "" {
-			t.Fatalf("call %d: environment %q image %q hash %q session %q, want %s one-shot", i, r.Environment, r.Image, r.EnvironmentHash, r.SessionID, want)
-		}
+	if reqs[0].SessionID == "" || reqs[1].SessionID != reqs[0].SessionID {
+		t.Fatalf("the calls without an argument ran in sessions %q and %q, want the MCP session's", reqs[0].SessionID, reqs[1].SessionID)
 	}
-	if n := opens(fe); n != 0 {
-		t.Fatalf("an MCP session with a session-wide environment opened %d sandbox sessions", n)
+	if r := reqs[2]; r.Environment != "lint" || r.Image != "airlock/env-lint:0123456789abcdef" || r.SessionID != "" {
+		t.Fatalf("the call naming lint: environment %q image %q session %q, want lint one-shot", r.Environment, r.Image, r.SessionID)
 	}
 
 	srv2, _ := envServer(t, Config{Environment: "nope"})
@@ -120,14 +135,15 @@ func TestSessionEnvironmentLocal(t *testing.T) {
 	}
 	defer cs2.Close()
 	res := call(t, cs2, "run_python", map[string]any{"code": "print(1)"})
-	if !res.IsError || !contains(text(t, res), "nope not found") {
+	if !res.IsError || !strings.Contains(text(t, res), "nope not found") {
 		t.Fatalf("an unknown session environment: %+v %q", res.IsError, text(t, res))
 	}
 }
 
 // TestSessionEnvironmentHTTP: over the streamable HTTP transport (/mcp),
-// the Airlock-Environment header of a session's requests sets its
-// environment; a session without it keeps its sandbox session.
+// the Airlock-Environment header of a session's requests opens its
+// sandbox session in that environment; a session without it opens in the
+// default one.
 func TestSessionEnvironmentHTTP(t *testing.T) {
 	srv, fe := envServer(t, Config{})
 	ts := httptest.NewServer(srv.Handler("alice"))
@@ -147,18 +163,21 @@ func TestSessionEnvironmentHTTP(t *testing.T) {
 	call(t, geo, "run_python", map[string]any{"code": "print(2)", "environment": "python"})
 	plain := connect("")
 	call(t, plain, "run_python", map[string]any{"code": "print(3)"})
+	if got := fmt.Sprint(sessionOpens(fe)); got != "[geo airlock/env-geo:0123456789abcdef  ]" {
+		t.Fatalf("sessions opened: %q, want one in geo then a default one", got)
+	}
 	reqs := execs(fe)
 	if len(reqs) != 3 {
 		t.Fatalf("%d calls ran, want 3", len(reqs))
 	}
-	if reqs[0].Environment != "geo" || reqs[0].SessionID != "" {
-		t.Fatalf("the geo session's call: environment %q session %q", reqs[0].Environment, reqs[0].SessionID)
+	if reqs[0].SessionID == "" {
+		t.Fatalf("the geo session's call ran one-shot")
 	}
-	if reqs[1].Environment != "python" || reqs[1].Image != "" {
-		t.Fatalf("the call naming python: environment %q image %q", reqs[1].Environment, reqs[1].Image)
+	if reqs[1].Environment != "python" || reqs[1].Image != "" || reqs[1].SessionID != "" {
+		t.Fatalf("the call naming python: environment %q image %q session %q", reqs[1].Environment, reqs[1].Image, reqs[1].SessionID)
 	}
-	if reqs[2].Environment == "geo" || reqs[2].SessionID == "" {
-		t.Fatalf("the session without the header: environment %q session %q, want its sandbox session", reqs[2].Environment, reqs[2].SessionID)
+	if reqs[2].SessionID == "" || reqs[2].SessionID == reqs[0].SessionID {
+		t.Fatalf("the session without the header ran in %q", reqs[2].SessionID)
 	}
 }
 

@@ -40,9 +40,13 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 			return errorResult("the MCP server is shutting down; the call did not run"), nil
 		}
 		sessEnv := s.sessionEnvironment(st, req)
+		oneShot := s.oneShotEnvironment(sessEnv)
 		var sid string
-		if sessEnv == "" { // a session-wide environment runs every call one-shot in it
+		if !oneShot { // the MCP session's sandbox session, in its environment
 			sid, err = s.ensure(ctx, st)
+		}
+		if err == nil && sid == "" && sessEnv != "" {
+			oneShot = true // a backend without sessions
 		}
 		if err != nil {
 			s.log.Warn("mcp: open session", "owner", owner, "err", err)
@@ -61,7 +65,7 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		call := dispatcher.Call{ID: callID(), Name: req.Params.Name, Arguments: args, Owner: owner,
 			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
 		env, rest, ok := splitEnvironment(args)
-		if !ok && sessEnv != "" {
+		if !ok && oneShot { // a backend that cannot open sessions in it: one-shot calls in it
 			env, rest, ok = sessEnv, args, true
 		}
 		if ok {
