@@ -57,6 +57,8 @@ type Holder struct {
 	mu      sync.Mutex
 	held    map[string]bool // hashes
 	listed  time.Time
+	// refreshing is set while a background refresh runs.
+	refreshing bool
 	flights map[string]*flight // by tag
 }
 
@@ -102,14 +104,28 @@ func (h *Holder) repo(name string) string {
 func (h *Holder) Tag(name, hash string) string { return h.repo(name) + ":" + hash }
 
 // Held returns the hashes of the environment images this host holds
-// under its namespace (cached for Config.Refresh; an error keeps the last
-// list).
+// under its namespace. It never waits for Docker (the queue's heartbeat
+// calls it): the first call lists the images, later ones answer from the
+// list and refresh it in the background when it is older than
+// Config.Refresh (an error keeps the last list).
 func (h *Holder) Held() []string {
 	h.mu.Lock()
-	fresh := time.Since(h.listed) < h.cfg.Refresh
+	first := h.listed.IsZero() && !h.refreshing
+	stale := !first && time.Since(h.listed) >= h.cfg.Refresh && !h.refreshing
+	if stale {
+		h.refreshing = true
+	}
 	h.mu.Unlock()
-	if !fresh {
+	switch {
+	case first:
 		h.refresh()
+	case stale:
+		go func() {
+			h.refresh()
+			h.mu.Lock()
+			h.refreshing = false
+			h.mu.Unlock()
+		}()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -128,6 +144,9 @@ func (h *Holder) refresh() {
 	list, err := h.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", builder.LabelEnvironment))})
 	if err != nil {
 		h.log.Warn("environments: list the images held here", "err", err)
+		h.mu.Lock()
+		h.listed = time.Now() // retried after Refresh
+		h.mu.Unlock()
 		return
 	}
 	held := map[string]bool{}
