@@ -54,12 +54,12 @@ type Holder struct {
 	// onHeld is called after a build made a new image (may be nil).
 	onHeld func()
 
-	mu      sync.Mutex
-	held    map[string]bool // hashes
-	listed  time.Time
+	mu     sync.Mutex
+	held   map[string]bool // hashes
+	listed time.Time
 	// refreshing is set while a background refresh runs.
 	refreshing bool
-	flights map[string]*flight // by tag
+	flights    map[string]*flight // by tag
 }
 
 // flight is one build in progress; done closes when it ends.
