@@ -11,11 +11,17 @@ import (
 )
 
 // keepSource stores src in the state store under hash (Registry.SaveSource)
-// so other hosts can build the same image; a failure is logged, never the
-// build's: the host that built it still serves it.
+// so other hosts can build the same image, and drops the sources of the
+// environment's older images; a failure is logged, never the build's: the
+// host that built it still serves it.
 func (m *Manager) keepSource(ctx context.Context, src environments.Source, hash string) {
-	if err := m.registry.SaveSource(context.WithoutCancel(ctx), src, hash); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if err := m.registry.SaveSource(ctx, src, hash); err != nil {
 		m.log.Warn("environments: keep the source for other hosts", "env", src.Spec.Name, "err", err)
+		return
+	}
+	if err := m.registry.DeleteSources(ctx, src.Spec.Name, hash); err != nil {
+		m.log.Warn("environments: drop older sources", "env", src.Spec.Name, "err", err)
 	}
 }
 
