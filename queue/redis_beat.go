@@ -192,6 +192,11 @@ func (w *redisWorker) drainOwn() {
 				if err != nil {
 					continue
 				}
+				if j.Session == "" { // sent here for an environment this worker held: to the lane
+					if _, _, err := q.moveEnvJob(j, w.cfg.ID, m.ID, checkNone, true); err == nil {
+						continue
+					}
+				}
 				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", checkNone, w.cfg.ID, w.ownStream, m.ID, true)
 			}
 		}

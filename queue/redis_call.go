@@ -211,11 +211,27 @@ func (q *Redis) await(ctx context.Context, j Job, sub submission, w *waiter) ([]
 			if !holder.pulseGone() {
 				continue
 			}
+			if j.Session == "" { // an environment's holder: the job moves on
+				var stop bool
+				if stop, check = q.envHolderGone(j, &sub, checkPulse); stop {
+					holder.stop()
+					holder = nil
+				}
+				continue
+			}
 			if out, err, done := q.checkSession(j, sub, checkPulse); done {
 				return out, err
 			}
 		case <-holder.livenessC():
 			if !holder.keyGone() {
+				continue
+			}
+			if j.Session == "" {
+				var stop bool
+				if stop, check = q.envHolderGone(j, &sub, checkAlive); stop {
+					holder.stop()
+					holder = nil
+				}
 				continue
 			}
 			if out, err, done := q.checkSession(j, sub, checkAlive); done {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,5 +118,100 @@ func TestRedisEnvironmentRouting(t *testing.T) {
 			t.Fatalf("h1 ran on %q, want its new holder b", got)
 		}
 		<-deadlines
+	}
+}
+
+// TestRedisEnvironmentHolderLost: a job sent to an environment's holder
+// is not lost with it. Killed (-9) while running it, the caller moves the
+// job to its lane once the holder's pulse is gone; stopped while the job
+// waits in its stream, the holder moves it there itself. Either way
+// another worker runs it.
+func TestRedisEnvironmentHolderLost(t *testing.T) {
+	srv := redistest.Start(t, false)
+	name := "envlost"
+	cfg := Config{RedisURL: srv.URL(), Name: name, LivenessTTL: testscale.D(time.Second), VisibilityTimeout: testscale.D(time.Second)}
+	q, err := NewRedis(cfg, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+
+	// A helper process holds h1 and sleeps on its jobs.
+	a := startWorkerProc(t, srv, name, "a", "AQ_ENVS=h1", "AQ_VIS_MS=1000", "AQ_LIVE_MS=1000")
+	waitFor(t, func() bool { return q.envHolder(ctx, "h1") == "a" })
+	// b holds nothing and answers at once.
+	b, err := q.NewWorker(WorkerConfig{ID: "b", ReadBlock: 100 * time.Millisecond, Grace: testscale.D(2 * time.Second)},
+		HandlerFunc(func(context.Context, Job) (Reply, error) { return Reply{Payload: []byte("b")}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, stopB := context.WithCancel(ctx)
+	bdone := make(chan struct{})
+	go func() { defer close(bdone); _ = b.Run(bctx) }()
+	defer func() { stopB(); <-bdone }()
+
+	type outcome struct {
+		out string
+		err error
+	}
+	res := make(chan outcome, 1)
+	go func() {
+		out, err := q.Do(ctx, Job{ID: "killed", Payload: []byte("sleep:600000:x"), Environment: "h1", Deadline: time.Now().Add(testscale.D(time.Minute))})
+		res <- outcome{string(out), err}
+	}()
+	a.waitLine(testscale.D(30*time.Second), "started killed")
+	a.kill(syscall.SIGKILL)
+	select {
+	case o := <-res:
+		if o.err != nil || o.out != "b" {
+			t.Fatalf("the job of the killed holder: %q %v, want it run by b", o.out, o.err)
+		}
+	case <-time.After(testscale.D(45 * time.Second)):
+		t.Fatal("the job of the killed holder never ended")
+	}
+
+	// An in-process holder with one slot, busy, stopped while a second
+	// job waits in its stream.
+	release := make(chan struct{})
+	c, err := q.NewWorker(WorkerConfig{ID: "c", InteractiveReserve: -1, Environments: func() []string { return []string{"h2"} },
+		ReadBlock: 100 * time.Millisecond, Grace: testscale.D(5 * time.Second)},
+		HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+			<-release
+			return Reply{Payload: []byte("c")}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stopC := context.WithCancel(ctx)
+	cdone := make(chan struct{})
+	go func() { defer close(cdone); _ = c.Run(cctx) }()
+	waitFor(t, func() bool { return q.envHolder(ctx, "h2") == "c" })
+	first := make(chan outcome, 1)
+	go func() {
+		out, err := q.Do(ctx, Job{ID: "busy", Payload: []byte("x"), Environment: "h2", Deadline: time.Now().Add(testscale.D(time.Minute))})
+		first <- outcome{string(out), err}
+	}()
+	time.Sleep(testscale.D(300 * time.Millisecond))
+	second := make(chan outcome, 1)
+	go func() {
+		out, err := q.Do(ctx, Job{ID: "waiting", Payload: []byte("y"), Environment: "h2", Deadline: time.Now().Add(testscale.D(time.Minute))})
+		second <- outcome{string(out), err}
+	}()
+	time.Sleep(testscale.D(300 * time.Millisecond))
+	stopC()
+	time.Sleep(testscale.D(200 * time.Millisecond))
+	close(release)
+	<-cdone
+	if o := <-first; o.err != nil || o.out != "c" {
+		t.Fatalf("the running job: %q %v", o.out, o.err)
+	}
+	select {
+	case o := <-second:
+		if o.err != nil || o.out != "b" {
+			t.Fatalf("the job waiting at the stopped holder: %q %v, want it run by b", o.out, o.err)
+		}
+	case <-time.After(testscale.D(45 * time.Second)):
+		t.Fatal("the job waiting at the stopped holder never ended")
 	}
 }
