@@ -54,8 +54,11 @@ type Holder struct {
 	// onHeld is called after a build made a new image (may be nil).
 	onHeld func()
 
-	mu     sync.Mutex
-	held   map[string]bool // hashes
+	mu   sync.Mutex
+	held map[string]bool // hashes
+	// marked is when each hash was last built or found here, so a
+	// listing that began before a build ended does not forget it.
+	marked map[string]time.Time
 	listed time.Time
 	// refreshing is set while a background refresh runs.
 	refreshing bool
@@ -85,7 +88,7 @@ func New(cfg Config, docker DockerAPI, b Builder, reg *environments.Registry, lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Holder{cfg: cfg, docker: docker, build: b, reg: reg, log: log, held: map[string]bool{}, flights: map[string]*flight{}}, nil
+	return &Holder{cfg: cfg, docker: docker, build: b, reg: reg, log: log, held: map[string]bool{}, marked: map[string]time.Time{}, flights: map[string]*flight{}}, nil
 }
 
 // OnHeld sets f to run after a build made a new image here (the worker
@@ -141,6 +144,7 @@ func (h *Holder) Held() []string {
 func (h *Holder) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	began := time.Now()
 	list, err := h.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", builder.LabelEnvironment))})
 	if err != nil {
 		h.log.Warn("environments: list the images held here", "err", err)
@@ -160,6 +164,11 @@ func (h *Holder) refresh() {
 		}
 	}
 	h.mu.Lock()
+	for k, at := range h.marked {
+		if at.After(began) {
+			held[k] = true
+		}
+	}
 	h.held, h.listed = held, time.Now()
 	h.mu.Unlock()
 }
@@ -253,5 +262,6 @@ func (h *Holder) run(name, hash, tag string, f *flight, emit environments.EventF
 func (h *Holder) mark(hash string) {
 	h.mu.Lock()
 	h.held[hash] = true
+	h.marked[hash] = time.Now()
 	h.mu.Unlock()
 }
