@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/jupyter"
 	"github.com/airlock-dev/airlock/internal/kernels"
 )
@@ -58,5 +60,27 @@ func (s *Server) kernels() *kernels.Backend {
 	ops, _ := s.deps.Sessions.(kernels.Ops)
 	return &kernels.Backend{Available: s.deps.Sessions != nil, Service: s.sessions, Records: s.records, Calls: s.calls,
 		Dispatcher: s.deps.Dispatcher, Ops: ops, Defaults: s.cfg.DefaultLimits,
-		Allow: func(owner string) bool { ok, _ := s.limiter.allow(owner); return ok }}
+		Allow:            func(owner string) bool { ok, _ := s.limiter.allow(owner); return ok },
+		EnvironmentNames: s.kernelEnvironments, Resolve: s.resolveEnvironment}
+}
+
+// kernelEnvironments lists the custom environments who may use that run
+// Python and can run calls now: one kernelspec each.
+func (s *Server) kernelEnvironments(ctx context.Context, who string) []string {
+	if s.deps.Environments == nil {
+		return nil
+	}
+	list, err := s.deps.Environments.List(ctx)
+	if err != nil {
+		s.log.Warn("jupyter: list environments for the kernelspecs", "err", err)
+		return nil
+	}
+	may := s.mayUse(who)
+	var out []string
+	for _, e := range list.Environments {
+		if !e.Builtin && e.Base == environments.Python && e.Image != "" && e.Status != string(environments.StatusFailed) && may(e.Name) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
 }

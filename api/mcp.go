@@ -34,5 +34,16 @@ func (s *Server) serveMCP(c *gin.Context) {
 		abortError(c, newError(core.ErrUnavailable, "MCP is not available on this server"))
 		return
 	}
+	mcpEnvironmentParam(c.Request)
 	s.deps.MCP.Handler(owner(c)).ServeHTTP(c.Writer, c.Request)
+}
+
+// mcpEnvironmentParam copies the /mcp URL's environment query parameter
+// into the Airlock-Environment header (a header the client sent wins):
+// the environment every call of the MCP session runs in unless its
+// environment argument names another (mcpserver.EnvironmentHeader).
+func mcpEnvironmentParam(r *http.Request) {
+	if env := r.URL.Query().Get("environment"); env != "" && r.Header.Get("Airlock-Environment") == "" {
+		r.Header.Set("Airlock-Environment", env)
+	}
 }

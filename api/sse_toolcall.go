@@ -113,7 +113,7 @@ func (s *Server) runStreamed(ctx context.Context, cs *eventStream, call dispatch
 func formatCallEvent(ev core.Event) string {
 	out := wire.CallEvent{Kind: ev.Kind, Text: ev.Text, Data: ev.Data}
 	switch ev.Kind {
-	case core.EventStdout, core.EventStderr, core.EventDisplay:
+	case core.EventStdout, core.EventStderr, core.EventDisplay, core.EventBuilding:
 	case core.EventArtifact:
 		if a := ev.Artifact; a != nil {
 			out.Artifact = &wire.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256}

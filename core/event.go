@@ -14,6 +14,11 @@ const (
 	// EventClear: the code cleared its output so far (clear_output());
 	// with Wait, only when the next output arrives.
 	EventClear = "clear_output"
+	// EventBuilding: the call waits while its worker builds the call's
+	// environment, which this host lacked, from the stored spec (issue
+	// 28); Text is what the build does, Data has "environment", "step"
+	// and "progress" (0 to 1). The call's own time starts after it.
+	EventBuilding = "building"
 )
 
 // Event is one piece of a call's output, sent while the call runs. The

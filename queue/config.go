@@ -89,6 +89,11 @@ type WorkerConfig struct {
 	// empty, so a batch job reaching an idle worker starts within ReadBlock
 	// at worst. Default 2s.
 	ReadBlock time.Duration
+	// Environments (Redis), when set, lists the content hashes of the
+	// environments whose images this worker holds; each heartbeat
+	// advertises them, so jobs for them (Job.Environment) come to it.
+	// It is called from the heartbeat: it must return quickly.
+	Environments func() []string
 }
 
 // Deps are a queue's collaborators. All are optional.

@@ -143,6 +143,24 @@
 // everysec can lose the last second if Redis itself crashes; use always
 // to close that window).
 //
+// # Environments
+//
+// A worker whose WorkerConfig.Environments lists the content hashes of
+// the environment images it holds advertises them in each heartbeat (a
+// sorted set per hash, scored by when the advertisement lapses; Advertise
+// runs a beat at once after a build). Do sends a job whose
+// Job.Environment is set, and that has no Session, to a live advertiser,
+// chosen at random, through that worker's own stream, and watches that
+// worker like a session's; if it dies (its pulse or liveness key gone)
+// the caller moves the job to its lane (moveScript), and a holder that
+// shuts down moves the jobs still in its stream there itself, so another
+// worker runs them (building the environment first): such a job is not
+// lost, and like any lane job may run twice if its holder died running
+// it. When
+// nobody advertises the hash the job goes to its lane as any job does,
+// with Job.BuildAllowance added to its deadline, and the worker that
+// takes it builds the image first (environments/hosts).
+//
 // # Delivery guarantees
 //
 // At-least-once execution, exactly-one outcome per job ID. A job may run

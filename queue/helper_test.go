@@ -57,9 +57,13 @@ func helperMain() int {
 	}
 	defer q.Close()
 	id := os.Getenv("AQ_ID")
-	w, err := q.NewWorker(WorkerConfig{
+	wcfg := WorkerConfig{
 		ID: id, Concurrency: envInt("AQ_CONC", 1), Grace: testscale.D(5 * time.Second), ReadBlock: 200 * time.Millisecond,
-	}, testHandler(id, func(j Job) { fmt.Printf("started %s %d\n", j.ID, j.Attempt) }))
+	}
+	if envs := os.Getenv("AQ_ENVS"); envs != "" { // the environments it holds
+		wcfg.Environments = func() []string { return strings.Split(envs, ",") }
+	}
+	w, err := q.NewWorker(wcfg, testHandler(id, func(j Job) { fmt.Printf("started %s %d\n", j.ID, j.Attempt) }))
 	if err != nil {
 		fmt.Println("helper:", err)
 		return 2

@@ -43,6 +43,18 @@ type Job struct {
 	// the calling process; a worker never sees it.
 	OnProgress func(data []byte)
 
+	// Environment, when set, is the content hash of the environment the
+	// job runs in (issue 28). With Redis, a job with no Session goes to a
+	// live worker that advertises the hash (WorkerConfig.Environments), at
+	// random among them, in that worker's own stream; when none does, it
+	// goes to its lane like any job, and the worker that takes it builds
+	// the environment first. The in-process queue ignores it.
+	Environment string
+	// BuildAllowance is added to the job's deadline when no live worker
+	// holds Environment, so the build the taking worker runs first does
+	// not count against the call's own time.
+	BuildAllowance time.Duration
+
 	// replyTo is the caller's reply channel (Redis), read from the stream.
 	replyTo string
 }

@@ -95,6 +95,7 @@ func (w *redisWorker) refreshLiveness(ctx context.Context, sessions []string) {
 	// one-outcome CAS and dedupe) until ResultTTL past their deadline.
 	pipe.ZRemRangeByScore(ctx, q.keys.active(), "-inf", "("+itoa(terminalScore(old)))
 	pipe.ZRemRangeByScore(ctx, q.keys.active(), "0", "("+itoa(old))
+	w.advertiseEnvironments(ctx, pipe)
 	_, err := pipe.Exec(ctx)
 	if alive.Err() == nil && !alive.Val() {
 		err = errors.Join(err, q.rdb.Set(ctx, q.keys.alive(w.cfg.ID), "1", q.cfg.LivenessTTL).Err())
@@ -144,6 +145,7 @@ func (w *redisWorker) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*q.cfg.SubmitTimeout)
 	defer cancel()
 	_ = rdb.Del(ctx, q.keys.alive(w.cfg.ID), w.ownStream).Err()
+	w.unadvertise(ctx)
 	for _, s := range w.lanes {
 		pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 			Stream: s, Group: group, Start: "-", End: "+", Count: 1, Consumer: w.cfg.ID,
@@ -189,6 +191,11 @@ func (w *redisWorker) drainOwn() {
 				j, err := parseJob(m, LaneInteractive)
 				if err != nil {
 					continue
+				}
+				if j.Session == "" { // sent here for an environment this worker held: to the lane
+					if _, _, err := q.moveEnvJob(j, w.cfg.ID, m.ID, checkNone, true); err == nil {
+						continue
+					}
 				}
 				_, _, _ = q.runAbort(j, stateLost, "worker "+w.cfg.ID+" shut down", checkNone, w.cfg.ID, w.ownStream, m.ID, true)
 			}

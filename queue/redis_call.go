@@ -21,7 +21,10 @@ type submission struct {
 	worker string // the session's worker, for session jobs
 	stream string // where the entry went
 	entry  string // its stream entry ID ("" when attached)
-	v      string // the stored outcome, for "done"
+	// deadline is the job's deadline as submitted: later than asked by
+	// Job.BuildAllowance when no worker holds its environment.
+	deadline time.Time
+	v        string // the stored outcome, for "done"
 }
 
 // Do submits j and waits for its outcome; see Queue.Do.
@@ -50,6 +53,7 @@ func (q *Redis) Do(ctx context.Context, j Job) (out []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
+	j.Deadline = sub.deadline
 	if sub.kind == "done" {
 		return decodeResult(sub.v)
 	}
@@ -74,6 +78,16 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 	for range 3 { // a session may move between GET and the script
 		sub := submission{stream: q.keys.laneStream(j.Lane)}
 		sessKey, aliveKey, ownerKey := active, active, active
+		envWorker := ""
+		if j.Environment != "" && j.Session == "" {
+			if envWorker = q.envHolder(ctx, j.Environment); envWorker != "" {
+				sub.stream = q.keys.workerStream(envWorker)
+			}
+		}
+		sub.deadline = j.Deadline
+		if j.Environment != "" && envWorker == "" && j.BuildAllowance > 0 {
+			sub.deadline = j.Deadline.Add(j.BuildAllowance)
+		}
 		if j.Session != "" {
 			sessKey = q.keys.session(j.Session)
 			worker, err := q.rdb.Get(ctx, sessKey).Result()
@@ -93,7 +107,7 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 		}
 		res, err := submitScript.Run(ctx, q.rdb,
 			[]string{active, q.keys.res(j.ID), sub.stream, ownerKey, sessKey, aliveKey},
-			j.ID, now.UnixMilli(), j.Deadline.UnixMilli(), q.cfg.MaxDepth, q.cfg.MaxPerOwner, j.Owner,
+			j.ID, now.UnixMilli(), sub.deadline.UnixMilli(), q.cfg.MaxDepth, q.cfg.MaxPerOwner, j.Owner,
 			q.keys.reply(q.clientID), j.Payload, j.Session, sub.worker, now.UnixMicro(),
 			q.cfg.ResultTTL.Milliseconds(), encodeOutcome(stateDeadline, "", nil)).StringSlice()
 		if err != nil {
@@ -114,6 +128,9 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 		switch at(0) {
 		case "ok":
 			sub.kind, sub.entry = "ok", at(1)
+			if envWorker != "" { // watched like a session's worker: its death loses the job
+				sub.worker = envWorker
+			}
 			return sub, nil
 		case "exists":
 			sub.kind = "exists"
@@ -194,11 +211,27 @@ func (q *Redis) await(ctx context.Context, j Job, sub submission, w *waiter) ([]
 			if !holder.pulseGone() {
 				continue
 			}
+			if j.Session == "" { // an environment's holder: the job moves on
+				var stop bool
+				if stop, check = q.envHolderGone(j, &sub, checkPulse); stop {
+					holder.stop()
+					holder = nil
+				}
+				continue
+			}
 			if out, err, done := q.checkSession(j, sub, checkPulse); done {
 				return out, err
 			}
 		case <-holder.livenessC():
 			if !holder.keyGone() {
+				continue
+			}
+			if j.Session == "" {
+				var stop bool
+				if stop, check = q.envHolderGone(j, &sub, checkAlive); stop {
+					holder.stop()
+					holder = nil
+				}
 				continue
 			}
 			if out, err, done := q.checkSession(j, sub, checkAlive); done {

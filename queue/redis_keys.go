@@ -16,6 +16,8 @@ package queue
 //	<p>:{<q>}:pulse:<worker>   channel  never published to: the worker's subscription
 //	                                    to it lives exactly as long as its connection
 //	<p>:{<q>}:dead             stream   dead-lettered jobs (capped)
+//	<p>:{<q>}:env:<hash>       zset     workers holding environment <hash>, scored by
+//	                                    the ms their advertisement lapses
 //	<p>:{<q>}:reply:<client>   channel  progress and done notices for one caller process
 //	<p>:{<q>}:cancel           channel  done notices of jobs ended by a caller (workers
 //	                                    cancel the handler; other callers wake)
@@ -72,3 +74,6 @@ func (k keyspace) reply(client string) string { return k.base + ":reply:" + clie
 
 // cancel is the pub/sub channel announcing jobs ended by their callers.
 func (k keyspace) cancel() string { return k.base + ":cancel" }
+
+// envHolders is the set of workers advertising environment hash.
+func (k keyspace) envHolders(hash string) string { return k.base + ":env:" + hash }

@@ -73,6 +73,8 @@ type redisWorker struct {
 	// handed holds "stream id" of every delivery from its dispatch until
 	// it is running, finished into the ack batch, or dropped.
 	handed map[string]bool
+	// advertised is what the last heartbeat advertised (Environments).
+	advertised []string
 }
 
 // task is one running job of this worker.

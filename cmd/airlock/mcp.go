@@ -34,15 +34,16 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var lf limitFlags
 	sf.register(fs, true, 1)
 	lf.register(fs)
-	var mount, server, key string
+	var mount, server, key, env string
 	registerMount(fs, &mount)
+	registerEnvironment(fs, &env)
 	registerServer(fs, &server, &key, "", "whose tools to serve (empty: run here)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
+		fmt.Fprintln(stderr, "usage: airlock mcp [--mount DIR | --server URL --key KEY] [--environment NAME] [--timeout 30s] [--memory 512m] [--cpus 1] [-v]")
 		return 2
 	}
 	if server != "" && (mount != "" || sf.secretsFile != "") {
@@ -63,12 +64,12 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := infoLogger(stderr, *verbose)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	be, closeBackend, err := mcpBackend(ctx, &sf, server, key, log)
+	be, closeBackend, err := mcpBackend(ctx, &sf, server, key, env, log)
 	if err != nil {
 		return cmd.fail(1, err)
 	}
 	defer closeBackend()
-	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim}, mcpserver.Deps{Backend: be, Logger: log})
+	srv, err := mcpserver.New(mcpserver.Config{Mount: mount, Limits: lim, Environment: env}, mcpserver.Deps{Backend: be, Logger: log})
 	if err != nil {
 		return cmd.fail(1, err)
 	}
@@ -80,9 +81,12 @@ func runMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// mcpBackend is the MCP server's backend: the server at url (--server),
-// or a stack built here; closeBackend releases it.
-func mcpBackend(ctx context.Context, sf *stackFlags, url, key string, log *slog.Logger) (be mcpserver.Backend, closeBackend func(), err error) {
+// mcpBackend is the Backend of the MCP server: the server at url (--server)
+// or a stack built here, whose sessions get the --egress policy (or the
+// key's) like the REST API's and, with env set (--environment), resolve
+// custom environments from `airlock env build`'s state store;
+// closeBackend releases it.
+func mcpBackend(ctx context.Context, sf *stackFlags, url, key, env string, log *slog.Logger) (be mcpserver.Backend, closeBackend func(), err error) {
 	if url != "" {
 		be, err := remoteBackend(ctx, url, key, log)
 		if err != nil {
@@ -94,14 +98,23 @@ func mcpBackend(ctx context.Context, sf *stackFlags, url, key string, log *slog.
 	if err != nil {
 		return nil, nil, err
 	}
-	// Sessions get the --egress policy (or the key's) like the REST API's.
-	policy := sessionEgress(sf.keys, sf.egress.local)
-	opts := mcpserver.LocalOptions{Egress: func(owner string) string { return policy(owner, nil) }}
+	closeEnvs := func() {}
+	if env != "" {
+		if closeEnvs, err = st.useLocalEnvironments(env); err != nil {
+			st.close()
+			return nil, nil, err
+		}
+	}
+	opts := mcpserver.LocalOptions{Egress: sessionEgress(sf.keys, sf.egress.local)}
+	if env != "" {
+		opts.Environments = st.envs
+	}
 	if be, err = mcpserver.NewLocalWith(st.disp, st.client, opts); err != nil {
+		closeEnvs()
 		st.close()
 		return nil, nil, err
 	}
-	return be, st.close, nil
+	return be, func() { st.close(); closeEnvs() }, nil
 }
 
 // remoteBackend is the Backend of the server at url: its tools, calls,

@@ -58,7 +58,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	// embedded store keeps them across a restart.
 	runs := st.runManager(agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Store: store}, o.provider, o.api.Keys)
 	defer closeWithin(runs.Close)
-	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL, Environments: keyEnvironments(o.api.Keys, o.api.InsecureLocal)}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log})
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL, Environments: keyEnvironments(o.api.Keys, o.api.InsecureLocal)}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log, Environments: st.envs})
 	if err != nil {
 		return cmd.fail(1, err)
 	}

@@ -195,12 +195,21 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	if f.secrets.Len() > 0 {
 		run = redactingEngine{Engine: eng, red: dispatcher.NewRedactor(f.secrets.List())}
 	}
-	w, err := s.queue.NewWorker(queue.WorkerConfig{
+	run, holder, err := s.envHolder(f, run)
+	if err != nil {
+		return fmt.Errorf("worker: environments: %w", err)
+	}
+	wcfg := queue.WorkerConfig{
 		ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
-	}, jobs.NewRunner(run))
+	}
+	if holder != nil {
+		wcfg.Environments = holder.Held
+	}
+	w, err := s.queue.NewWorker(wcfg, jobs.NewRunner(run))
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	advertiseOnBuild(holder, w)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.stopWork = cancel
 	s.workerWG.Add(1)

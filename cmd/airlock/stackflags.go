@@ -71,6 +71,9 @@ type stackFlags struct {
 	// call logs in (serve's store; a Redis worker's); nil: no snapshots.
 	snapState  state.Store
 	snapConfig snapshots.Config
+	// envNamespace is a Redis worker's --environment-namespace: the
+	// namespace of the environment images it builds (environments/hosts).
+	envNamespace string
 }
 
 // register adds the flags of a command that takes tool calls: serve
@@ -105,6 +108,7 @@ func (f *stackFlags) registerWorker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
 	f.registerSecretsFile(fs)
 	f.registerSnapshots(fs)
+	registerEnvNamespace(fs, &f.envNamespace)
 }
 
 // registerConcurrency adds --concurrency with default def.

@@ -56,6 +56,7 @@ func (m *Manager) Build(ctx context.Context, src environments.Source, emit envir
 	}
 	if rec, ok, err := m.upToDate(ctx, spec, base, hash, tag, prev, ver); err != nil || ok {
 		if ok {
+			m.keepSource(ctx, src, hash)
 			emit(environments.Event{Type: environments.EventDone, Time: m.now(), Line: "up to date: " + tag, Progress: 1, Record: &rec})
 		}
 		return rec, false, err
@@ -112,6 +113,7 @@ func (m *Manager) Build(ctx context.Context, src environments.Source, emit envir
 		return rec, true, err
 	}
 	m.removeOlder(ctx, spec.Name, out.imageID)
+	m.keepSource(ctx, src, hash)
 	logged(environments.Event{Type: environments.EventDone, Line: "built " + tag, Progress: 1, Record: &rec})
 	return rec, true, nil
 }

@@ -185,6 +185,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if err := m.registry.Delete(ctx, name); err != nil {
 		return err
 	}
+	if err := m.registry.DeleteSources(ctx, name, ""); err != nil {
+		m.log.Warn("environments: delete the stored sources", "env", name, "err", err)
+	}
 	var errs []error
 	for _, id := range images {
 		if err := m.removeImage(ctx, id); err != nil {

@@ -37,6 +37,10 @@ type ClientConfig struct {
 	// ChunkBytes is the size of one file chunk sent to or read from a
 	// worker (default 1 MiB): a transfer holds at most about this much.
 	ChunkBytes int
+	// BuildAllowance is added to the deadline of a call in a custom
+	// environment that no live worker holds: the worker that takes it
+	// builds the environment first (default 30 minutes).
+	BuildAllowance time.Duration
 }
 
 // NewClient returns a Client over q.
@@ -52,6 +56,9 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 	}
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = DefaultChunkBytes
+	}
+	if cfg.BuildAllowance <= 0 {
+		cfg.BuildAllowance = 30 * time.Minute
 	}
 	return &Client{q: q, cfg: cfg}
 }
@@ -86,6 +93,9 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
 	if sink := core.SinkFrom(ctx); sink != nil {
 		job.OnProgress = progressSink(sink)
+	}
+	if req.SessionID == "" && req.EnvironmentHash != "" && !environments.Builtin(req.Environment) {
+		job.Environment, job.BuildAllowance = req.EnvironmentHash, c.cfg.BuildAllowance
 	}
 	out, err := c.q.Do(ctx, job)
 	if err != nil {

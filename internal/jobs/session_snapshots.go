@@ -31,6 +31,21 @@ func (c *Client) SnapshotSession(ctx context.Context, owner, id, snapID string, 
 	return c.snapshotOp(ctx, req)
 }
 
+// SnapshotSessionIn is SnapshotSession of a session in the environment
+// env, which the snapshot keeps (a restore or fork opens in it).
+func (c *Client) SnapshotSessionIn(ctx context.Context, owner, id, snapID, env string, limits core.Limits, background, hidden bool) (core.SnapshotReport, error) {
+	meta, err := json.Marshal(limits)
+	if err != nil {
+		return core.SnapshotReport{}, fmt.Errorf("jobs: encode limits: %w", err)
+	}
+	req := core.Request{Op: core.OpSessionSnapshot, Owner: owner, SessionID: id, SnapshotID: snapID, Data: meta,
+		Background: background, Limits: core.Limits{Timeout: snapshotJobTimeout}, Environment: env}
+	if hidden {
+		req.Restore = "hidden"
+	}
+	return c.snapshotOp(ctx, req)
+}
+
 // RestoreSession loads snapshot snapID into owner's fresh session id, on
 // the worker holding it; mode is core.RestoreNamespace or RestoreReplay.
 func (c *Client) RestoreSession(ctx context.Context, owner, id, snapID, mode string) (core.SnapshotReport, error) {

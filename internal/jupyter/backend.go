@@ -17,6 +17,16 @@ type Spec struct {
 	DisplayName string
 	// Language is the kernel's language, e.g. "python".
 	Language string
+	// Environment is the environment its kernels run in ("" : Name).
+	Environment string
+}
+
+// environment is the environment s's kernels run in.
+func (s Spec) environment() string {
+	if s.Environment != "" {
+		return s.Environment
+	}
+	return s.Name
 }
 
 // Session is what the gateway shows of a session as a kernel.
@@ -28,6 +38,8 @@ type Session struct {
 	State string
 	// ExecCount is how many calls the session has run.
 	ExecCount int
+	// Environment is the environment the session runs in ("": python).
+	Environment string
 }
 
 // Cell is one execute_request as the backend runs it.

@@ -47,7 +47,7 @@ func specJSON(s Spec) map[string]any {
 		"name": s.Name,
 		"spec": map[string]any{
 			"argv": []string{}, "display_name": s.DisplayName, "language": s.Language,
-			"interrupt_mode": "message", "env": map[string]string{}, "metadata": map[string]any{"airlock": map[string]any{"environment": s.Name}},
+			"interrupt_mode": "message", "env": map[string]string{}, "metadata": map[string]any{"airlock": map[string]any{"environment": s.environment()}},
 		},
 		"resources": map[string]string{},
 	}
@@ -147,10 +147,9 @@ func (g *Gateway) listKernels(w http.ResponseWriter, r *http.Request) {
 		g.cfg.WriteError(w, r, err)
 		return
 	}
-	name := g.defaultName(owner)
 	out := make([]map[string]any, 0, len(ss))
 	for _, s := range ss {
-		out = append(out, g.model(owner, s, name))
+		out = append(out, g.model(owner, s, g.kernelName(owner, s)))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -199,7 +198,7 @@ func (g *Gateway) getKernel(w http.ResponseWriter, r *http.Request) {
 		g.cfg.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, g.model(owner, s, g.defaultName(owner)))
+	writeJSON(w, http.StatusOK, g.model(owner, s, g.kernelName(owner, s)))
 }
 
 // deleteKernel answers DELETE /api/kernels/{id} with 204: the session ends.
@@ -237,7 +236,7 @@ func (g *Gateway) restartKernel(w http.ResponseWriter, r *http.Request) {
 		g.cfg.WriteError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, g.model(owner, s, g.defaultName(owner)))
+	writeJSON(w, http.StatusOK, g.model(owner, s, g.kernelName(owner, s)))
 }
 
 // restart restarts the session's kernel and tells its clients.
@@ -267,4 +266,17 @@ func (g *Gateway) shutdown(ctx context.Context, owner, id string) error {
 		g.forget(owner, id)
 	}
 	return err
+}
+
+// kernelName is the kernel name of owner's session s: the spec of its
+// environment, else the default one.
+func (g *Gateway) kernelName(owner string, s Session) string {
+	if s.Environment != "" {
+		for _, sp := range g.backend.Specs(owner) {
+			if sp.environment() == s.Environment {
+				return sp.Name
+			}
+		}
+	}
+	return g.defaultName(owner)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/jupyter"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/internal/sessions"
@@ -46,18 +47,26 @@ type Backend struct {
 	// Defaults are the sandbox's default limits, which a kernel's
 	// session counts against its budgets.
 	Defaults core.Limits
+	// EnvironmentNames lists the custom Python environments owner may
+	// use that can run calls (one kernelspec each, airlock-NAME); nil:
+	// only the built-in python kernelspec.
+	EnvironmentNames func(ctx context.Context, owner string) []string
+	// Resolve resolves an environment for owner (as POST /v1/sessions
+	// does) for a kernel started with its kernelspec.
+	Resolve func(ctx context.Context, owner, name string) (environments.Target, error)
 }
 
 // errNoKernel is a kernel that is unknown or another key's.
 var errNoKernel = core.Errorf("jupyter", core.ErrNotFound, "kernel not found")
 
-// Specs lists the kernels a key may start: the built-in python one.
-func (b *Backend) Specs(string) []jupyter.Spec {
-	return []jupyter.Spec{{Name: "python", DisplayName: "Python 3 (Airlock)", Language: "python"}}
+// Specs lists the kernels a key may start: the built-in python one, then
+// one per custom environment it may use (EnvironmentNames).
+func (b *Backend) Specs(owner string) []jupyter.Spec {
+	return append([]jupyter.Spec{{Name: "python", DisplayName: "Python 3 (Airlock)", Language: "python"}}, b.envSpecs(owner)...)
 }
 
 // Open opens a session as POST /v1/sessions does (budgets included).
-func (b *Backend) Open(ctx context.Context, owner string, _ jupyter.Spec) (string, error) {
+func (b *Backend) Open(ctx context.Context, owner string, spec jupyter.Spec) (string, error) {
 	if !b.Available {
 		return "", core.Errorf("jupyter", core.ErrUnavailable, "sessions are not available on this server")
 	}
@@ -65,7 +74,11 @@ func (b *Backend) Open(ctx context.Context, owner string, _ jupyter.Spec) (strin
 	if err != nil {
 		return "", err
 	}
-	v, err := b.Service.Open(ctx, owner, limits, false, b.Calls.Budget(owner), b.Defaults)
+	env, err := b.openTarget(ctx, owner, spec)
+	if err != nil {
+		return "", err
+	}
+	v, err := b.Service.OpenIn(ctx, owner, env, limits, false, b.Calls.Budget(owner), b.Defaults)
 	if err != nil {
 		return "", err
 	}
@@ -101,7 +114,7 @@ func (b *Backend) Close(ctx context.Context, owner, id string) error {
 
 // kernel turns a session's view into the gateway's.
 func kernel(v wire.Session) jupyter.Session {
-	out := jupyter.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed}
+	out := jupyter.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed, Environment: v.Environment}
 	if v.State == wire.SessionIdle || v.State == wire.SessionBusy {
 		out.State = v.State
 	}

@@ -34,6 +34,14 @@ type Config struct {
 	// name in their environment argument (dispatcher.Call.Environments);
 	// nil allows every one (the operator's own stdio server).
 	Environments func(owner string) []string
+	// Environment is the session-wide environment of every MCP session
+	// of this server (`airlock mcp --environment`): the MCP session's
+	// sandbox session opens in it (EnvSessionOpener; a backend that
+	// cannot runs each call one-shot in it), so every call runs in it
+	// unless its environment argument names another. A remote session may
+	// set its own with EnvironmentHeader or the /mcp URL's
+	// EnvironmentParam. "" is the built-in python environment.
+	Environment string
 }
 
 // DefaultConfig returns the defaults: progress every second, HTTP sessions
@@ -91,4 +99,7 @@ type Deps struct {
 	Executor dispatcher.Executor
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+	// Environments resolves a session-wide environment for the local
+	// Backend's sessions (the dispatcher's resolver); nil: built-in only.
+	Environments dispatcher.EnvironmentResolver
 }

@@ -28,8 +28,11 @@ type local struct {
 	disp Dispatcher
 	exec dispatcher.Executor
 	// egress is the network policy of owner's sessions (nil: none;
-	// local_egress.go).
-	egress func(owner string) string
+	// LocalOptions).
+	egress func(owner string, envEgress []string) string
+	// envs resolves a session-wide environment (LocalOptions; nil: the
+	// built-in ones only).
+	envs dispatcher.EnvironmentResolver
 }
 
 // NewLocal returns the Backend over disp (every tool call) and exec
@@ -81,7 +84,7 @@ func (l *local) Reject(ctx context.Context, token, reason string) (Outcome, erro
 func (l *local) OpenSession(ctx context.Context, owner string, limits core.Limits, mount string) (string, error) {
 	req := core.Request{Op: core.OpSessionOpen, Owner: owner, Limits: limits, Mount: mount}
 	if l.egress != nil {
-		req.Egress = l.egress(owner)
+		req.Egress = l.egress(owner, nil)
 	}
 	res, err := l.exec.Exec(ctx, req)
 	if err != nil {

@@ -9,11 +9,15 @@ import (
 // LocalOptions are the optional settings of a local Backend.
 type LocalOptions struct {
 	// Egress, when set, returns the network policy (the canonical form
-	// of an egress.Policy, "" for none) of owner's sessions: the key's
+	// of an egress.Policy, "" for none) of owner's sessions, narrowed by
+	// the egress list of the session's environment (nil: none): the key's
 	// egress= or a local command's --egress (issue 29), as the REST API's
 	// session routes apply it. One-shot calls get theirs from the
 	// dispatcher.
-	Egress func(owner string) string
+	Egress func(owner string, envEgress []string) string
+	// Environments resolves a session-wide environment (nil: the
+	// built-in ones only).
+	Environments dispatcher.EnvironmentResolver
 }
 
 // NewLocalWith is NewLocal with options.
@@ -26,6 +30,6 @@ func NewLocalWith(disp Dispatcher, exec dispatcher.Executor, opts LocalOptions) 
 	if !ok {
 		return nil, errors.New("mcpserver: local backend: unexpected type")
 	}
-	l.egress = opts.Egress
+	l.egress, l.envs = opts.Egress, opts.Environments
 	return l, nil
 }

@@ -27,7 +27,7 @@ func (noDispatcher) Registry() *dispatcher.Registry { return nil }
 // the option they get none.
 func TestLocalSessionsGetTheEgressPolicy(t *testing.T) {
 	fx := newFakeExec()
-	be, err := NewLocalWith(noDispatcher{}, fx, LocalOptions{Egress: func(owner string) string { return "pypi.test:80 for " + owner }})
+	be, err := NewLocalWith(noDispatcher{}, fx, LocalOptions{Egress: func(owner string, _ []string) string { return "pypi.test:80 for " + owner }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ type session struct {
 	mu    sync.Mutex      // held while opening
 	id    string          // the Airlock session id, "" until opened
 	held  map[string]bool // approval tokens handed to this MCP session
+	// env is the MCP session's environment (sessionEnvironment), fixed
+	// at its first tool call (envSet).
+	env    string
+	envSet bool
 }
 
 // maxHeld bounds the approval tokens one MCP session may hold.
@@ -91,7 +95,13 @@ func (s *Server) ensure(ctx context.Context, st *session) (string, error) {
 	if st.id != "" {
 		return st.id, nil
 	}
-	id, err := s.be.OpenSession(ctx, st.owner, s.cfg.Limits, s.cfg.Mount)
+	var id string
+	var err error
+	if eo, ok := s.be.(EnvSessionOpener); ok && st.env != "" {
+		id, err = eo.OpenSessionIn(ctx, st.owner, st.env, s.may(st.owner), s.cfg.Limits, s.cfg.Mount)
+	} else {
+		id, err = s.be.OpenSession(ctx, st.owner, s.cfg.Limits, s.cfg.Mount)
+	}
 	if err != nil {
 		return "", err
 	}

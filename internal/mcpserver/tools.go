@@ -39,7 +39,15 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		if err != nil {
 			return errorResult("the MCP server is shutting down; the call did not run"), nil
 		}
-		sid, err := s.ensure(ctx, st)
+		sessEnv := s.sessionEnvironment(st, req)
+		oneShot := s.oneShotEnvironment(sessEnv)
+		var sid string
+		if !oneShot { // the MCP session's sandbox session, in its environment
+			sid, err = s.ensure(ctx, st)
+		}
+		if err == nil && sid == "" && sessEnv != "" {
+			oneShot = true // a backend without sessions
+		}
 		if err != nil {
 			s.log.Warn("mcp: open session", "owner", owner, "err", err)
 			return errorResult("could not open a sandbox session; the call did not run: " + err.Error()), nil
@@ -56,9 +64,13 @@ func (s *Server) callTool(owner string) mcp.ToolHandler {
 		}
 		call := dispatcher.Call{ID: callID(), Name: req.Params.Name, Arguments: args, Owner: owner,
 			SessionID: sid, Limits: s.cfg.Limits, Caller: callerMCP}
-		if env, rest, ok := splitEnvironment(args); ok {
-			// A call naming an environment runs one-shot in it, beside
-			// the MCP session's sandbox.
+		env, rest, ok := splitEnvironment(args)
+		if !ok && oneShot { // a backend that cannot open sessions in it: one-shot calls in it
+			env, rest, ok = sessEnv, args, true
+		}
+		if ok {
+			// A call naming an environment (or in an MCP session with
+			// one) runs one-shot in it, beside the MCP session's sandbox.
 			call.Arguments, call.Environment, call.SessionID = rest, env, ""
 			call.Environments = []string{dispatcher.AllEnvironments}
 			if s.cfg.Environments != nil {

@@ -118,14 +118,12 @@ func (s *Service) OpenIn(ctx context.Context, owner string, env environments.Tar
 	if err != nil {
 		return wire.Session{}, err
 	}
-	rec, err := s.records.Add(ctx, owner, id, limits, background)
+	rec, err := s.records.AddIn(ctx, owner, id, env.Name, limits, background)
 	if err != nil { // the sandbox has it but no replica could find it: undo
 		_ = s.backend.Close(context.WithoutCancel(ctx), owner, id)
 		return wire.Session{}, err
 	}
-	v := body(rec)
-	v.Environment = env.Name
-	return v, nil
+	return body(rec), nil
 }
 
 // Close destroys session rec; a session the sandbox no longer has loses
@@ -150,7 +148,7 @@ func (s *Service) failed(ctx context.Context, rec sessionrecords.Record, err err
 
 // body is a session's record as answered.
 func body(r sessionrecords.Record) wire.Session {
-	return wire.Session{ID: r.ID, Created: r.Created, LastUsed: r.LastUsed, ExpiresAt: r.ExpiresAt, Background: r.Background}
+	return wire.Session{ID: r.ID, Created: r.Created, LastUsed: r.LastUsed, ExpiresAt: r.ExpiresAt, Background: r.Background, Environment: r.Environment}
 }
 
 // View is rec as GET answers it: the record and, where the sandbox

@@ -34,6 +34,9 @@ type Snapshots struct {
 	snap  Snapshotter // nil: no snapshots on this server
 	store *snapshots.Store
 	calls *snapshots.CallLog
+	// resolve resolves a snapshot's environment (SetEnvironments; nil:
+	// restores open in the built-in python environment).
+	resolve EnvironmentFunc
 }
 
 // NewSnapshots returns the snapshot operations of svc over snap (nil when
@@ -60,7 +63,7 @@ func (s *Snapshots) Take(ctx context.Context, rec sessionrecords.Record) (wire.S
 		return wire.SnapshotCreated{}, unavailable()
 	}
 	id := newSnapshotID()
-	rep, err := s.snap.SnapshotSession(ctx, rec.Owner, rec.ID, id, rec.Limits, rec.Background, false)
+	rep, err := s.snapshotSession(ctx, rec, id, false)
 	if err != nil {
 		return wire.SnapshotCreated{}, s.svc.failed(ctx, rec, err)
 	}
@@ -120,10 +123,15 @@ func (s *Snapshots) Open(ctx context.Context, owner, snapID, mode string, limits
 	default:
 		return wire.Session{}, core.Errorf("", core.ErrInvalid, fmt.Sprintf(`"restore" must be "namespace" or "replay", not %q`, mode))
 	}
-	if _, err := s.store.Get(ctx, owner, snapID); err != nil {
+	meta, err := s.store.Get(ctx, owner, snapID)
+	if err != nil {
 		return wire.Session{}, err
 	}
-	v, err := s.svc.Open(ctx, owner, limits, background, b, d)
+	env, err := s.environmentOf(ctx, owner, meta.Environment)
+	if err != nil {
+		return wire.Session{}, err
+	}
+	v, err := s.svc.OpenIn(ctx, owner, env, limits, background, b, d)
 	if err != nil {
 		return wire.Session{}, err
 	}
@@ -149,7 +157,7 @@ func (s *Snapshots) Fork(ctx context.Context, rec sessionrecords.Record, b keys.
 		return wire.Session{}, unavailable()
 	}
 	id := newSnapshotID()
-	if _, err := s.snap.SnapshotSession(ctx, rec.Owner, rec.ID, id, rec.Limits, rec.Background, true); err != nil {
+	if _, err := s.snapshotSession(ctx, rec, id, true); err != nil {
 		return wire.Session{}, s.svc.failed(ctx, rec, err)
 	}
 	defer func() { _ = s.store.Delete(context.WithoutCancel(ctx), rec.Owner, id) }()

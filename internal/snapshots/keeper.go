@@ -85,7 +85,10 @@ func (k *Keeper) snapshot(ctx context.Context, req core.Request) (core.Result, e
 	}
 	var m Meta
 	if err == nil {
-		env := req.Image
+		env := req.Environment
+		if env == "" {
+			env = req.Image
+		}
 		if env == "" {
 			env = string(core.Python)
 		}
