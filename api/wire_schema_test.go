@@ -42,7 +42,7 @@ var wireSchemas = map[string]any{
 	"CreateEnvironmentRequest": wire.CreateEnvironmentRequest{}, "EnvironmentBlob": wire.EnvironmentBlob{},
 	"EnvironmentCheck": wire.EnvironmentCheck{}, "Environment": wire.Environment{}, "EnvironmentList": wire.EnvironmentList{},
 	"EnvironmentEvent": wire.EnvironmentEvent{},
-	"CompleteRequest": wire.CompleteRequest{}, "Signature": wire.Signature{}, "Completion": wire.Completion{},
+	"CompleteRequest":  wire.CompleteRequest{}, "Signature": wire.Signature{}, "Completion": wire.Completion{},
 	"Variable": wire.Variable{}, "VariableList": wire.VariableList{},
 }
 
