@@ -743,6 +743,12 @@ function cellsRefresh() {
   }
 }
 
+// indentKey is Tab's own work: indent the selection or insert spaces.
+function indentKey(c) {
+  if (c.somethingSelected()) c.indentSelection("add");
+  else c.replaceSelection(" ".repeat(c.getOption("indentUnit")), "end");
+}
+
 // addCell appends (or inserts after `after`) a cell; c is a saved cell.
 function addCell(lang, code, after, saved) {
   const node = $("cell-template").content.firstElementChild.cloneNode(true);
@@ -760,16 +766,17 @@ function addCell(lang, code, after, saved) {
       tabSize: 4,
       indentWithTabs: false,
       screenReaderLabel: "Cell code",
-      extraKeys: {
-        Tab: (c) => (c.somethingSelected() ? c.indentSelection("add") : c.replaceSelection(" ".repeat(c.getOption("indentUnit")), "end")),
+      extraKeys: Object.assign({
+        Tab: indentKey,
         "Shift-Tab": (c) => c.indentSelection("subtract"),
         "Shift-Enter": () => { runCell(node); focusNext(node); },
         "Ctrl-Enter": () => runCell(node),
         "Cmd-Enter": () => runCell(node),
         Esc: (c) => c.getInputField().blur(),
-      },
+      }, typeof completionKeys === "function" ? completionKeys(indentKey) : {}),
     });
     cm.on("change", () => scheduleSave());
+    if (typeof attachCompletion === "function") attachCompletion(cm);
   } else {
     const ta = el("textarea", "code");
     ta.value = code || "";
