@@ -241,6 +241,7 @@ function setSession(s, fresh) {
   updateURL();
   if (fresh) showNoFiles(s);
   else refreshFiles();
+  if (changed && typeof refreshVariables === "function") refreshVariables();
 }
 
 // showNoFiles shows the empty work folder of a session just opened.
@@ -1090,6 +1091,7 @@ async function execCell(node, attach, label) {
     scheduleSave();
     // The cell may have written files: the Files panel shows them.
     if (!state.unloading) refreshFiles();
+    if (!state.unloading && !state.queue.length && typeof refreshVariables === "function") refreshVariables();
   }
 }
 
@@ -1915,6 +1917,7 @@ function finishRun(run, v) {
   if (v.final_answer) showAnswer(run, v.final_answer);
   if (state.run === run) setRunning(false);
   refreshFiles();
+  if ($("share-session").checked && typeof refreshVariables === "function") refreshVariables();
 }
 
 async function cancelRun() {
@@ -2000,6 +2003,7 @@ async function init() {
   $("export-ipynb").addEventListener("click", exportIpynb);
   $("import-ipynb").addEventListener("change", (ev) => { const f = ev.target.files[0]; if (f) importIpynb(f); ev.target.value = ""; });
   initBatches();
+  if (typeof initVariables === "function") initVariables();
   // A cell restored while the notebook view was hidden measured nothing;
   // refresh the editors whenever the view's size changes (shown, resized).
   // Only a change of width counts: output growing a cell must not refresh
