@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/airlock-dev/airlock/internal/browsertest"
+	"github.com/airlock-dev/airlock/internal/testscale"
+)
+
+// realWorkbench is a browser tab on a real `airlock serve` (Docker
+// sandboxes), with the notebook view open.
+type realWorkbench struct {
+	*browsertest.Browser
+	t   *testing.T
+	srv *server
+}
+
+// openRealWorkbench starts serve and a browser and opens the notebook.
+func openRealWorkbench(t *testing.T) *realWorkbench {
+	t.Helper()
+	requireDocker(t)
+	srv := startServe(t)
+	br := browsertest.Start(t, 1200, 1200, testscale.D(8*time.Minute))
+	w := &realWorkbench{Browser: br, t: t, srv: srv}
+	w.Do("open the page",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)),
+		chromedp.Click(chromedp.ID("tab-notebook")),
+		chromedp.WaitVisible(chromedp.CSS("#cells .cell .CodeMirror")),
+	)
+	return w
+}
+
+// poll waits for a JavaScript condition, as long as a cold sandbox on a
+// loaded machine may need (a hang guard, not a timing assertion).
+func (w *realWorkbench) poll(name, expr string) {
+	w.t.Helper()
+	if _, err := chromedp.Run(w.Ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(testscale.D(3*time.Minute)))); err != nil {
+		w.t.Fatalf("%s: %v (page: %s)", name, err, w.eval(`document.getElementById('cells').textContent.slice(0, 2000)`))
+	}
+}
+
+// eval evaluates a JavaScript expression to a string.
+func (w *realWorkbench) eval(expr string) string {
+	w.t.Helper()
+	v, err := chromedp.Run(w.Ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		w.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// cell is the selector of cell n (1-based).
+func cell(n int) string { return fmt.Sprintf("#cells .cell:nth-child(%d)", n) }
+
+// setCell puts code in cell n.
+func (w *realWorkbench) setCell(n int, code string) {
+	w.t.Helper()
+	w.eval(fmt.Sprintf("document.querySelector('%s .CodeMirror').CodeMirror.setValue(%q), ''", cell(n), code))
+}
+
+// runCell runs cell n and waits for it to end with status ok.
+func (w *realWorkbench) runCell(n int) {
+	w.t.Helper()
+	w.Do("run cell", chromedp.Click(chromedp.CSS(cell(n)+" .run")))
+	w.poll("cell ended", fmt.Sprintf(`(() => { const s = document.querySelector('%s').dataset.status; return !!s && s !== 'running'; })()`, cell(n)))
+	if st := w.eval(fmt.Sprintf(`document.querySelector('%s').dataset.status`, cell(n))); st != "ok" {
+		w.t.Fatalf("cell %d status %q: %s", n, st, w.eval(fmt.Sprintf(`document.querySelector('%s .output').textContent`, cell(n))))
+	}
+}
+
+// TestBrowserKernelHelp: in a real session (Jedi in the python image),
+// typing `are` and Tab in a cell completes the session's own function
+// area, typing `(` after it shows its signature and docstring, Ctrl-Space
+// after `df.` lists the DataFrame's columns and methods, and the variable
+// panel lists df as a DataFrame of shape (5, 1) after the cell that made
+// it, without changing the session (its execution count stays).
+func TestBrowserKernelHelp(t *testing.T) {
+	t.Parallel()
+	w := openRealWorkbench(t)
+	w.setCell(1, "import pandas as pd\ndf = pd.DataFrame({'a': range(5)})\ndef area(radius):\n    \"\"\"The area of a circle of this radius.\"\"\"\n    return 3.14159 * radius ** 2")
+	w.runCell(1)
+
+	// The variable panel refreshes after the cell.
+	w.poll("df in the variable panel", `!!document.querySelector('#vars tr[data-name="df"]')`)
+	row := w.eval(`[...document.querySelectorAll('#vars tr[data-name="df"] td')].map((td) => td.textContent).join('|')`)
+	if f := strings.Split(row, "|"); len(f) != 4 || f[0] != "df" || f[1] != "DataFrame" || f[2] != "(5, 1)" || f[3] == "" {
+		t.Errorf("df row %q, want df|DataFrame|(5, 1)|size", row)
+	}
+	if w.eval(`String(!!document.querySelector('#vars tr[data-name="pd"]'))`) != "false" {
+		t.Errorf("the module pd is listed as a variable")
+	}
+	if fn := w.eval(`(document.querySelector('#vars tr[data-name="area"] td:nth-child(2)') || {}).textContent || ''`); fn != "function" {
+		t.Errorf("area's type %q, want function", fn)
+	}
+
+	// Completion: `are` + Tab gives area (the only match: inserted).
+	w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")), chromedp.WaitVisible(chromedp.CSS(cell(2)+" .CodeMirror")))
+	ta := cell(2) + " .CodeMirror textarea"
+	w.Do("type are, Tab", chromedp.Click(chromedp.CSS(cell(2)+" .CodeMirror-lines")), chromedp.SendKeys(chromedp.CSS(ta), "are"), chromedp.SendKeys(chromedp.CSS(ta), kb.Tab))
+	w.poll("area completed", fmt.Sprintf(`document.querySelector('%s .CodeMirror').CodeMirror.getValue() === 'area' || [...document.querySelectorAll('#completions li')].some((li) => li.textContent === 'area')`, cell(2)))
+	if v := w.eval(fmt.Sprintf(`document.querySelector('%s .CodeMirror').CodeMirror.getValue()`, cell(2))); v != "area" {
+		// A list: choose area from it.
+		w.eval(`[...document.querySelectorAll('#completions li')].find((li) => li.textContent === 'area').dispatchEvent(new MouseEvent('mousedown', {bubbles: true})), ''`)
+	}
+	w.poll("cell reads area", fmt.Sprintf(`document.querySelector('%s .CodeMirror').CodeMirror.getValue() === 'area'`, cell(2)))
+
+	// Signature help on `(`.
+	w.Do("type (", chromedp.SendKeys(chromedp.CSS(ta), "("))
+	w.poll("signature shown", `!!document.querySelector('.signature-help')`)
+	if sig := w.eval(`document.querySelector('.signature-help').textContent`); !strings.Contains(sig, "area(radius)") || !strings.Contains(sig, "The area of a circle") {
+		t.Errorf("signature help %q, want area(radius) and its docstring", sig)
+	}
+	w.Do("close the call", chromedp.SendKeys(chromedp.CSS(ta), "2)"))
+	w.poll("signature closed", `!document.querySelector('.signature-help')`)
+
+	// Ctrl-Space after df. lists the frame's attributes.
+	w.Do("type df.", chromedp.SendKeys(chromedp.CSS(ta), "\ndf."), chromedp.KeyEvent(" ", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	w.poll("df attributes listed", `[...document.querySelectorAll('#completions li')].some((li) => li.textContent === 'describe')`)
+	w.Do("Escape", chromedp.KeyEvent(kb.Escape))
+	w.poll("list closed", `!document.getElementById('completions')`)
+
+	// Nothing of this ran in the session: the next cell is execution 2.
+	w.setCell(2, "area(2)")
+	w.runCell(2)
+	if n := w.eval(fmt.Sprintf(`document.querySelector('%s .exec-count').textContent`, cell(2))); n != "[2]" {
+		t.Errorf("execution count %q after completions, want [2]", n)
+	}
+	if out := w.eval(fmt.Sprintf(`document.querySelector('%s .output').textContent`, cell(2))); !strings.Contains(out, "12.56636") {
+		t.Errorf("area(2) printed %q", out)
+	}
+	if errs := w.JSErrors(); len(errs) > 0 {
+		t.Errorf("JavaScript errors: %v", errs)
+	}
+}
