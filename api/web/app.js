@@ -321,45 +321,7 @@ function initSessionBar() {
   $("sessions-close").addEventListener("click", () => $("sessions-dialog").close());
 }
 
-async function openSessions() {
-  const list = $("sessions-list");
-  list.replaceChildren(el("li", "muted", "Loading…"));
-  $("sessions-dialog").showModal();
-  try {
-    const data = await api("GET", "/v1/sessions");
-    list.replaceChildren();
-    const ss = data.sessions || [];
-    if (!ss.length) list.append(el("li", "muted", "No open sessions."));
-    for (const s of ss) {
-      const li = el("li", "session-item");
-      const id = el("code", "session-id", s.id);
-      const meta = el("span", "muted", ` created ${new Date(s.created).toLocaleString()}`);
-      const open = el("button", null, s.id === (state.session && state.session.id) ? "Current" : "Open");
-      open.type = "button";
-      open.addEventListener("click", async () => {
-        $("sessions-dialog").close();
-        await openSession(s.id);
-        state.selectTab("notebook");
-      });
-      const close = el("button", "reject", "Close");
-      close.type = "button";
-      close.addEventListener("click", async () => {
-        try {
-          await api("DELETE", `/v1/sessions/${s.id}`);
-          localStorage.removeItem("airlock.nb." + s.id);
-          if (state.session && state.session.id === s.id) { setSession(null); resetCells(); }
-          li.remove();
-        } catch (e) {
-          showAlert(explain(e));
-        }
-      });
-      li.append(id, meta, open, close);
-      list.append(li);
-    }
-  } catch (e) {
-    list.replaceChildren(el("li", "error", explain(e)));
-  }
-}
+// openSessions (the Sessions dialog) is in sessions.js.
 
 // openSession makes id the notebook's session and restores its notebook.
 async function openSession(id) {
