@@ -139,3 +139,39 @@ func TestBrowserKernelHelp(t *testing.T) {
 		t.Errorf("JavaScript errors: %v", errs)
 	}
 }
+
+// TestBrowserReloadReattachesRealServer: against a real server and
+// sandbox, a reload while a 10 s cell runs does not stop it: the reloaded
+// page re-attaches to the call (same idempotency key), shows its output
+// when it ends, and the variable it set exists in the session; the cell
+// ran once (the next cell is execution 2).
+func TestBrowserReloadReattachesRealServer(t *testing.T) {
+	t.Parallel()
+	w := openRealWorkbench(t)
+	w.setCell(1, "import time\nv = 7\nprint('started', flush=True)\ntime.sleep(10)\nprint('slept and set v')")
+	w.Do("run", chromedp.Click(chromedp.CSS(cell(1)+" .run")))
+	w.poll("running", `document.querySelector('#cells .cell').dataset.status === 'running' && new URLSearchParams(location.search).has('session') && (document.querySelector('#cells .cell .output .live') || {textContent: ''}).textContent.includes('started')`)
+	sid := w.eval(`new URLSearchParams(location.search).get('session')`)
+	// The call and its key are saved with the cell before the reload.
+	poll(t, testscale.D(10*time.Second), "the running cell's call saved with the notebook", func() bool {
+		return strings.Contains(string(do(t, "GET", w.srv.URL+"/v1/sessions/"+sid+"/notebook", nil).Body), `"pending"`)
+	})
+	w.Do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)), chromedp.Click(chromedp.ID("tab-notebook")))
+	w.poll("re-attached", `document.querySelector('#cells .cell').dataset.status === 'running' && document.querySelector('#cells .cell .cell-status').textContent.startsWith('re-attached')`)
+	w.poll("output after the call ended", `document.querySelector('#cells .cell').dataset.status === 'ok' && document.querySelector('#cells .cell .output').textContent.includes('slept and set v')`)
+	if n := w.eval(`document.querySelector('#cells .cell .exec-count').textContent`); n != "[1]" {
+		t.Errorf("the re-attached cell's execution count %q, want [1]", n)
+	}
+	w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")), chromedp.WaitVisible(chromedp.CSS(cell(2)+" .CodeMirror")))
+	w.setCell(2, "print(f'v is {v}')")
+	w.runCell(2)
+	if out := w.eval(fmt.Sprintf(`document.querySelector('%s .output').textContent`, cell(2))); !strings.Contains(out, "v is 7") {
+		t.Errorf("after the re-attached cell: %q, want v is 7", out)
+	}
+	if n := w.eval(fmt.Sprintf(`document.querySelector('%s .exec-count').textContent`, cell(2))); n != "[2]" {
+		t.Errorf("the next cell is execution %q, want [2] (the sleeping cell ran once)", n)
+	}
+	if strings.Contains(w.srv.stderr.String(), "context canceled") {
+		t.Errorf("the server logged a cancelled job:\n%s", tail(w.srv.stderr.String(), 3000))
+	}
+}
