@@ -72,6 +72,15 @@ func TestBrowserSessionsDialog(t *testing.T) {
 	// Snapshot, then Restore it: a new session, opened in the notebook.
 	w.Do("snapshot", chromedp.Click(chromedp.CSS(item+" .session-snapshot")))
 	w.Poll("snapshot listed", `document.querySelectorAll('#snapshots-list li.snapshot-item').length === 1 && document.getElementById('sessions-note').textContent.startsWith('Snapshot ')`)
+	if shots := os.Getenv("AIRLOCK_SCREENSHOTS"); shots != "" {
+		png, err := chromedp.Run(w.Ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, "ui-sessions.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w.Do("restore", chromedp.Click(chromedp.CSS("#snapshots-list li.snapshot-item .snapshot-restore")))
 	w.Poll("restored session opened", `!document.getElementById('sessions-dialog').open && !!state.session && ![`+"'"+a+"', '"+fork+"'"+`].includes(state.session.id)`)
 	w.Poll("its cells", `document.querySelector('#cells .CodeMirror') && document.querySelector('#cells .CodeMirror').CodeMirror.getValue() === 'x = 41'`)
