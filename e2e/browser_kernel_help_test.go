@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,22 @@ func TestBrowserKernelHelp(t *testing.T) {
 	}
 	if fn := w.eval(`(document.querySelector('#vars tr[data-name="area"] td:nth-child(2)') || {}).textContent || ''`); fn != "function" {
 		t.Errorf("area's type %q, want function", fn)
+	}
+
+	// The same from the command line.
+	sid := w.eval(`new URLSearchParams(location.search).get('session')`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"variables", "--server", w.srv.URL, sid}, `"type": "DataFrame"`},
+		{[]string{"complete", "--server", w.srv.URL, sid, "are"}, `"area"`},
+		{[]string{"complete", "--server", w.srv.URL, sid, "area("}, `"label": "area(radius)"`},
+	} {
+		out, err := exec.Command(airlockBin, append([]string{"session"}, c.args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("airlock session %v: %v\n%s\nwant %s", c.args, err, out, c.want)
+		}
 	}
 
 	// Completion: `are` + Tab gives area (the only match: inserted).
