@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/kernels"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -28,7 +29,11 @@ func (s *Server) introspectRoutes(g *gin.RouterGroup, slow gin.HandlerFunc) {
 // reply into out; a reply whose status is "error" (Jedi failed on the
 // code) leaves out as it is.
 func (s *Server) introspect(ctx context.Context, rec sessionrecords.Record, code string, q core.Introspect, out any) error {
-	raw, err := s.kernels().Introspect(ctx, rec.Owner, rec.ID, code, q)
+	ops, ok := s.deps.Sessions.(kernels.Ops)
+	if !ok {
+		return newError(core.ErrUnavailable, "this server's sessions cannot answer kernel questions")
+	}
+	raw, err := ops.IntrospectSession(ctx, rec.Owner, rec.ID, code, q)
 	if err != nil {
 		return fmt.Errorf("introspect %s in session %s: %w", q.Kind, rec.ID, err)
 	}
@@ -92,7 +97,8 @@ func (s *Server) completeSession(c *gin.Context) {
 // sessionVariables answers GET /v1/sessions/{id}/variables: the session's
 // globals with type, shape and size.
 func (s *Server) sessionVariables(c *gin.Context) {
-	rec, ok := s.ownedSession(c, true, true)
+	// Not a use of the session: a panel refreshing does not keep it alive.
+	rec, ok := s.ownedSession(c, false, true)
 	if !ok {
 		return
 	}

@@ -25,6 +25,12 @@ async function refreshVariables() {
     note.textContent = "No session yet.";
     return;
   }
+  if (s.state === "hibernated") {
+    // Asking would wake it: the list comes with its next cell.
+    body.replaceChildren();
+    note.textContent = "The session is hibernated: its variables show after its next cell.";
+    return;
+  }
   note.textContent = "Loading…";
   try {
     const r = await api("GET", `/v1/sessions/${s.id}/variables`);
