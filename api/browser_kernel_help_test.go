@@ -15,8 +15,9 @@ import (
 
 // TestBrowserCompletionUI drives completion, signature help and the
 // variable panel against the fake kernel (fakes_introspect_test.go): `a`
-// + Tab lists several names, Down and Enter choose one, `are` + Tab
-// inserts the only match, `(` shows area's signature, `)` closes it;
+// + Tab lists several names, typing `r` narrows the list, Down and Enter
+// choose one, a letter no match has closes it, `al` + Tab inserts the
+// only match, `(` shows area's signature, `)` closes it;
 // Tab at the start of a line still indents; the variable panel lists the
 // session's variables after a cell. The screenshot goes to
 // $AIRLOCK_SCREENSHOTS/ui-completion.png.
@@ -66,13 +67,21 @@ func TestBrowserCompletionUI(t *testing.T) {
 			}
 		}
 	}
-	rawKey("ArrowDown", 40)
+	w.Do("type r", chromedp.SendKeys(chromedp.CSS(ta), "r"))
+	w.Poll("narrowed", `[...document.querySelectorAll('#completions li')].map((li) => li.textContent + (li.getAttribute('aria-selected') === 'true' ? '*' : '')).join(' ') === 'area* arena'`)
 	rawKey("ArrowDown", 40)
 	rawKey("Enter", 13)
-	if _, err := chromedp.Run(w.Ctx, chromedp.Poll[bool](value+` === 'area' && !document.getElementById('completions')`, chromedp.WithPollingTimeout(5e9))); err != nil {
-		t.Fatalf("area not chosen: value %q, list %q, focus %q", w.eval(value), w.eval(`[...document.querySelectorAll('#completions li')].map((li) => li.textContent + (li.getAttribute('aria-selected') === 'true' ? '*' : '')).join(' ')`), w.eval(`document.activeElement.tagName`))
+	if _, err := chromedp.Run(w.Ctx, chromedp.Poll[bool](value+` === 'arena' && !document.getElementById('completions')`, chromedp.WithPollingTimeout(5e9))); err != nil {
+		t.Fatalf("arena not chosen: value %q, list %q, focus %q", w.eval(value), w.eval(`[...document.querySelectorAll('#completions li')].map((li) => li.textContent + (li.getAttribute('aria-selected') === 'true' ? '*' : '')).join(' ')`), w.eval(`document.activeElement.tagName`))
 	}
 
+	w.eval(`document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror.setValue(''), ''`)
+	// Typing what no match starts with closes the list.
+	w.eval(`document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror.setValue(''), ''`)
+	w.Do("a, Tab, then x", chromedp.SendKeys(chromedp.CSS(ta), "a"), chromedp.SendKeys(chromedp.CSS(ta), kb.Tab))
+	w.Poll("list again", `document.querySelectorAll('#completions li').length === 4`)
+	w.Do("x", chromedp.SendKeys(chromedp.CSS(ta), "x"))
+	w.Poll("closed", `!document.getElementById('completions') && `+value+` === 'ax'`)
 	w.eval(`document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror.setValue(''), ''`)
 	w.Do("al, Tab", chromedp.SendKeys(chromedp.CSS(ta), "al"), chromedp.SendKeys(chromedp.CSS(ta), kb.Tab))
 	w.Poll("the single match inserted", value+` === 'all' && !document.getElementById('completions')`)

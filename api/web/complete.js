@@ -10,7 +10,7 @@
 const COMPLETE_WAIT_MS = 15000; // the first completion imports Jedi in the kernel
 const COMPLETE_SHOWN = 200; // matches listed at once
 
-const completion = { box: null, sig: null, keymap: null, cm: null, seq: 0 };
+const completion = { box: null, sig: null, keymap: null, cm: null, seq: 0, narrow: null };
 
 // codePoints converts a UTF-16 offset of text to code points (the API's unit).
 function codePoints(text, utf16) {
@@ -76,19 +76,13 @@ async function completeAt(cm) {
 }
 
 // showCompletion lists r.matches under the cursor; Up/Down choose, Enter or
-// Tab insert, Escape closes.
+// Tab insert, Escape closes; typing on narrows the list to the names that
+// start with what was typed since.
 function showCompletion(cm, r) {
   const box = el("ul", "completions");
   box.id = "completions";
   box.setAttribute("role", "listbox");
   box.setAttribute("aria-label", "Completions");
-  r.matches.slice(0, COMPLETE_SHOWN).forEach((m, i) => {
-    const li = el("li", null, m);
-    li.id = "completion-" + i;
-    li.setAttribute("role", "option");
-    li.addEventListener("mousedown", (ev) => { ev.preventDefault(); pick(i); });
-    box.append(li);
-  });
   const pos = cm.cursorCoords(r.from, "page");
   box.style.left = Math.max(0, Math.min(pos.left, document.documentElement.clientWidth - 260)) + "px";
   box.style.top = pos.bottom + "px";
@@ -98,6 +92,7 @@ function showCompletion(cm, r) {
   let sel = 0;
   const select = (i) => {
     const items = box.children;
+    if (!items.length) return;
     sel = (i + items.length) % items.length;
     for (const [j, li] of Array.from(items).entries()) li.setAttribute("aria-selected", String(j === sel));
     box.setAttribute("aria-activedescendant", items[sel].id);
@@ -111,6 +106,23 @@ function showCompletion(cm, r) {
     cm.replaceRange(m, r.from, to, "+complete");
     cm.focus();
   };
+  // narrow lists the matches starting with what is typed since r.from;
+  // none closes the list.
+  completion.narrow = () => {
+    const to = cm.getCursor();
+    if (to.line !== r.from.line || to.ch < r.from.ch) { closeCompletion(); return; }
+    const typed = cm.getRange(r.from, to).toLowerCase(); // Jedi matches regardless of case
+    const shown = r.matches.filter((m) => m.toLowerCase().startsWith(typed)).slice(0, COMPLETE_SHOWN);
+    if (!shown.length) { closeCompletion(); return; }
+    box.replaceChildren(...shown.map((m, i) => {
+      const li = el("li", null, m);
+      li.id = "completion-" + i;
+      li.setAttribute("role", "option");
+      li.addEventListener("mousedown", (ev) => { ev.preventDefault(); pick(i); });
+      return li;
+    }));
+    select(0);
+  };
   completion.keymap = {
     Up: () => select(sel - 1),
     Down: () => select(sel + 1),
@@ -122,7 +134,7 @@ function showCompletion(cm, r) {
   };
   cm.addKeyMap(completion.keymap);
   cm.getInputField().setAttribute("aria-controls", box.id);
-  select(0);
+  completion.narrow();
 }
 
 // closeCompletion removes the list (and its keys) if one is open.
@@ -192,10 +204,7 @@ function attachCompletion(cm) {
   });
   cm.on("cursorActivity", (c) => {
     if (completion.sig && !openParens(c)) closeSignature();
-    if (completion.box && completion.cm === c) {
-      const r = c.getCursor();
-      if (!/[\w.]$/.test(c.getLine(r.line).slice(0, r.ch))) closeCompletion();
-    }
+    if (completion.box && completion.cm === c) completion.narrow();
   });
   cm.on("blur", () => { closeCompletion(); closeSignature(); });
   cm.on("keydown", (c, ev) => { if (ev.key === "Escape") closeSignature(); });
