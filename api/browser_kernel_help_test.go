@@ -3,6 +3,7 @@ package api
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,6 +94,17 @@ func TestBrowserCompletionUI(t *testing.T) {
 	}
 	w.Do(")", chromedp.SendKeys(chromedp.CSS(ta), "2)"))
 	w.Poll("signature closed", `!document.querySelector('.signature-help')`)
+	// On a phone the list stays inside the page.
+	w.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	w.eval(`(() => { const cm = document.querySelectorAll('.cell .CodeMirror')[1].CodeMirror; cm.setValue('` + strings.Repeat(" ", 60) + `a'); cm.setCursor(0, 61); cm.focus(); })(), ''`)
+	w.Do("Tab on a phone", chromedp.SendKeys(chromedp.CSS(ta), kb.Tab))
+	w.Poll("list on the phone", `document.querySelectorAll('#completions li').length === 4`)
+	if over, _ := strconv.ParseFloat(w.eval(`String(document.getElementById('completions').getBoundingClientRect().right - document.documentElement.clientWidth)`), 64); over > 0 {
+		t.Errorf("the completion list ends %v px past a 390 px page", over)
+	}
+	if over := w.eval(overflowJS); over != "0" {
+		t.Errorf("with the list open the 390 px page is %s px too wide", over)
+	}
 	if errs := w.JSErrors(); len(errs) > 0 {
 		t.Errorf("JavaScript errors: %v", errs)
 	}

@@ -84,7 +84,6 @@ function showCompletion(cm, r) {
   box.setAttribute("role", "listbox");
   box.setAttribute("aria-label", "Completions");
   const pos = cm.cursorCoords(r.from, "page");
-  box.style.left = Math.max(0, Math.min(pos.left, document.documentElement.clientWidth - 260)) + "px";
   box.style.top = pos.bottom + "px";
   document.body.append(box);
   completion.box = box;
@@ -122,6 +121,7 @@ function showCompletion(cm, r) {
       return li;
     }));
     select(0);
+    place(box, pos.left);
   };
   completion.keymap = {
     Up: () => select(sel - 1),
@@ -135,6 +135,13 @@ function showCompletion(cm, r) {
   cm.addKeyMap(completion.keymap);
   cm.getInputField().setAttribute("aria-controls", box.id);
   completion.narrow();
+}
+
+// place puts a popup at left (page px), moved left as far as it must to
+// stay inside the viewport (the page never scrolls sideways).
+function place(box, left) {
+  const room = document.documentElement.clientWidth - box.offsetWidth - 4;
+  box.style.left = Math.max(0, Math.min(left, room)) + "px";
 }
 
 // closeCompletion removes the list (and its keys) if one is open.
@@ -162,8 +169,8 @@ async function showSignature(cm) {
   box.append(el("code", "signature-label", sig.label));
   if (sig.doc) box.append(el("p", "signature-doc", sig.doc.split("\n\n")[0]));
   const pos = cm.cursorCoords(true, "page");
-  box.style.left = Math.max(0, Math.min(pos.left, document.documentElement.clientWidth - 320)) + "px";
   document.body.append(box);
+  place(box, pos.left);
   box.style.top = Math.max(0, pos.top - box.offsetHeight - 4) + "px";
   completion.sig = box;
 }
