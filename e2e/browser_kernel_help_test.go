@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -190,5 +194,59 @@ func TestBrowserReloadReattachesRealServer(t *testing.T) {
 	}
 	if strings.Contains(w.srv.stderr.String(), "context canceled") {
 		t.Errorf("the server logged a cancelled job:\n%s", tail(w.srv.stderr.String(), 3000))
+	}
+}
+
+// TestBrowserSessionsDialogRealServer: against a real server, the
+// Sessions dialog's Fork gives a session with the original's variables
+// (a snapshot restored in a new sandbox) and cells, which goes on alone;
+// Export notebook downloads the original's call log as nbformat 4.
+func TestBrowserSessionsDialogRealServer(t *testing.T) {
+	t.Parallel()
+	w := openRealWorkbench(t)
+	downloads := t.TempDir()
+	if _, err := chromedp.Call(w.Ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	w.setCell(1, "x = 41")
+	w.runCell(1)
+	sid := w.eval(`new URLSearchParams(location.search).get('session')`)
+
+	w.Do("open the dialog", chromedp.Click(chromedp.ID("sessions-button")))
+	item := `#sessions-list li[data-id="` + sid + `"]`
+	w.poll("listed", `!!document.querySelector('`+item+`')`)
+	w.Do("export", chromedp.Click(chromedp.CSS(item+" .session-export")))
+	var nb struct {
+		NBFormat int `json:"nbformat"`
+		Cells    []struct {
+			CellType string   `json:"cell_type"`
+			Source   []string `json:"source"`
+		} `json:"cells"`
+	}
+	poll(t, testscale.D(30*time.Second), "the notebook downloaded", func() bool {
+		data, err := os.ReadFile(filepath.Join(downloads, sid+".ipynb"))
+		return err == nil && json.Unmarshal(data, &nb) == nil
+	})
+	if nb.NBFormat != 4 || len(nb.Cells) != 1 || strings.Join(nb.Cells[0].Source, "") != "x = 41" {
+		t.Errorf("exported notebook %+v, want nbformat 4 with the cell x = 41", nb)
+	}
+
+	w.Do("fork", chromedp.Click(chromedp.CSS(item+" .session-fork")))
+	w.poll("forked", `document.getElementById('sessions-note').textContent.startsWith('Forked into ')`)
+	fork := strings.TrimSuffix(strings.Fields(w.eval(`document.getElementById('sessions-note').textContent`))[2], ".")
+	w.poll("fork listed", `!!document.querySelector('#sessions-list li[data-id="`+fork+`"] button')`)
+	w.Do("open the fork", chromedp.Click(chromedp.CSS(`#sessions-list li[data-id="`+fork+`"] button`)))
+	w.poll("the fork's cells", `new URLSearchParams(location.search).get('session') === '`+fork+`' && !!document.querySelector('#cells .CodeMirror') && document.querySelector('#cells .CodeMirror').CodeMirror.getValue() === 'x = 41'`)
+	w.Do("add a cell", chromedp.Click(chromedp.ID("add-cell")), chromedp.WaitVisible(chromedp.CSS(cell(2)+" .CodeMirror")))
+	w.setCell(2, "x += 1\nprint(x)")
+	w.runCell(2)
+	if out := w.eval(fmt.Sprintf(`document.querySelector('%s .output').textContent`, cell(2))); !strings.Contains(out, "42") {
+		t.Errorf("the fork's x + 1 printed %q, want 42", out)
+	}
+	// The original is unchanged.
+	r := do(t, "POST", w.srv.URL+"/v1/sessions/"+sid+"/tool-calls", map[string]any{"type": "function", "function": map[string]any{"name": "run_python", "arguments": map[string]any{"code": "print(x)"}}})
+	if !strings.Contains(string(r.Body), `41\n`) {
+		t.Errorf("the original after the fork changed: %s", r.Body)
 	}
 }
