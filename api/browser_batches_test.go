@@ -208,10 +208,10 @@ func TestBrowserBatches(t *testing.T) {
 	itemCells := func(custom string) string {
 		return eval(`[...document.querySelector('#batch-items tr[data-custom-id="` + custom + `"]').children].map((c) => c.textContent.trim()).join('|')`)
 	}
-	if got := itemCells("repo-03"); got != "repo-03|ok|130 ms|0|lines 30" {
+	if got := itemCells("repo-03"); got != "repo-03|n = 3; print(count())|ok|130 ms|0|lines 30" {
 		t.Fatalf("item row repo-03: %q", got)
 	}
-	if got := itemCells("repo-04"); got != "repo-04|error|140 ms|1|ZeroDivisionError: division by zero" {
+	if got := itemCells("repo-04"); got != "repo-04|n = 4; boom = 1 / 0|error|140 ms|1|ZeroDivisionError: division by zero" {
 		t.Fatalf("item row repo-04: %q", got)
 	}
 
@@ -222,6 +222,9 @@ func TestBrowserBatches(t *testing.T) {
 	br.Poll("item shown", `!document.getElementById('batch-item').hidden`)
 	if got := eval(`document.getElementById('batch-item-title').textContent + ' | ' + document.querySelector('#batch-item-body .badge').textContent + ' | ' + document.querySelector('#batch-item-body pre.stderr').textContent.trim().split('\n').pop() + ' | ' + document.querySelector('#batch-item-body .result-head').textContent`); got != "Item repo-04 | error | ZeroDivisionError: division by zero | error exit 1 · 140 ms" {
 		t.Fatalf("item view: %q", got)
+	}
+	if got := eval(`document.querySelector('#batch-item-body .item-code').textContent`); got != "Coden = 4; boom = 1 / 0" {
+		t.Errorf("item code: %q", got)
 	}
 	shots := os.Getenv("AIRLOCK_SCREENSHOTS")
 	shot := func(name string, docs bool) {
@@ -278,6 +281,20 @@ func TestBrowserBatches(t *testing.T) {
 	}
 	if rep := string(downloaded(id + "-report.html")); !strings.Contains(rep, "<html") || !strings.Contains(rep, "repo-04") || !strings.Contains(rep, "repo-06") {
 		t.Errorf("report.html lacks the page or the items: %.300s", rep)
+	}
+	reportRow := func(custom string) string {
+		for _, r := range strings.Split(string(downloaded(id+"-report.html")), "<tr>") {
+			if strings.HasPrefix(r, "<td>"+custom+"</td>") {
+				return r
+			}
+		}
+		return ""
+	}
+	if r := reportRow("repo-04"); !strings.Contains(r, `<pre class="code">n = 4; boom = 1 / 0</pre>`) || !strings.Contains(r, `<td class="bad">ZeroDivisionError: division by zero</td>`) {
+		t.Errorf("report.html row of the failed item without its code or error: %s", r)
+	}
+	if r := reportRow("repo-03"); !strings.Contains(r, `<pre class="code">n = 3; print(count())</pre>`) || !strings.Contains(r, `<td class="bad"></td>`) {
+		t.Errorf("report.html row of an ok item without its code, or with an error: %s", r)
 	}
 	h.do("", "GET", "/v1/batches/"+id+"/results", nil).must(t, http.StatusUnauthorized)
 

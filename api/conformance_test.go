@@ -50,6 +50,8 @@ func TestOpenAPIConformance(t *testing.T) {
 	h.do(keyAlice, "POST", "/v1/tool-calls/approvals/tok-1", map[string]any{"approve": true})
 	rid3 := h.startRun(keyAlice, map[string]any{"goal": "z"})
 	h.do(keyAlice, "POST", "/v1/runs/"+rid3+"/cancel", nil)
+	h.do(keyAlice, "POST", "/v1/sessions/"+sid+"/complete", map[string]any{"code": "area(", "cursor_pos": 5})
+	h.do(keyAlice, "GET", "/v1/sessions/"+sid+"/variables", nil)
 	snap := conformSnapshots(t, h, sid)
 	h.do(keyAlice, "DELETE", "/v1/snapshots/"+snap, nil)
 	h.do(keyAlice, "DELETE", "/v1/sessions/"+sid, nil)

@@ -68,6 +68,7 @@ func (s *Server) routes() *gin.Engine {
 	g.GET("/sessions/:id/notebook", quick, s.getNotebook)
 	g.PUT("/sessions/:id/notebook", quick, limitBody(notebooks.MaxBytes), s.putNotebook)
 	s.snapshotRoutes(g, slow, quick)
+	s.introspectRoutes(g, slow)
 
 	g.POST("/runs", quick, body, s.startRun)
 	g.GET("/runs/:id", quick, s.getRun)

@@ -42,6 +42,8 @@ var wireSchemas = map[string]any{
 	"CreateEnvironmentRequest": wire.CreateEnvironmentRequest{}, "EnvironmentBlob": wire.EnvironmentBlob{},
 	"EnvironmentCheck": wire.EnvironmentCheck{}, "Environment": wire.Environment{}, "EnvironmentList": wire.EnvironmentList{},
 	"EnvironmentEvent": wire.EnvironmentEvent{},
+	"CompleteRequest":  wire.CompleteRequest{}, "Signature": wire.Signature{}, "Completion": wire.Completion{},
+	"Variable": wire.Variable{}, "VariableList": wire.VariableList{},
 }
 
 // notBodies are schemas without a Go struct: the tool arguments (any JSON

@@ -100,6 +100,9 @@ func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease 
 // stamp sets the line's item fields, duration and completion time.
 func (m *Manager) stamp(line *wire.BatchLine, it Item, start time.Time) *wire.BatchLine {
 	line.CustomID, line.Attempt = it.CustomID, it.Attempt
+	if line.Code == "" {
+		line.Code = bound(itemCode(it), m.cfg.OutputBytes)
+	}
 	if line.DurationMS == 0 {
 		line.DurationMS = m.cfg.Now().Sub(start).Milliseconds()
 	}

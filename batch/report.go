@@ -24,8 +24,8 @@ pre{margin:0;max-width:40rem;overflow:hidden;text-overflow:ellipsis;white-space:
 <div class="hist" id="histogram">{{range .Bins}}<div class="bar" style="height:{{.Pct}}%" title="{{.Label}}: {{.N}}"></div>{{end}}</div>
 <div class="lbl"><span>0 ms</span><span>{{.MaxMS}} ms</span></div>
 <h2>Items</h2>
-<table id="items"><thead><tr><th>custom_id</th><th>status</th><th>exit</th><th>duration ms</th><th>output</th></tr></thead><tbody>
-{{range .Lines}}<tr><td>{{.CustomID}}</td><td class="{{if .Failed}}bad{{else}}ok{{end}}">{{.Status}}</td><td>{{.Exit}}</td><td>{{.DurationMS}}</td><td><pre>{{.Short}}</pre></td></tr>
+<table id="items"><thead><tr><th>custom_id</th><th>status</th><th>exit</th><th>duration ms</th><th>code</th><th>output</th><th>error</th></tr></thead><tbody>
+{{range .Lines}}<tr><td>{{.CustomID}}</td><td class="{{if .Failed}}bad{{else}}ok{{end}}">{{.Status}}</td><td>{{.Exit}}</td><td>{{.DurationMS}}</td><td><pre class="code">{{.ShortCode}}</pre></td><td><pre>{{.Short}}</pre></td><td class="bad">{{.Err}}</td></tr>
 {{end}}</tbody></table></body></html>
 `))
 
@@ -39,6 +39,10 @@ type reportLine struct {
 	wire.BatchLine
 	Short string
 	Exit  string
+	// ShortCode is the start of the item's code; Err its error in one
+	// line (lineError), empty for an item that did not fail.
+	ShortCode string
+	Err       string
 }
 
 // Report writes the self-contained HTML report of a batch: a per-item
@@ -71,10 +75,8 @@ func Report(w io.Writer, b Batch, lines []wire.BatchLine) error {
 		if l.FinalAnswer != "" {
 			short = l.FinalAnswer
 		}
-		if l.Error != nil {
-			short = l.Error.Message
-		}
-		rl[i] = reportLine{BatchLine: l, Short: bound(short, 200)}
+		rl[i] = reportLine{BatchLine: l, Short: bound(short, 200), ShortCode: bound(l.Code, 400)}
+		rl[i].Err = bound(lineError(rl[i]), 400)
 		if l.ExitCode != nil {
 			rl[i].Exit = fmt.Sprint(*l.ExitCode)
 		}

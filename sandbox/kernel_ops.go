@@ -30,9 +30,9 @@ func (e *Engine) IntrospectSession(ctx context.Context, owner, id, code string, 
 		return nil, core.Errorf("sandbox.introspect", core.ErrInvalid, "an introspect request needs its question (introspect)")
 	}
 	switch q.Kind {
-	case core.IntrospectComplete, core.IntrospectInspect, core.IntrospectIsComplete:
+	case core.IntrospectComplete, core.IntrospectInspect, core.IntrospectIsComplete, core.IntrospectVariables:
 	default:
-		return nil, core.Errorf("sandbox.introspect", core.ErrInvalid, fmt.Sprintf("introspect kind %q is not one of complete, inspect, is_complete", q.Kind))
+		return nil, core.Errorf("sandbox.introspect", core.ErrInvalid, fmt.Sprintf("introspect kind %q is not one of complete, inspect, is_complete, variables", q.Kind))
 	}
 	if len(code) > e.cfg.MaxCodeBytes || !utf8.ValidString(code) {
 		return nil, core.Errorf("sandbox.introspect", core.ErrInvalid, fmt.Sprintf("code must be valid UTF-8 of at most %d bytes", e.cfg.MaxCodeBytes))

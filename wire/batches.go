@@ -112,6 +112,9 @@ type BatchLine struct {
 	InputNote   string `json:"input_note,omitempty"`
 	Attempt     int    `json:"attempt"`
 	CompletedAt int64  `json:"completed_at"`
+	// Code is what the item ran: its tool call's code or command (its
+	// arguments when they hold neither), or its run's goal.
+	Code string `json:"code,omitempty"`
 }
 
 // Failed reports whether the line counts as a failed item: any status but
@@ -162,4 +165,7 @@ type BatchItemEvent struct {
 	DurationMS  int64  `json:"duration_ms"`
 	Attempt     int    `json:"attempt"`
 	CompletedAt int64  `json:"completed_at"`
+	// Code is what the item ran: its tool call's code or command (its
+	// arguments when they hold neither), or its run's goal.
+	Code string `json:"code,omitempty"`
 }

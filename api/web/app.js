@@ -241,6 +241,7 @@ function setSession(s, fresh) {
   updateURL();
   if (fresh) showNoFiles(s);
   else refreshFiles();
+  if (changed && typeof refreshVariables === "function") refreshVariables();
 }
 
 // showNoFiles shows the empty work folder of a session just opened.
@@ -320,45 +321,7 @@ function initSessionBar() {
   $("sessions-close").addEventListener("click", () => $("sessions-dialog").close());
 }
 
-async function openSessions() {
-  const list = $("sessions-list");
-  list.replaceChildren(el("li", "muted", "Loading…"));
-  $("sessions-dialog").showModal();
-  try {
-    const data = await api("GET", "/v1/sessions");
-    list.replaceChildren();
-    const ss = data.sessions || [];
-    if (!ss.length) list.append(el("li", "muted", "No open sessions."));
-    for (const s of ss) {
-      const li = el("li", "session-item");
-      const id = el("code", "session-id", s.id);
-      const meta = el("span", "muted", ` created ${new Date(s.created).toLocaleString()}`);
-      const open = el("button", null, s.id === (state.session && state.session.id) ? "Current" : "Open");
-      open.type = "button";
-      open.addEventListener("click", async () => {
-        $("sessions-dialog").close();
-        await openSession(s.id);
-        state.selectTab("notebook");
-      });
-      const close = el("button", "reject", "Close");
-      close.type = "button";
-      close.addEventListener("click", async () => {
-        try {
-          await api("DELETE", `/v1/sessions/${s.id}`);
-          localStorage.removeItem("airlock.nb." + s.id);
-          if (state.session && state.session.id === s.id) { setSession(null); resetCells(); }
-          li.remove();
-        } catch (e) {
-          showAlert(explain(e));
-        }
-      });
-      li.append(id, meta, open, close);
-      list.append(li);
-    }
-  } catch (e) {
-    list.replaceChildren(el("li", "error", explain(e)));
-  }
-}
+// openSessions (the Sessions dialog) is in sessions.js.
 
 // openSession makes id the notebook's session and restores its notebook.
 async function openSession(id) {
@@ -743,6 +706,12 @@ function cellsRefresh() {
   }
 }
 
+// indentKey is Tab's own work: indent the selection or insert spaces.
+function indentKey(c) {
+  if (c.somethingSelected()) c.indentSelection("add");
+  else c.replaceSelection(" ".repeat(c.getOption("indentUnit")), "end");
+}
+
 // addCell appends (or inserts after `after`) a cell; c is a saved cell.
 function addCell(lang, code, after, saved) {
   const node = $("cell-template").content.firstElementChild.cloneNode(true);
@@ -760,16 +729,17 @@ function addCell(lang, code, after, saved) {
       tabSize: 4,
       indentWithTabs: false,
       screenReaderLabel: "Cell code",
-      extraKeys: {
-        Tab: (c) => (c.somethingSelected() ? c.indentSelection("add") : c.replaceSelection(" ".repeat(c.getOption("indentUnit")), "end")),
+      extraKeys: Object.assign({
+        Tab: indentKey,
         "Shift-Tab": (c) => c.indentSelection("subtract"),
         "Shift-Enter": () => { runCell(node); focusNext(node); },
         "Ctrl-Enter": () => runCell(node),
         "Cmd-Enter": () => runCell(node),
         Esc: (c) => c.getInputField().blur(),
-      },
+      }, typeof completionKeys === "function" ? completionKeys(indentKey) : {}),
     });
     cm.on("change", () => scheduleSave());
+    if (typeof attachCompletion === "function") attachCompletion(cm);
   } else {
     const ta = el("textarea", "code");
     ta.value = code || "";
@@ -1083,6 +1053,7 @@ async function execCell(node, attach, label) {
     scheduleSave();
     // The cell may have written files: the Files panel shows them.
     if (!state.unloading) refreshFiles();
+    if (!state.unloading && !state.queue.length && typeof refreshVariables === "function") refreshVariables();
   }
 }
 
@@ -1908,6 +1879,7 @@ function finishRun(run, v) {
   if (v.final_answer) showAnswer(run, v.final_answer);
   if (state.run === run) setRunning(false);
   refreshFiles();
+  if ($("share-session").checked && typeof refreshVariables === "function") refreshVariables();
 }
 
 async function cancelRun() {
@@ -1993,6 +1965,7 @@ async function init() {
   $("export-ipynb").addEventListener("click", exportIpynb);
   $("import-ipynb").addEventListener("change", (ev) => { const f = ev.target.files[0]; if (f) importIpynb(f); ev.target.value = ""; });
   initBatches();
+  if (typeof initVariables === "function") initVariables();
   // A cell restored while the notebook view was hidden measured nothing;
   // refresh the editors whenever the view's size changes (shown, resized).
   // Only a change of width counts: output growing a cell must not refresh

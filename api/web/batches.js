@@ -444,8 +444,12 @@ function itemRow(l) {
   open.title = "Show this item's full result";
   open.addEventListener("click", () => showItem(l));
   const exit = l.exit_code === undefined || l.exit_code === null ? "" : String(l.exit_code);
+  const code = String(l.code || "").split("\n").find((x) => x.trim()) || "";
+  const codeCell = el("code", "item-code-preview", code.length > 60 ? code.slice(0, 59) + "…" : code);
+  if (l.code) codeCell.title = l.code;
   tr.append(
     cell("Item", open),
+    cell("Code", codeCell),
     cell("Status", statusBadge(l.status)),
     cell("Duration", el("span", "duration", l.duration_ms !== undefined ? fmtDuration(l.duration_ms) : "")),
     cell("Exit", el("span", "exit-code", exit)),
@@ -462,6 +466,14 @@ function showItem(l) {
   $("batch-item-title").textContent = `Item ${l.custom_id}` + (l.attempt > 1 ? ` (attempt ${l.attempt})` : "");
   const body = $("batch-item-body");
   renderResult(body, l, "", "");
+  if (l.code) {
+    // What the item ran: a tool call's code, or a run's goal.
+    const code = el("details", "item-code");
+    code.open = true;
+    const run = !!l.run_id;
+    code.append(el("summary", null, run ? "Goal" : "Code"), run ? el("pre", "code-block", l.code) : highlight(l.code, "python"));
+    body.prepend(code);
+  }
   if (l.error && l.error.message) body.append(el("p", "error item-error", `${l.error.code || "error"}: ${l.error.message}`));
   if (l.final_answer) body.append(markdown(l.final_answer));
   if (l.run_id) body.append(el("p", "muted", `run ${l.run_id}`));

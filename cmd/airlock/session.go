@@ -23,6 +23,9 @@ func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && sessionSnapshotCommands[args[0]] != "" {
 		return runSessionSnapshot(args[0], args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && sessionKernelCommands[args[0]] != "" {
+		return runSessionKernel(args[0], args[1:], stdout, stderr)
+	}
 	cmd := command{"session", stderr}
 	fs := flag.NewFlagSet("session", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -20,8 +20,9 @@ MAX_DOC = 64 << 10
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-def answer(msg, ns):
-    """The reply content for an {"op": "introspect"} message."""
+def answer(msg, ns, own=None):
+    """The reply content for an {"op": "introspect"} message (own: what the kernel itself
+    put in ns, left out of a variables listing)."""
     what = msg.get("what")
     code = str(msg.get("code") or "")
     try:
@@ -36,6 +37,8 @@ def answer(msg, ns):
             return inspect_at(code, pos, int(msg.get("detail_level") or 0), ns)
         if what == "is_complete":
             return is_complete(code)
+        if what == "variables":
+            return variables(ns, own or {})
         return _error(ValueError("unknown introspection %r" % (what,)))
     except Exception as exc:  # a bug in Jedi or a broken object must not kill the kernel
         return _error(exc)
@@ -157,3 +160,73 @@ def is_complete(code):
         indent += "    "
     return {"status": "incomplete", "indent": indent}
 
+
+
+MAX_VARIABLES = 500
+MAX_SUMMARY = 120
+
+
+def _shape(value):
+    """A value's shape as a list of ints (arrays, frames), its length for a sized
+    container, or None. Attribute lookups and len() only: no repr of the whole value."""
+    shape = getattr(type(value), "shape", None) is not None and getattr(value, "shape", None)
+    if isinstance(shape, tuple) and all(type(d) is int for d in shape):
+        return list(shape)
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
+        return [len(value)]
+    return None
+
+
+def _size(value):
+    """A value's size in bytes: nbytes or memory_usage for arrays and frames, else
+    sys.getsizeof (the object itself, not what it refers to)."""
+    import sys
+    try:
+        mem = getattr(value, "memory_usage", None)
+        if callable(mem) and hasattr(value, "columns"):
+            return int(mem(index=True, deep=False).sum())
+        if callable(mem):
+            return int(mem(index=True, deep=False))
+        nbytes = getattr(value, "nbytes", None)
+        if type(nbytes) is int:
+            return nbytes
+        return int(sys.getsizeof(value))
+    except Exception:
+        return None
+
+
+def _summary(value):
+    """The start of a value's repr (not for arrays and frames, whose shape says more)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype") or hasattr(value, "columns"):
+        return ""
+    try:
+        text = repr(value)
+    except Exception as exc:
+        return "<repr failed: %s>" % type(exc).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SUMMARY else text[:MAX_SUMMARY - 1] + "\u2026"
+
+
+def variables(ns, own):
+    """The session's globals for a variable panel: name, type, shape, size (bytes) and a
+    short summary of each, sorted by name. Left out: names starting with _, modules,
+    and what the kernel itself put there (display)."""
+    import types
+    out = []
+    for name, value in list(ns.items()):
+        if name.startswith("_") or (name in own and own[name] is value) or isinstance(value, types.ModuleType):
+            continue
+        t = type(value)
+        mod = getattr(t, "__module__", "") or ""
+        entry = {"name": name, "type": t.__name__, "module": "" if mod == "builtins" else mod.split(".")[0],
+                 "shape": None, "size": None, "summary": ""}
+        try:
+            entry["shape"] = _shape(value)
+        except Exception:
+            pass
+        entry["size"] = _size(value)
+        entry["summary"] = _summary(value)
+        out.append(entry)
+    out.sort(key=lambda e: e["name"])
+    more = max(0, len(out) - MAX_VARIABLES)
+    return {"status": "ok", "variables": out[:MAX_VARIABLES], "more": more}

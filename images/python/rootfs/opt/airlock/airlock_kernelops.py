@@ -23,7 +23,7 @@ from airlock_loop import now
 
 INTROSPECT_S = 15.0  # the first completion imports Jedi
 MAX_REPLY = 512 << 10
-WHATS = ("complete", "inspect", "is_complete")
+WHATS = ("complete", "inspect", "is_complete", "variables")
 
 
 class Question:

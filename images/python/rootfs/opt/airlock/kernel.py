@@ -240,7 +240,7 @@ class Kernel:
         token = msg.pop("token", None)
         seq = msg.get("seq")
         try:
-            reply = _answer(msg, self.ns)
+            reply = _answer(msg, self.ns, self.own)
         except BaseException:
             reply = _NOT_ANSWERED
         try:
