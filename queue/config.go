@@ -89,6 +89,13 @@ type WorkerConfig struct {
 	// empty, so a batch job reaching an idle worker starts within ReadBlock
 	// at worst. Default 2s.
 	ReadBlock time.Duration
+	// OnStop, when set, is called once when Run stops: after the worker
+	// stopped taking jobs and before it gives up its sessions (unbinds
+	// them and answers their waiting jobs with ErrSessionLost), so the
+	// handler can save them where a caller finds them (issue 30). Jobs
+	// still running keep running meanwhile. It must return in bounded
+	// time.
+	OnStop func()
 }
 
 // Deps are a queue's collaborators. All are optional.

@@ -298,6 +298,9 @@ func (w *memWorker) Run(ctx context.Context) error {
 			w.run(hctx, mj)
 		})
 	}
+	if w.cfg.OnStop != nil {
+		w.cfg.OnStop()
+	}
 	w.stop()
 	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })
 	q.mu.Lock()

@@ -91,6 +91,9 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	}
 	sb := sandbox.DefaultConfig()
 	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
+	if f.snapState != nil {
+		s.client.SetResumes(f.resumes())
+	}
 	dcfg := f.dispatcherConfig(held)
 	fetcher, err := f.egress.fetcher(log, s.metrics)
 	if err != nil {
@@ -189,20 +192,28 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	s.worker = eng
 	s.engine, _ = eng.(*sandbox.Engine)
 	var run jobs.Engine = eng
+	var keeper *snapshots.Keeper
 	if se, ok := eng.(snapshots.Engine); ok && f.snapState != nil {
-		run = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
+		keeper = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
+		keeper.EnableResume(f.resumeConfig())
+		run = keeper
 	}
 	if f.secrets.Len() > 0 {
-		run = redactingEngine{Engine: eng, red: dispatcher.NewRedactor(f.secrets.List())}
+		run = redactingEngine{Engine: run, red: dispatcher.NewRedactor(f.secrets.List())}
 	}
-	w, err := s.queue.NewWorker(queue.WorkerConfig{
-		ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
-	}, jobs.NewRunner(run))
+	wcfg := queue.WorkerConfig{ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace}
+	if keeper != nil {
+		wcfg.OnStop = func() { s.saveSessions(keeper, f.grace) }
+	}
+	w, err := s.queue.NewWorker(wcfg, jobs.NewRunner(run))
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.stopWork = cancel
+	if keeper != nil {
+		s.workerWG.Go(func() { keeper.RunHibernator(wctx) })
+	}
 	s.workerWG.Add(1)
 	go func() {
 		defer s.workerWG.Done()

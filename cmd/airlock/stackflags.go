@@ -91,6 +91,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, local bool, pool int) {
 		registerReserve(fs, &f.interactiveReserve)
 		registerVisibility(fs, &f.visibility)
 		f.registerSnapshots(fs)
+		f.registerHibernate(fs)
 	}
 	f.registerSecretsFile(fs)
 }
@@ -105,6 +106,7 @@ func (f *stackFlags) registerWorker(fs *flag.FlagSet) {
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on shutdown, how long jobs in flight may take to finish")
 	f.registerSecretsFile(fs)
 	f.registerSnapshots(fs)
+	f.registerHibernate(fs)
 }
 
 // registerConcurrency adds --concurrency with default def.

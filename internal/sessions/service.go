@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -61,6 +62,7 @@ type Backend interface {
 type Service struct {
 	backend Backend // nil: records only, no live state
 	records *sessionrecords.Store
+	resumes *snapshots.Resumes // nil: no session outlives its container
 	now     func() time.Time
 	log     *slog.Logger
 }
@@ -141,6 +143,9 @@ func (s *Service) Close(ctx context.Context, rec sessionrecords.Record) error {
 // failed is err of an operation on rec: when the sandbox says the session
 // is gone its record is dropped and the error is not_found.
 func (s *Service) failed(ctx context.Context, rec sessionrecords.Record, err error) error {
+	if gone(err) && s.resumable(ctx, rec) {
+		return err
+	}
 	if gone(err) {
 		s.records.Remove(context.WithoutCancel(ctx), rec.Owner, rec.ID)
 		return notFound()
@@ -163,10 +168,17 @@ func (s *Service) View(ctx context.Context, rec sessionrecords.Record) (wire.Ses
 	if s.backend == nil {
 		return v, nil
 	}
+	if rec.Hibernated && s.resumable(ctx, rec) {
+		v.State = wire.SessionHibernated
+		return v, nil
+	}
 	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
 	defer cancel()
 	info, err := s.backend.SessionInfo(ictx, rec.Owner, rec.ID)
 	switch {
+	case gone(err) && s.resumable(ctx, rec):
+		v.State = wire.SessionHibernated // its container is gone, its snapshot is not
+		return v, nil
 	case gone(err):
 		return v, s.failed(ctx, rec, err)
 	case err != nil:
@@ -242,8 +254,22 @@ func (s *Service) ListFiles(ctx context.Context, rec sessionrecords.Record, root
 // forget drops rec's record when the sandbox no longer knows the session,
 // and returns err as is.
 func (s *Service) forget(ctx context.Context, rec sessionrecords.Record, err error) error {
-	if errors.Is(err, core.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) && !s.resumable(ctx, rec) {
 		s.records.Remove(context.WithoutCancel(ctx), rec.Owner, rec.ID)
 	}
 	return err
+}
+
+// SetResumes lets the service keep the sessions that outlive their
+// container (issue 30): one whose container is gone but which has a
+// resume record is hibernated, not gone. Call before the service is used.
+func (s *Service) SetResumes(r *snapshots.Resumes) { s.resumes = r }
+
+// resumable reports whether rec's session has a snapshot to wake from.
+func (s *Service) resumable(ctx context.Context, rec sessionrecords.Record) bool {
+	if s.resumes == nil {
+		return false
+	}
+	_, err := s.resumes.Get(ctx, rec.Owner, rec.ID)
+	return err == nil
 }

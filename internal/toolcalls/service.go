@@ -94,6 +94,12 @@ func Answer(res dispatcher.Result, session string) wire.ToolCallResponse {
 	r.Message, r.SessionEnded = sb.Message, sb.SessionEnded
 	r.Error, r.ExecutionCount, r.Display, r.KernelRestarted = sb.Error, sb.ExecutionCount, sb.Display, sb.KernelRestarted
 	r.Warnings = append([]string(nil), sb.Warnings...)
+	if sb.Resumed {
+		r.Resumed, r.WakeMS, r.ResumeSkipped = true, sb.WakeMS, make([]wire.SnapshotSkip, 0, len(sb.ResumeSkipped))
+		for _, k := range sb.ResumeSkipped {
+			r.ResumeSkipped = append(r.ResumeSkipped, wire.SnapshotSkip{Name: k.Name, Type: k.Type, Reason: k.Reason})
+		}
+	}
 	for _, a := range sb.Artifacts {
 		r.Artifacts = append(r.Artifacts, wire.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256})
 	}
