@@ -91,6 +91,9 @@ func (c *Client) exec(ctx context.Context, req core.Request) (core.Result, error
 	// unknown one (ErrInvalid).
 	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Lane: queue.Lane(req.Lane), Payload: payload,
 		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
+	if req.Op == core.OpSessionOpen {
+		job.Session = "" // a wake opens its session again on any worker
+	}
 	if sink := core.SinkFrom(ctx); sink != nil {
 		job.OnProgress = progressSink(sink)
 	}
