@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/queue"
 )
 
 // wakeLockTTL bounds how long one caller may hold a session's wake lock
@@ -39,8 +40,11 @@ func goneSession(err error) bool {
 	return errors.Is(err, core.ErrSessionLost) || errors.Is(err, core.ErrNotFound)
 }
 
-// resumeExec runs req; when its session turns out to be gone and has a
-// resume record, it wakes the session and runs req again.
+// resumeExec runs req; when its session turns out to be gone before req
+// reached it (not found on its worker, or no live worker held it when req
+// was submitted) and has a resume record, it wakes the session and runs
+// req again. A call lost while it waited or ran answers session_lost as
+// before (it may have run); the next call wakes the session.
 func (c *Client) resumeExec(ctx context.Context, req core.Request) (core.Result, error) {
 	res, err := c.exec(ctx, req)
 	if err == nil || c.resumes == nil || req.SessionID == "" || !goneSession(err) {
@@ -54,6 +58,11 @@ func (c *Client) resumeExec(ctx context.Context, req core.Request) (core.Result,
 		return res, err
 	}
 	if !wakes(req.Op) {
+		return res, err
+	}
+	if !errors.Is(err, core.ErrNotFound) && !errors.Is(err, queue.ErrNotStarted) {
+		// Lost while it waited or ran (its worker died): it may have run,
+		// so it is not run again; the session's next call wakes it.
 		return res, err
 	}
 	start := time.Now()

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/artifacts"
 	"github.com/airlock-dev/airlock/internal/idempotency"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -29,6 +30,7 @@ type Service struct {
 	artifacts *artifacts.Store
 	sessions  *sessionrecords.Store
 	idem      *idempotency.Keys
+	resumes   *snapshots.Resumes // nil: a lost session is gone for good
 }
 
 // New returns the service over the artifact store, the session records
@@ -118,7 +120,10 @@ func (s *Service) Finish(ctx context.Context, call dispatcher.Call, res dispatch
 	}
 	bg := context.WithoutCancel(ctx)
 	if id := call.SessionID; id != "" {
-		if res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
+		if res.Status == dispatcher.StatusSessionLost && s.resumable(bg, call.Owner, id) {
+			// its worker died during the call: the session comes back
+			// from its last snapshot with its next call
+		} else if res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 			(res.Sandbox != nil && res.Sandbox.SessionEnded) {
 			s.sessions.Remove(bg, call.Owner, id)
 		} else {
