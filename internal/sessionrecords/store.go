@@ -284,11 +284,17 @@ func (s *Store) List(ctx context.Context, owner string) []Record {
 // its state in a snapshot) or awake again; an awake session counts as
 // used now, so its idle time starts over.
 func (s *Store) SetHibernated(ctx context.Context, owner, id string, on bool) {
-	if r, ver, ok := s.load(ctx, owner, id); ok {
+	for range 3 { // a touch may win the race: read it again
+		r, ver, ok := s.load(ctx, owner, id)
+		if !ok {
+			return
+		}
 		r.Hibernated = on
 		if !on {
 			r.LastUsed = s.now()
 		}
-		_ = s.write(ctx, r, ver)
+		if s.write(ctx, r, ver) == nil {
+			return
+		}
 	}
 }

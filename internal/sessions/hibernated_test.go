@@ -48,6 +48,9 @@ func TestHibernatedSessionsAreListed(t *testing.T) {
 		t.Fatalf("list = %+v, want %s hibernated alone", list, a.ID)
 	}
 	recs.SetHibernated(ctx, "alice", a.ID, true)
+	if err := res.SetHibernated(ctx, "alice", a.ID, true); err != nil {
+		t.Fatal(err)
+	}
 	now = now.Add(10 * time.Minute) // past the idle TTL, within the maximum life
 	rec, ok := recs.Get(ctx, "alice", a.ID, false)
 	if !ok || !rec.Hibernated {

@@ -168,7 +168,7 @@ func (s *Service) View(ctx context.Context, rec sessionrecords.Record) (wire.Ses
 	if s.backend == nil {
 		return v, nil
 	}
-	if rec.Hibernated && s.resumable(ctx, rec) {
+	if rec.Hibernated && s.hibernated(ctx, rec) {
 		v.State = wire.SessionHibernated
 		return v, nil
 	}
@@ -264,6 +264,16 @@ func (s *Service) forget(ctx context.Context, rec sessionrecords.Record, err err
 // container (issue 30): one whose container is gone but which has a
 // resume record is hibernated, not gone. Call before the service is used.
 func (s *Service) SetResumes(r *snapshots.Resumes) { s.resumes = r }
+
+// hibernated reports whether rec's session's resume record says its
+// container was freed on purpose (and not woken since).
+func (s *Service) hibernated(ctx context.Context, rec sessionrecords.Record) bool {
+	if s.resumes == nil {
+		return false
+	}
+	r, err := s.resumes.Get(ctx, rec.Owner, rec.ID)
+	return err == nil && r.Hibernated
+}
 
 // resumable reports whether rec's session has a snapshot to wake from.
 func (s *Service) resumable(ctx context.Context, rec sessionrecords.Record) bool {
