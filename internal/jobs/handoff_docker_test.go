@@ -37,7 +37,7 @@ func TestSIGTERMHandsSessionsOver(t *testing.T) {
 	c := jobs.NewClient(cq, jobs.ClientConfig{})
 	res := snapshots.NewResumes(st, snapshots.New(st, snapshots.DefaultConfig(), nil))
 	c.SetResumes(res)
-	kA, stopA := resumeWorker(t, redisQueue(t, srv, "hand"), st, "wa", snapshots.ResumeConfig{})
+	kA, _, stopA := resumeWorker(t, redisQueue(t, srv, "hand"), st, "wa", snapshots.ResumeConfig{})
 	_ = kA
 	ctx := context.Background()
 	const n = 5
@@ -54,7 +54,7 @@ func TestSIGTERMHandsSessionsOver(t *testing.T) {
 	if err != nil || holderA == "" {
 		t.Fatalf("holder: %q %v", holderA, err)
 	}
-	_, _ = resumeWorker(t, redisQueue(t, srv, "hand"), st, "wb", snapshots.ResumeConfig{})
+	_, _, _ = resumeWorker(t, redisQueue(t, srv, "hand"), st, "wb", snapshots.ResumeConfig{})
 	start := time.Now()
 	stopA() // SIGTERM: stop taking jobs, save the sessions, give them up
 	t.Logf("worker A saved %d sessions and stopped in %v", n, time.Since(start))

@@ -54,7 +54,7 @@ func dockerEngine(t *testing.T, name string) *sandbox.Engine {
 // resumeWorker runs a worker on q over a Keeper of a fresh engine with
 // cfg (its Resumes over st) and returns the Keeper and a stop that ends
 // the worker as a SIGTERM does (OnStop saves its sessions).
-func resumeWorker(t *testing.T, q queue.Queue, st state.Store, name string, cfg snapshots.ResumeConfig) (*snapshots.Keeper, func()) {
+func resumeWorker(t *testing.T, q queue.Queue, st state.Store, name string, cfg snapshots.ResumeConfig) (*snapshots.Keeper, *sandbox.Engine, func()) {
 	t.Helper()
 	e := dockerEngine(t, name)
 	k := snapshots.NewKeeper(e, snapshots.New(st, snapshots.DefaultConfig(), nil), snapshots.NewCallLog(st), nil)
@@ -81,7 +81,7 @@ func resumeWorker(t *testing.T, q queue.Queue, st state.Store, name string, cfg 
 		}
 	}
 	t.Cleanup(stop)
-	return k, stop
+	return k, e, stop
 }
 
 func boltStore(t *testing.T) state.Store {
@@ -121,7 +121,7 @@ func TestHibernateThenWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	_, _ = resumeWorker(t, q, st, "hib", snapshots.ResumeConfig{HibernateAfter: time.Second})
+	_, _, _ = resumeWorker(t, q, st, "hib", snapshots.ResumeConfig{HibernateAfter: time.Second})
 	c := jobs.NewClient(q, jobs.ClientConfig{})
 	res := snapshots.NewResumes(st, snapshots.New(st, snapshots.DefaultConfig(), nil))
 	c.SetResumes(res)
