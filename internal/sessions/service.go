@@ -216,6 +216,9 @@ func (s *Service) List(ctx context.Context, owner string) []wire.Session {
 // whether one was running.
 func (s *Service) Interrupt(ctx context.Context, rec sessionrecords.Record) (bool, error) {
 	hit, err := s.backend.InterruptSession(ctx, rec.Owner, rec.ID)
+	if gone(err) && s.resumable(ctx, rec) {
+		return false, nil // hibernated: nothing runs
+	}
 	if err != nil {
 		return false, s.failed(ctx, rec, err)
 	}
