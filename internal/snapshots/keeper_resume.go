@@ -255,6 +255,9 @@ func (k *Keeper) RunHibernator(ctx context.Context) {
 		return
 	}
 	every := min(max(k.res.cfg.HibernateAfter/4, 100*time.Millisecond), 10*time.Second)
+	// A tick early, so a session is saved by HibernateAfter: the API's
+	// record of it expires idle then unless it is marked hibernated.
+	after := max(k.res.cfg.HibernateAfter-every, every)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -265,7 +268,7 @@ func (k *Keeper) RunHibernator(ctx context.Context) {
 		}
 		now := k.now()
 		for _, s := range lister.Sessions("") {
-			if s.State == "busy" || now.Sub(s.LastUsed) < k.res.cfg.HibernateAfter {
+			if s.State == "busy" || now.Sub(s.LastUsed) < after {
 				continue
 			}
 			if _, err := k.Hibernate(ctx, s.Owner, s.ID, false); err != nil {
