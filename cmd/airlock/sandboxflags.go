@@ -102,7 +102,7 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	}
 	cfg.Worker, cfg.Queue = f.worker, f.queue
 	if f.hibernateAfter > 0 && cfg.SessionIdle <= f.hibernateAfter {
-		cfg.SessionIdle = f.hibernateAfter + time.Minute // hibernated first, never ended idle
+		cfg.SessionIdle += time.Minute // hibernated first (at most at the idle time), never ended idle
 	}
 	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
 	if f.egress.local != "" && f.egress.doorDir == "" {

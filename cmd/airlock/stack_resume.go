@@ -22,8 +22,12 @@ func (f *stackFlags) resumes() *snapshots.Resumes {
 // that reads them whatever their idle time (the API's own idle TTL
 // decides for it) and keeps the sandbox's maximum life.
 func (f *stackFlags) resumeConfig() snapshots.ResumeConfig {
-	marker := sessionrecords.New(f.snapState, 365*24*time.Hour, sandbox.DefaultConfig().SessionMaxLife, nil)
-	return snapshots.ResumeConfig{Resumes: f.resumes(), Records: marker, HibernateAfter: f.hibernateAfter, AutoMaxBytes: f.autoSnapMax}
+	d := sandbox.DefaultConfig()
+	marker := sessionrecords.New(f.snapState, 365*24*time.Hour, d.SessionMaxLife, nil)
+	// Past the session idle time the API's record is gone: hibernating
+	// later would save a session nobody can call.
+	after := min(f.hibernateAfter, d.SessionIdle)
+	return snapshots.ResumeConfig{Resumes: f.resumes(), Records: marker, HibernateAfter: after, AutoMaxBytes: f.autoSnapMax}
 }
 
 // saveSessions is the worker's OnStop: it saves and frees every live
