@@ -50,6 +50,8 @@ type opened struct {
 	req       core.Request
 	created   time.Time
 	expiresAt time.Time
+	// remembered is when this Keeper learned of it (see prune).
+	remembered time.Time
 	// gate keeps calls, files and snapshots of the session apart from its
 	// hibernation: a session is saved and closed with no call in between.
 	gate sync.Mutex
@@ -93,7 +95,7 @@ func (k *Keeper) remember(ctx context.Context, id string, req core.Request) {
 		return
 	}
 	req.Code, req.Archive, req.Data, req.SnapshotID, req.Restore, req.SessionID, req.JobID = "", nil, nil, "", "", "", ""
-	o := &opened{req: req, created: k.now(), expiresAt: req.SessionExpires}
+	o := &opened{req: req, created: k.now(), expiresAt: req.SessionExpires, remembered: k.now()}
 	if res, err := k.engine.Handle(ctx, core.Request{Op: core.OpSessionInfo, Owner: req.Owner, SessionID: id}); err == nil && res.Session != nil {
 		o.created, o.expiresAt = res.Session.Created, res.Session.ExpiresAt
 	}
@@ -267,13 +269,31 @@ func (k *Keeper) RunHibernator(ctx context.Context) {
 		case <-t.C:
 		}
 		now := k.now()
-		for _, s := range lister.Sessions("") {
+		live := lister.Sessions("")
+		k.prune(live, now)
+		for _, s := range live {
 			if s.State == "busy" || now.Sub(s.LastUsed) < after {
 				continue
 			}
 			if _, err := k.Hibernate(ctx, s.Owner, s.ID, false); err != nil {
 				k.log.Warn("snapshots: idle session not hibernated", "session", s.ID, "err", err)
 			}
+		}
+	}
+}
+
+// prune forgets the sessions opened before at that the engine no longer
+// has (ended at their maximum life, say).
+func (k *Keeper) prune(live []core.SessionInfo, at time.Time) {
+	has := make(map[string]bool, len(live))
+	for _, s := range live {
+		has[s.ID] = true
+	}
+	k.res.mu.Lock()
+	defer k.res.mu.Unlock()
+	for id, o := range k.res.open {
+		if !has[id] && o.remembered.Before(at) && !o.autoRunning {
+			delete(k.res.open, id)
 		}
 	}
 }
