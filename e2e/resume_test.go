@@ -143,3 +143,37 @@ func mustNames(t *testing.T, st state.Store, r snapshots.Resume) []string {
 	}
 	return m.Report.Names
 }
+
+// TestServeRestartKeepsSessions: `airlock serve` with its embedded worker
+// and store saves its live sessions on SIGTERM; started again on the same
+// data directory, the session's next call resumes it with its variables,
+// and the session is listed as hibernated until then.
+func TestServeRestartKeepsSessions(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	dir := t.TempDir()
+	srv := startServe(t, "--data-dir", dir, "--pool", "0")
+	sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+	r := do(t, "POST", srv.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "z = 'kept across a restart'"}))
+	decodeCall(t, r.must(t, http.StatusOK)).mustOK(t)
+	srv.signal(syscall.SIGTERM)
+	if code := srv.wait(stopTimeout); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	if !strings.Contains(srv.stderr.String(), "sessions saved") {
+		t.Errorf("serve did not say it saved its sessions:\n%s", tail(srv.stderr.String(), 3000))
+	}
+	again := startServe(t, "--data-dir", dir, "--pool", "0")
+	if v := do(t, "GET", again.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusOK).JSON(t); v["state"] != "hibernated" {
+		t.Errorf("after the restart the session is %v, want hibernated", v["state"])
+	}
+	r = do(t, "POST", again.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "print(z)"}))
+	var out resumed
+	if err := json.Unmarshal(r.must(t, http.StatusOK).Body, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out.Result.Stdout) != "kept across a restart" || !out.Result.Resumed {
+		t.Fatalf("after the restart: %q resumed %v", out.Result.Stdout, out.Result.Resumed)
+	}
+	t.Logf("after a serve restart the session woke in %d ms", out.Result.WakeMS)
+}
