@@ -192,14 +192,17 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	s.worker = eng
 	s.engine, _ = eng.(*sandbox.Engine)
 	var run jobs.Engine = eng
+	if f.secrets.Len() > 0 {
+		run = redactingEngine{Engine: eng, red: dispatcher.NewRedactor(f.secrets.List())}
+	}
 	var keeper *snapshots.Keeper
 	if se, ok := eng.(snapshots.Engine); ok && f.snapState != nil {
+		if red, ok := run.(redactingEngine); ok { // the call log keeps what the caller saw
+			se = redactingSnapshots{redactingEngine: red, se: se}
+		}
 		keeper = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
 		keeper.EnableResume(f.resumeConfig())
 		run = keeper
-	}
-	if f.secrets.Len() > 0 {
-		run = redactingEngine{Engine: run, red: dispatcher.NewRedactor(f.secrets.List())}
 	}
 	wcfg := queue.WorkerConfig{ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace}
 	if keeper != nil {

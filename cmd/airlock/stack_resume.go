@@ -5,6 +5,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -41,4 +42,30 @@ func (s *stack) saveSessions(k *snapshots.Keeper, grace time.Duration) {
 	if saved+failed > 0 {
 		s.log.Info("sessions saved for their next calls to resume elsewhere", "saved", saved, "not_saved", failed, "ms", time.Since(start).Milliseconds())
 	}
+}
+
+// redactingSnapshots is a worker's redacting engine (--secrets-file) with
+// the sandbox's snapshot operations and session list, so the Keeper over
+// it logs calls as redacted as their callers saw them.
+type redactingSnapshots struct {
+	redactingEngine
+	se snapshots.Engine
+}
+
+// SnapshotSession is the sandbox's.
+func (r redactingSnapshots) SnapshotSession(ctx context.Context, owner, id string, maxBytes int64, sink core.SnapshotSink) (core.SnapshotReport, error) {
+	return r.se.SnapshotSession(ctx, owner, id, maxBytes, sink)
+}
+
+// RestoreSession is the sandbox's.
+func (r redactingSnapshots) RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src core.SnapshotSource) (core.SnapshotReport, error) {
+	return r.se.RestoreSession(ctx, owner, id, mode, maxBytes, src)
+}
+
+// Sessions is the sandbox's list of live sessions (for hibernation).
+func (r redactingSnapshots) Sessions(owner string) []core.SessionInfo {
+	if l, ok := r.se.(snapshots.SessionLister); ok {
+		return l.Sessions(owner)
+	}
+	return nil
 }
