@@ -130,7 +130,8 @@ func (k *Keeper) gated(ctx context.Context, req core.Request, run func() (core.R
 // wake opens session req.SessionID again from its resume record (a
 // request of the jobs client after the session's container was found
 // gone): a fresh container under the same id, limits and maximum life,
-// the snapshot's namespace and work folder loaded. The report's Skipped
+// its latest snapshot's namespace and work folder loaded (req.SnapshotID,
+// the one the client saw, may have been replaced since). The report's Skipped
 // are the names the snapshot could not save.
 func (k *Keeper) wake(ctx context.Context, req core.Request) (core.Result, error) {
 	if k.res == nil {
@@ -139,9 +140,6 @@ func (k *Keeper) wake(ctx context.Context, req core.Request) (core.Result, error
 	r, err := k.res.cfg.Resumes.Get(ctx, req.Owner, req.SessionID)
 	if err != nil {
 		return core.Result{}, err
-	}
-	if r.Snapshot != req.SnapshotID {
-		return core.Result{}, core.Errorf("snapshots", core.ErrConflict, "session "+req.SessionID+" was saved again meanwhile")
 	}
 	m, err := k.store.Get(ctx, req.Owner, r.Snapshot)
 	if err != nil {
@@ -224,181 +222,6 @@ func (k *Keeper) save(ctx context.Context, owner, id string, o *opened, maxBytes
 	}
 	k.log.Info("session hibernated", "session", id, "owner", owner, "snapshot", snapID, "bytes", w.bytes, "skipped", len(rep.Skipped))
 	return nil
-}
-
-// Hibernate saves session id of owner and frees its container; wait says
-// whether to wait for a call in progress (else such a session is left
-// alone and false returned).
-func (k *Keeper) Hibernate(ctx context.Context, owner, id string, wait bool) (bool, error) {
-	o := k.session(id)
-	if o == nil || o.req.Owner != owner {
-		return false, nil
-	}
-	if wait {
-		o.gate.Lock()
-	} else if !o.gate.TryLock() {
-		return false, nil
-	}
-	defer o.gate.Unlock()
-	if k.session(id) != o { // closed or hibernated meanwhile
-		return false, nil
-	}
-	if err := k.save(ctx, owner, id, o, k.store.cfg.MaxBytes, true); err != nil {
-		return false, fmt.Errorf("snapshots: hibernate %s: %w", id, err)
-	}
-	return true, nil
-}
-
-// RunHibernator hibernates sessions idle longer than HibernateAfter until
-// ctx is done; it returns at once when hibernation is off.
-func (k *Keeper) RunHibernator(ctx context.Context) {
-	lister, ok := k.engine.(SessionLister)
-	if k.res == nil || k.res.cfg.HibernateAfter <= 0 || !ok {
-		return
-	}
-	every := min(max(k.res.cfg.HibernateAfter/4, 100*time.Millisecond), 10*time.Second)
-	// A tick early, so a session is saved by HibernateAfter: the API's
-	// record of it expires idle then unless it is marked hibernated.
-	after := max(k.res.cfg.HibernateAfter-every, every)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := k.now()
-		live := lister.Sessions("")
-		k.prune(live, now)
-		for _, s := range live {
-			if s.State == "busy" || now.Sub(s.LastUsed) < after {
-				continue
-			}
-			if _, err := k.Hibernate(ctx, s.Owner, s.ID, false); err != nil {
-				k.log.Warn("snapshots: idle session not hibernated", "session", s.ID, "err", err)
-			}
-		}
-	}
-}
-
-// prune forgets the sessions opened before at that the engine no longer
-// has (ended at their maximum life, say).
-func (k *Keeper) prune(live []core.SessionInfo, at time.Time) {
-	has := make(map[string]bool, len(live))
-	for _, s := range live {
-		has[s.ID] = true
-	}
-	k.res.mu.Lock()
-	defer k.res.mu.Unlock()
-	for id, o := range k.res.open {
-		if !has[id] && o.remembered.Before(at) && !o.autoRunning {
-			delete(k.res.open, id)
-		}
-	}
-}
-
-// HibernateAll saves and frees every session this Keeper opened, a few at
-// a time, until ctx is done (a worker's shutdown); it returns how many
-// were saved and how many failed or were left.
-func (k *Keeper) HibernateAll(ctx context.Context) (saved, failed int) {
-	if k.res == nil {
-		return 0, 0
-	}
-	k.res.wg.Wait() // automatic snapshots first: they hold the gates briefly
-	k.res.mu.Lock()
-	type one struct{ owner, id string }
-	var all []one
-	for id, o := range k.res.open {
-		all = append(all, one{o.req.Owner, id})
-	}
-	k.res.mu.Unlock()
-	var mu sync.Mutex
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ok, err := k.Hibernate(ctx, s.owner, s.id, true)
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				saved++
-				return
-			}
-			failed++
-			if err != nil {
-				k.log.Warn("snapshots: session not saved at shutdown", "session", s.id, "err", err)
-			}
-		})
-	}
-	wg.Wait()
-	return saved, failed
-}
-
-// autosnap saves session id after a call that ran, off the caller's path:
-// at most one at a time per session, a call ending meanwhile asking for
-// one more after it; a namespace over AutoMaxBytes is not tried again for
-// autoRetry.
-func (k *Keeper) autosnap(owner, id string) {
-	if k.res == nil || k.res.cfg.AutoMaxBytes <= 0 {
-		return
-	}
-	o := k.session(id)
-	if o == nil {
-		return
-	}
-	k.res.mu.Lock()
-	if k.now().Before(o.tooBig) {
-		k.res.mu.Unlock()
-		return
-	}
-	if o.autoRunning {
-		o.autoAgain = true
-		k.res.mu.Unlock()
-		return
-	}
-	o.autoRunning = true
-	k.res.wg.Add(1)
-	k.res.mu.Unlock()
-	go func() {
-		defer k.res.wg.Done()
-		for {
-			o.gate.Lock()
-			var err error
-			if k.session(id) == o {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				err = k.save(ctx, owner, id, o, min(k.res.cfg.AutoMaxBytes, k.store.cfg.MaxBytes), false)
-				cancel()
-			}
-			o.gate.Unlock()
-			k.res.mu.Lock()
-			if err != nil {
-				o.autoAgain = false
-				if errors.Is(err, core.ErrTooLarge) || errors.Is(err, core.ErrInvalid) {
-					o.tooBig = k.now().Add(autoRetry)
-				}
-			}
-			if !o.autoAgain {
-				o.autoRunning = false
-				k.res.mu.Unlock()
-				if err != nil && !errors.Is(err, core.ErrTooLarge) && !errors.Is(err, core.ErrInvalid) {
-					k.log.Warn("snapshots: session not saved after its call", "session", id, "err", err)
-				}
-				return
-			}
-			o.autoAgain = false
-			k.res.mu.Unlock()
-		}
-	}()
-}
-
-// WaitAutosnapshots waits for the automatic snapshots running now.
-func (k *Keeper) WaitAutosnapshots() {
-	if k.res != nil {
-		k.res.wg.Wait()
-	}
 }
 
 func randomHex() string {
