@@ -121,7 +121,7 @@ func TestHibernateThenWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	_, _, _ = resumeWorker(t, q, st, "hib", snapshots.ResumeConfig{HibernateAfter: time.Second})
+	_, _, _ = resumeWorker(t, q, st, "hib", snapshots.ResumeConfig{HibernateAfter: 3 * time.Second})
 	c := jobs.NewClient(q, jobs.ClientConfig{})
 	res := snapshots.NewResumes(st, snapshots.New(st, snapshots.DefaultConfig(), nil))
 	c.SetResumes(res)
@@ -163,6 +163,26 @@ func TestHibernateThenWake(t *testing.T) {
 	again := run(t, c, "alice", id, "print(x)")
 	if again.Resumed || strings.TrimSpace(again.Stdout) != "41" {
 		t.Fatalf("the call after the wake: resumed %v, %q", again.Resumed, again.Stdout)
+	}
+	// A hibernated session closes too, losing its snapshot.
+	other, err := c.OpenSession(ctx, "alice", core.Limits{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c, "alice", other, "w = 1")
+	for deadline := time.Now().Add(testscale.D(time.Minute)); ; time.Sleep(200 * time.Millisecond) {
+		if r, err := res.Get(ctx, "alice", other); err == nil && r.Hibernated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second session did not hibernate")
+		}
+	}
+	if err := c.CloseSession(ctx, "alice", other); err != nil {
+		t.Fatalf("close of a hibernated session: %v", err)
+	}
+	if _, err := res.Get(ctx, "alice", other); err == nil {
+		t.Fatal("a closed hibernated session keeps its resume record")
 	}
 	// Closing a session ends it for good: no resume record is left.
 	if err := c.CloseSession(ctx, "alice", id); err != nil {

@@ -61,10 +61,15 @@ func (k *Keeper) Handle(ctx context.Context, req core.Request) (core.Result, err
 		res, err := k.engine.Handle(ctx, req)
 		if err == nil || errors.Is(err, core.ErrNotFound) {
 			bg := context.WithoutCancel(ctx)
-			_ = k.calls.Delete(bg, req.Owner, req.SessionID)
 			k.forget(req.SessionID)
 			if k.res != nil {
+				if _, gerr := k.res.cfg.Resumes.Get(bg, req.Owner, req.SessionID); gerr == nil && err != nil {
+					res, err = core.Result{Status: core.StatusOK}, nil // a hibernated session closes by losing its snapshot
+				}
 				k.res.cfg.Resumes.Drop(bg, req.Owner, req.SessionID)
+			}
+			if err == nil {
+				_ = k.calls.Delete(bg, req.Owner, req.SessionID)
 			}
 		}
 		return res, err
