@@ -124,6 +124,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		MaxLimits: cfg.MaxLimits, SessionCallTimeout: cfg.SessionCallTimeout, DefaultBudget: cfg.Budget, InputFolders: cfg.InputFolders, Logger: log},
 		MaxArtifacts: cfg.ArtifactMaxPerCall, MaxArtifactBytes: cfg.ArtifactMaxCallBytes}, s.artifacts, s.records, s.idem)
 	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
+	resumes := snapshots.NewResumes(deps.State, snapshots.New(deps.State, snapshots.DefaultConfig(), cfg.Now))
+	s.sessions.SetResumes(resumes)
+	s.calls.SetResumes(resumes)
 	snap, _ := deps.Sessions.(sessions.Snapshotter)
 	s.snapshots = sessions.NewSnapshots(s.sessions, snap, snapshots.New(deps.State, snapshots.DefaultConfig(), cfg.Now), snapshots.NewCallLog(deps.State))
 	s.snapshots.SetEnvironments(s.resolveEnvironment)

@@ -68,6 +68,7 @@ func run() int {
 		{"10", "jupyter", sectionJupyter},
 		{"11", "snapshots", sectionSnapshots},
 		{"12", "environments", sectionEnv},
+		{"13", "session resume", sectionResume},
 	}
 	failed := 0
 	passes := 1

@@ -141,6 +141,10 @@ type Request struct {
 	// dispatcher from the key's policy; "" means no network, as always
 	// before. A session takes its policy from its OpSessionOpen request.
 	Egress string `json:"egress,omitempty"`
+	// SessionExpires, on an OpSessionOpen that wakes a session (SessionID
+	// and SnapshotID set, issue 30), keeps the session's maximum life: the
+	// new container ends then, not a full life after the wake.
+	SessionExpires time.Time `json:"session_expires,omitzero"`
 }
 
 // The kinds of question an OpSessionIntrospect asks.
@@ -276,6 +280,14 @@ type Result struct {
 	// Network lists every connection the call attempted through the
 	// egress proxy, allowed or refused (issue 29); empty without a policy.
 	Network []NetworkAttempt `json:"network,omitempty"`
+	// Resumed is true when the call's session had lost its container
+	// (hibernated, its worker stopped or died) and was restored from its
+	// last snapshot into a fresh one before the call ran (issue 30);
+	// WakeMS is how long that took and ResumeSkipped the names the
+	// snapshot could not save.
+	Resumed       bool           `json:"resumed,omitempty"`
+	WakeMS        int64          `json:"wake_ms,omitempty"`
+	ResumeSkipped []SnapshotSkip `json:"resume_skipped,omitempty"`
 }
 
 // NetworkAttempt is one connection a call attempted: where to, whether the

@@ -95,6 +95,9 @@ func renderSandbox(res core.Result) string {
 	if res.SessionEnded {
 		sb.WriteString("note: the session ended; its variables and files are gone, start a new session\n")
 	}
+	if res.Resumed {
+		sb.WriteString(resumedNote(res) + "\n")
+	}
 	if res.Stdout != "" {
 		sb.WriteString("--- stdout ---\n")
 		sb.WriteString(strings.TrimRight(res.Stdout, "\n"))

@@ -41,8 +41,9 @@ func pidOfWorker(t *testing.T, id string) int {
 // redis-server, `airlock serve --redis --concurrency 0` and two
 // `airlock worker`s. One-shot calls are shared by both workers; a
 // session's calls go to the worker holding it (state survives);
-// `kill -9` of that worker turns the next session call into 409
-// session_lost instead of a hang; a caller that goes away gets its running
+// `kill -9` of that worker turns the call in flight into 409
+// session_lost instead of a hang, and the next call restores the session
+// from its last snapshot (issue 30); a caller that goes away gets its running
 // container killed; the dead worker's container is reaped; SIGTERM leaves
 // no container behind.
 func TestRedisDeployment(t *testing.T) {
@@ -196,11 +197,10 @@ func TestRedisDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session call after kill -9 of its worker did not answer: %v", err)
 	}
-	if lost.Status != http.StatusConflict && lost.Status != http.StatusNotFound {
-		t.Fatalf("session call after the loss: %d %s, want 409 session_lost or 404", lost.Status, lost.Body)
-	}
-	if r := do(t, "GET", srv.URL+"/v1/sessions/"+sid, nil); r.Status != http.StatusNotFound {
-		t.Errorf("the lost session is still listed: %d %s", r.Status, r.Body)
+	// The session was saved after its last call (issue 30): the next call
+	// restores it on the survivor instead of answering session_lost.
+	if got := decodeCall(t, lost.must(t, http.StatusOK)).mustOK(t); got != "43\n" {
+		t.Fatalf("session call after the loss printed %q, want 43 (restored from its last snapshot)", got)
 	}
 	// The survivor still serves one-shot calls.
 	if got := decodeCall(t, do(t, "POST", srv.URL+"/v1/tool-calls", toolCall("", "run_python", map[string]any{"code": "print('alive')"}))).mustOK(t); got != "alive\n" {

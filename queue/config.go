@@ -94,6 +94,13 @@ type WorkerConfig struct {
 	// advertises them, so jobs for them (Job.Environment) come to it.
 	// It is called from the heartbeat: it must return quickly.
 	Environments func() []string
+	// OnStop, when set, is called once when Run stops: after the worker
+	// stopped taking jobs and before it gives up its sessions (unbinds
+	// them and answers their waiting jobs with ErrSessionLost), so the
+	// handler can save them where a caller finds them (issue 30). Jobs
+	// still running keep running meanwhile. It must return in bounded
+	// time.
+	OnStop func()
 }
 
 // Deps are a queue's collaborators. All are optional.

@@ -311,7 +311,7 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 			stops[id] = runWorker(t, q, WorkerConfig{ID: id, Concurrency: 2}, testHandler(id, func(Job) {}))
 		}
 		ctx := testCtx(t)
-		if _, err := q.Do(ctx, Job{Session: "nope", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) {
+		if _, err := q.Do(ctx, Job{Session: "nope", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) || !errors.Is(err, ErrNotStarted) {
 			t.Fatalf("unknown session: err = %v", err)
 		}
 		holder := func(s string) string {
@@ -331,13 +331,29 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 		if _, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("close:s1")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) {
+		if _, err := q.Do(ctx, Job{Session: "s1", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) || !errors.Is(err, ErrNotStarted) {
 			t.Fatalf("after close: err = %v", err)
 		}
 		h = holder("s2")
 		stops[h]()
-		if _, err := q.Do(ctx, Job{Session: "s2", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) {
+		if _, err := q.Do(ctx, Job{Session: "s2", Payload: []byte("echo:x")}); !errors.Is(err, ErrSessionLost) || !errors.Is(err, ErrNotStarted) {
 			t.Fatalf("after holder stopped: err = %v", err)
+		}
+	})
+
+	t.Run("OnStopRunsOnceAtShutdown", func(t *testing.T) {
+		q := newQ(t, contractConfig(), nil)
+		calls := make(chan struct{}, 2)
+		stop := runWorker(t, q, WorkerConfig{ID: "w1", Concurrency: 1, OnStop: func() { calls <- struct{}{} }}, testHandler("w1", func(Job) {}))
+		if _, err := q.Do(testCtx(t), Job{Payload: []byte("echo:x")}); err != nil {
+			t.Fatal(err)
+		}
+		if len(calls) != 0 {
+			t.Fatal("OnStop ran before the worker stopped")
+		}
+		stop()
+		if len(calls) != 1 {
+			t.Fatalf("OnStop ran %d times at shutdown, want 1", len(calls))
 		}
 	})
 

@@ -138,7 +138,7 @@ func (q *Memory) submit(ctx context.Context, j Job, now time.Time) (*memJob, err
 	if j.Session != "" {
 		target = q.sessions[j.Session]
 		if target == nil {
-			return nil, fmt.Errorf("%w: no live worker holds session %q", ErrSessionLost, j.Session)
+			return nil, notStarted{fmt.Errorf("%w: no live worker holds session %q", ErrSessionLost, j.Session)}
 		}
 	}
 	mj := &memJob{job: j, done: make(chan struct{}), state: stateQueued}
@@ -297,6 +297,9 @@ func (w *memWorker) Run(ctx context.Context) error {
 			defer cancel(nil)
 			w.run(hctx, mj)
 		})
+	}
+	if w.cfg.OnStop != nil {
+		w.cfg.OnStop()
 	}
 	w.stop()
 	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })

@@ -92,7 +92,7 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 			sessKey = q.keys.session(j.Session)
 			worker, err := q.rdb.Get(ctx, sessKey).Result()
 			if errors.Is(err, redis.Nil) {
-				return sub, fmt.Errorf("%w: no worker holds session %q", ErrSessionLost, j.Session)
+				return sub, notStarted{fmt.Errorf("%w: no worker holds session %q", ErrSessionLost, j.Session)}
 			}
 			if err != nil {
 				return sub, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -144,7 +144,7 @@ func (q *Redis) submit(ctx context.Context, j Job) (submission, error) {
 			}
 			return sub, fmt.Errorf("%w: queue depth %d reached", ErrBusy, q.cfg.MaxDepth)
 		case "lost":
-			return sub, fmt.Errorf("%w: worker %s holding session %q is gone", ErrSessionLost, sub.worker, j.Session)
+			return sub, notStarted{fmt.Errorf("%w: worker %s holding session %q is gone", ErrSessionLost, sub.worker, j.Session)}
 		case "moved":
 			continue
 		default:

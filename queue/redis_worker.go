@@ -120,6 +120,9 @@ func (w *redisWorker) Run(ctx context.Context) error {
 	w.serve(ctx, base, &wg)
 
 	w.log.Info("worker stopping", "grace", w.cfg.Grace)
+	if w.cfg.OnStop != nil {
+		w.cfg.OnStop()
+	}
 	w.unbindAll()
 	drainWithGrace(&wg, w.cfg.Grace, func() { hardStop(errShutdown) })
 	w.drainOwn()

@@ -81,8 +81,19 @@ func (e *Engine) OpenSession(ctx context.Context, req core.Request) (SessionInfo
 	now := time.Now()
 	ss := &session{box: b, check: c, env: c.Env, input: c.input, info: SessionInfo{ID: "s-" + newID(), Owner: c.Owner, Created: now,
 		LastUsed: now, ExpiresAt: now.Add(e.cfg.SessionMaxLife), Container: short(b.id)}}
+	if req.SessionID != "" { // a wake (issue 30): the session's own id and end
+		ss.info.ID = req.SessionID
+		if !req.SessionExpires.IsZero() && req.SessionExpires.Before(ss.info.ExpiresAt) {
+			ss.info.ExpiresAt = req.SessionExpires
+		}
+	}
 	s.mu.Lock()
 	delete(s.live, slot)
+	if _, taken := s.live[ss.info.ID]; taken {
+		s.mu.Unlock()
+		e.retire(b)
+		return SessionInfo{}, nil, core.Errorf("sandbox", core.ErrConflict, "session "+ss.info.ID+" is already open here")
+	}
 	if s.closed {
 		s.mu.Unlock()
 		e.retire(b)

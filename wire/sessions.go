@@ -27,6 +27,10 @@ const (
 	SessionIdle    = "idle"
 	SessionBusy    = "busy"
 	SessionUnknown = "unknown" // the sandbox did not answer in time
+	// SessionHibernated: the session's container was freed and its state
+	// kept in a snapshot (idle, or its worker stopped or died); its next
+	// call wakes it (issue 30).
+	SessionHibernated = "hibernated"
 )
 
 // Session is a session: one sandbox keeping state between calls. POST

@@ -116,6 +116,14 @@ type ToolResult struct {
 	// Network lists every connection the call attempted through the
 	// egress proxy (or fetch_url's hops), allowed or refused (issue 29).
 	Network []core.NetworkAttempt `json:"network,omitempty"`
+	// Resumed says the session had lost its container (hibernated, or its
+	// worker stopped or died) and was restored from its last snapshot into
+	// a fresh one before this call ran (issue 30); WakeMS is how long that
+	// took, ResumeSkipped the names the snapshot could not save (they are
+	// missing now).
+	Resumed       bool           `json:"resumed,omitempty"`
+	WakeMS        int64          `json:"wake_ms,omitempty"`
+	ResumeSkipped []SnapshotSkip `json:"resume_skipped,omitempty"`
 }
 
 // ToolCallResponse is the 200 answer of a tool call (and the data of a

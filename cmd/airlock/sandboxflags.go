@@ -37,6 +37,11 @@ type sandboxFlags struct {
 	worker, queue string
 	// egress configures the network leash (egressflags.go).
 	egress egressFlags
+	// hibernateAfter and autoSnapMax are --hibernate-after and
+	// --session-autosnapshot-max-bytes (hibernate_flags.go); a session
+	// hibernates before the sandbox would end it for being idle.
+	hibernateAfter time.Duration
+	autoSnapMax    int64
 }
 
 // register adds the flags; pool is the default warm-pool size (long-lived
@@ -96,6 +101,9 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 		cfg.ReapInterval = f.reapEvery
 	}
 	cfg.Worker, cfg.Queue = f.worker, f.queue
+	if f.hibernateAfter > 0 && cfg.SessionIdle <= f.hibernateAfter {
+		cfg.SessionIdle += time.Minute // hibernated first (at most at the idle time), never ended idle
+	}
 	cfg.Images = map[core.Language]string{core.Python: f.python, core.Shell: f.shell}
 	if f.egress.local != "" && f.egress.doorDir == "" {
 		// A local command with --egress: doors in a private folder of ours.

@@ -91,6 +91,9 @@ func buildStackWith(ctx context.Context, f *stackFlags, log *slog.Logger, newEng
 	}
 	sb := sandbox.DefaultConfig()
 	s.client = jobs.NewClient(s.queue, jobs.ClientConfig{DefaultTimeout: sb.Defaults.Timeout, SessionTimeout: sb.Max.Timeout})
+	if f.snapState != nil {
+		s.client.SetResumes(f.resumes())
+	}
 	dcfg := f.dispatcherConfig(held)
 	fetcher, err := f.egress.fetcher(log, s.metrics)
 	if err != nil {
@@ -189,21 +192,30 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	s.worker = eng
 	s.engine, _ = eng.(*sandbox.Engine)
 	var run jobs.Engine = eng
-	if se, ok := eng.(snapshots.Engine); ok && f.snapState != nil {
-		run = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
-	}
 	if f.secrets.Len() > 0 {
 		run = redactingEngine{Engine: eng, red: dispatcher.NewRedactor(f.secrets.List())}
 	}
+	var keeper *snapshots.Keeper
+	if se, ok := eng.(snapshots.Engine); ok && f.snapState != nil {
+		if red, ok := run.(redactingEngine); ok { // the call log keeps what the caller saw
+			se = redactingSnapshots{redactingEngine: red, se: se}
+		}
+		keeper = snapshots.NewKeeper(se, snapshots.New(f.snapState, f.snapConfig, nil), snapshots.NewCallLog(f.snapState), s.log)
+		keeper.EnableResume(f.resumeConfig())
+		run = keeper
+	}
+	// The environment holder is outermost: a call or a session opening
+	// (a wake too) in an environment this host lacks builds it first.
 	run, holder, err := s.envHolder(f, run)
 	if err != nil {
 		return fmt.Errorf("worker: environments: %w", err)
 	}
-	wcfg := queue.WorkerConfig{
-		ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace,
-	}
+	wcfg := queue.WorkerConfig{ID: id, Concurrency: conc, InteractiveReserve: queueReserve(f.interactiveReserve), Grace: f.grace}
 	if holder != nil {
 		wcfg.Environments = holder.Held
+	}
+	if keeper != nil {
+		wcfg.OnStop = func() { s.saveSessions(keeper, f.grace) }
 	}
 	w, err := s.queue.NewWorker(wcfg, jobs.NewRunner(run))
 	if err != nil {
@@ -212,6 +224,9 @@ func (s *stack) startWorker(ctx context.Context, f *stackFlags, id string, conc 
 	advertiseOnBuild(holder, w)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.stopWork = cancel
+	if keeper != nil {
+		s.workerWG.Go(func() { keeper.RunHibernator(wctx) })
+	}
 	s.workerWG.Add(1)
 	go func() {
 		defer s.workerWG.Done()

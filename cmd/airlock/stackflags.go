@@ -94,6 +94,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, local bool, pool int) {
 		registerReserve(fs, &f.interactiveReserve)
 		registerVisibility(fs, &f.visibility)
 		f.registerSnapshots(fs)
+		f.registerHibernate(fs)
 	}
 	f.registerSecretsFile(fs)
 }
@@ -109,6 +110,7 @@ func (f *stackFlags) registerWorker(fs *flag.FlagSet) {
 	f.registerSecretsFile(fs)
 	f.registerSnapshots(fs)
 	registerEnvNamespace(fs, &f.envNamespace)
+	f.registerHibernate(fs)
 }
 
 // registerConcurrency adds --concurrency with default def.

@@ -12,14 +12,16 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/queue"
 )
 
 // Client sends sandbox requests through a queue and waits for their result.
 // It is the dispatcher's Executor and the API's session backend.
 type Client struct {
-	q   queue.Queue
-	cfg ClientConfig
+	q       queue.Queue
+	cfg     ClientConfig
+	resumes *snapshots.Resumes // nil: gone sessions are not woken (see SetResumes)
 }
 
 // ClientConfig sets how long a job may take.
@@ -68,6 +70,11 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 // while the call runs reach it, in order, before Exec returns. Refusals by the worker come back as errors wrapping the
 // sandbox sentinels; queue failures wrap the dispatcher's.
 func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error) {
+	return c.resumeExec(ctx, req)
+}
+
+// exec is Exec without waking a gone session.
+func (c *Client) exec(ctx context.Context, req core.Request) (core.Result, error) {
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return core.Result{}, fmt.Errorf("jobs: encode request: %w", err)
@@ -91,6 +98,9 @@ func (c *Client) Exec(ctx context.Context, req core.Request) (core.Result, error
 	// unknown one (ErrInvalid).
 	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Lane: queue.Lane(req.Lane), Payload: payload,
 		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
+	if req.Op == core.OpSessionOpen {
+		job.Session = "" // a wake opens its session again on any worker
+	}
 	if sink := core.SinkFrom(ctx); sink != nil {
 		job.OnProgress = progressSink(sink)
 	}

@@ -118,6 +118,9 @@ func kernel(v wire.Session) jupyter.Session {
 	if v.State == wire.SessionIdle || v.State == wire.SessionBusy {
 		out.State = v.State
 	}
+	if v.State == wire.SessionHibernated { // its next cell wakes it (issue 30)
+		out.State = wire.SessionIdle
+	}
 	if v.ExecutionCount != nil {
 		out.ExecCount = *v.ExecutionCount
 	}

@@ -34,8 +34,12 @@ type Record struct {
 	// outlive the calls.
 	Background bool `json:"background"`
 	// Environment names the environment the session runs in ("" for the
-	// built-in python one, and for records written before it was kept).
+	// built-in python one).
 	Environment string `json:"environment,omitempty"`
+	// Hibernated says the session's container was freed and its state
+	// kept in a snapshot (issue 30): its next call wakes it. A hibernated
+	// session no longer expires for being idle, only at its maximum life.
+	Hibernated bool `json:"hibernated,omitempty"`
 	// ExpiresAt is when the session expires unless it is used again; it is
 	// computed, not stored.
 	ExpiresAt time.Time `json:"-"`
@@ -67,6 +71,9 @@ func key(owner, id string) state.Key { return state.Key{Kind: kind, Owner: owner
 // expiry is when r expires if it is not used again.
 func (s *Store) expiry(r *Record) time.Time {
 	t := r.LastUsed.Add(s.idle)
+	if r.Hibernated && s.maxLife > 0 {
+		t = r.Created.Add(s.maxLife)
+	}
 	if s.maxLife > 0 {
 		if end := r.Created.Add(s.maxLife); end.Before(t) {
 			t = end
@@ -279,4 +286,23 @@ func (s *Store) List(ctx context.Context, owner string) []Record {
 		out = append(out, s.view(r))
 	}
 	return out
+}
+
+// SetHibernated marks owner's session id hibernated (its container freed,
+// its state in a snapshot) or awake again; an awake session counts as
+// used now, so its idle time starts over.
+func (s *Store) SetHibernated(ctx context.Context, owner, id string, on bool) {
+	for range 3 { // a touch may win the race: read it again
+		r, ver, ok := s.load(ctx, owner, id)
+		if !ok {
+			return
+		}
+		r.Hibernated = on
+		if !on {
+			r.LastUsed = s.now()
+		}
+		if s.write(ctx, r, ver) == nil {
+			return
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/wire"
 )
@@ -61,6 +62,7 @@ type Backend interface {
 type Service struct {
 	backend Backend // nil: records only, no live state
 	records *sessionrecords.Store
+	resumes *snapshots.Resumes // nil: no session outlives its container
 	now     func() time.Time
 	log     *slog.Logger
 }
@@ -139,6 +141,9 @@ func (s *Service) Close(ctx context.Context, rec sessionrecords.Record) error {
 // failed is err of an operation on rec: when the sandbox says the session
 // is gone its record is dropped and the error is not_found.
 func (s *Service) failed(ctx context.Context, rec sessionrecords.Record, err error) error {
+	if gone(err) && s.resumable(ctx, rec) {
+		return err
+	}
 	if gone(err) {
 		s.records.Remove(context.WithoutCancel(ctx), rec.Owner, rec.ID)
 		return notFound()
@@ -161,10 +166,17 @@ func (s *Service) View(ctx context.Context, rec sessionrecords.Record) (wire.Ses
 	if s.backend == nil {
 		return v, nil
 	}
+	if rec.Hibernated && s.hibernated(ctx, rec) {
+		v.State = wire.SessionHibernated
+		return v, nil
+	}
 	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
 	defer cancel()
 	info, err := s.backend.SessionInfo(ictx, rec.Owner, rec.ID)
 	switch {
+	case gone(err) && s.resumable(ctx, rec):
+		v.State = wire.SessionHibernated // its container is gone, its snapshot is not
+		return v, nil
 	case gone(err):
 		return v, s.failed(ctx, rec, err)
 	case err != nil:
@@ -202,6 +214,9 @@ func (s *Service) List(ctx context.Context, owner string) []wire.Session {
 // whether one was running.
 func (s *Service) Interrupt(ctx context.Context, rec sessionrecords.Record) (bool, error) {
 	hit, err := s.backend.InterruptSession(ctx, rec.Owner, rec.ID)
+	if gone(err) && s.resumable(ctx, rec) {
+		return false, nil // hibernated: nothing runs
+	}
 	if err != nil {
 		return false, s.failed(ctx, rec, err)
 	}
@@ -240,8 +255,32 @@ func (s *Service) ListFiles(ctx context.Context, rec sessionrecords.Record, root
 // forget drops rec's record when the sandbox no longer knows the session,
 // and returns err as is.
 func (s *Service) forget(ctx context.Context, rec sessionrecords.Record, err error) error {
-	if errors.Is(err, core.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) && !s.resumable(ctx, rec) {
 		s.records.Remove(context.WithoutCancel(ctx), rec.Owner, rec.ID)
 	}
 	return err
+}
+
+// SetResumes lets the service keep the sessions that outlive their
+// container (issue 30): one whose container is gone but which has a
+// resume record is hibernated, not gone. Call before the service is used.
+func (s *Service) SetResumes(r *snapshots.Resumes) { s.resumes = r }
+
+// hibernated reports whether rec's session's resume record says its
+// container was freed on purpose (and not woken since).
+func (s *Service) hibernated(ctx context.Context, rec sessionrecords.Record) bool {
+	if s.resumes == nil {
+		return false
+	}
+	r, err := s.resumes.Get(ctx, rec.Owner, rec.ID)
+	return err == nil && r.Hibernated
+}
+
+// resumable reports whether rec's session has a snapshot to wake from.
+func (s *Service) resumable(ctx context.Context, rec sessionrecords.Record) bool {
+	if s.resumes == nil {
+		return false
+	}
+	_, err := s.resumes.Get(ctx, rec.Owner, rec.ID)
+	return err == nil
 }

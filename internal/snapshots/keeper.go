@@ -3,6 +3,7 @@ package snapshots
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -28,6 +29,7 @@ type Keeper struct {
 	calls  *CallLog
 	log    *slog.Logger
 	now    func() time.Time
+	res    *resumeState // nil: sessions do not outlive their container
 }
 
 // NewKeeper wraps engine; log (nil: discarded) receives failed log writes.
@@ -43,21 +45,48 @@ func NewKeeper(engine Engine, store *Store, calls *CallLog, log *slog.Logger) *K
 func (k *Keeper) Handle(ctx context.Context, req core.Request) (core.Result, error) {
 	switch req.Op {
 	case core.OpSessionSnapshot:
-		return k.snapshot(ctx, req)
+		return k.gated(ctx, req, func() (core.Result, error) { return k.snapshot(ctx, req) })
 	case core.OpSessionRestore:
 		return k.restore(ctx, req)
-	case core.OpSessionClose:
+	case core.OpSessionOpen:
+		if req.SessionID != "" && req.SnapshotID != "" {
+			return k.wake(ctx, req)
+		}
 		res, err := k.engine.Handle(ctx, req)
-		if err == nil {
-			_ = k.calls.Delete(context.WithoutCancel(ctx), req.Owner, req.SessionID)
+		if err == nil && res.SessionID != "" {
+			k.remember(ctx, res.SessionID, req)
 		}
 		return res, err
+	case core.OpSessionClose:
+		res, err := k.engine.Handle(ctx, req)
+		if err == nil || errors.Is(err, core.ErrNotFound) {
+			bg := context.WithoutCancel(ctx)
+			k.forget(req.SessionID)
+			if k.res != nil {
+				if _, gerr := k.res.cfg.Resumes.Get(bg, req.Owner, req.SessionID); gerr == nil && err != nil {
+					res, err = core.Result{Status: core.StatusOK}, nil // a hibernated session closes by losing its snapshot
+				}
+				k.res.cfg.Resumes.Drop(bg, req.Owner, req.SessionID)
+			}
+			if err == nil {
+				_ = k.calls.Delete(bg, req.Owner, req.SessionID)
+			}
+		}
+		return res, err
+	case core.OpSessionInterrupt, core.OpSessionInput, core.OpSessionInfo:
+		return k.engine.Handle(ctx, req) // beside a running call: no gate
 	}
-	res, err := k.engine.Handle(ctx, req)
-	if err == nil && req.SessionID != "" && (req.Op == "" || req.Op == core.OpExec) && res.Status != core.StatusRejected {
+	exec := req.SessionID != "" && (req.Op == "" || req.Op == core.OpExec)
+	res, err := k.gated(ctx, req, func() (core.Result, error) { return k.engine.Handle(ctx, req) })
+	if err == nil && exec && res.Status != core.StatusRejected {
 		if lerr := k.calls.Append(context.WithoutCancel(ctx), req.Owner, req.SessionID, CallOf(req, res, k.now())); lerr != nil {
 			k.log.Warn("snapshots: session call not logged", "session", req.SessionID, "err", lerr)
 		}
+	}
+	if req.SessionID != "" && (res.SessionEnded || errors.Is(err, core.ErrNotFound)) {
+		k.forget(req.SessionID)
+	} else if err == nil && res.Status != core.StatusRejected && (exec || req.Op == core.OpFilePut || req.Op == core.OpSessionRestart) {
+		k.autosnap(req.Owner, req.SessionID)
 	}
 	return res, err
 }

@@ -61,6 +61,10 @@ type Meta struct {
 	Calls []Call `json:"calls"`
 	// Hidden snapshots (a fork's) are not listed.
 	Hidden bool `json:"hidden,omitempty"`
+	// Internal snapshots (a hibernated session's, see Resumes) are hidden,
+	// not counted in the owner's quota (one per session, each within
+	// MaxBytes) and expire with their session (TTL).
+	Internal bool `json:"internal,omitempty"`
 }
 
 // Store keeps snapshots in a state store. It is safe for concurrent use.
@@ -145,7 +149,9 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 			_ = s.st.Delete(ctx, chunkKey(owner, id, part, n), 0)
 		}
 	}
-	_, _ = s.st.Add(ctx, usageKey(owner), -m.Bytes, 0, 0)
+	if !m.Internal {
+		_, _ = s.st.Add(ctx, usageKey(owner), -m.Bytes, 0, 0)
+	}
 	return nil
 }
 
@@ -181,6 +187,10 @@ type Writer struct {
 	buf   []byte
 	part  string
 	bytes int64 // stored and counted in the owner's usage
+	// ttl, for an internal snapshot, expires its chunks and record; its
+	// bytes are not counted in the owner's usage.
+	ttl      time.Duration
+	internal bool
 }
 
 // Create starts snapshot id of owner; Commit or Abort it. An id that
@@ -190,6 +200,17 @@ func (s *Store) Create(ctx context.Context, owner, id string) (*Writer, error) {
 		return nil, core.Errorf("snapshots", core.ErrConflict, fmt.Sprintf("snapshot %q exists", id))
 	}
 	return &Writer{s: s, owner: owner, id: id, parts: map[string]Part{}}, nil
+}
+
+// CreateInternal starts an internal snapshot id of owner (see
+// Meta.Internal) that expires after ttl; Commit or Abort it.
+func (s *Store) CreateInternal(ctx context.Context, owner, id string, ttl time.Duration) (*Writer, error) {
+	w, err := s.Create(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	w.internal, w.ttl = true, max(ttl, time.Minute)
+	return w, nil
 }
 
 // Write adds chunk to part (parts come one after the other). Past the
@@ -234,7 +255,9 @@ func (w *Writer) store(ctx context.Context, b []byte) error {
 	if max := w.s.cfg.MaxBytes; max > 0 && w.bytes+n > max {
 		return core.Errorf("snapshots", core.ErrTooLarge, fmt.Sprintf("the snapshot is over its %d-byte bound", max))
 	}
-	if _, err := w.s.st.Add(ctx, usageKey(w.owner), n, w.s.cfg.Quota, 0); err != nil {
+	if w.internal {
+		// not counted: bounded by MaxBytes, one per session, expiring
+	} else if _, err := w.s.st.Add(ctx, usageKey(w.owner), n, w.s.cfg.Quota, 0); err != nil {
 		if errors.Is(err, state.ErrLimit) {
 			return core.Errorf("snapshots", core.ErrQuota, fmt.Sprintf("quota: this key's snapshots would hold more than %d bytes; delete some first", w.s.cfg.Quota))
 		}
@@ -242,7 +265,7 @@ func (w *Writer) store(ctx context.Context, b []byte) error {
 	}
 	w.bytes += n
 	p := w.parts[w.part]
-	if _, err := w.s.st.Put(ctx, chunkKey(w.owner, w.id, w.part, p.Chunks), b, state.PutOptions{}); err != nil {
+	if _, err := w.s.st.Put(ctx, chunkKey(w.owner, w.id, w.part, p.Chunks), b, state.PutOptions{TTL: w.ttl}); err != nil {
 		return fmt.Errorf("snapshots: write %s: %w", w.id, err)
 	}
 	p.Chunks++
@@ -258,6 +281,9 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 		return Meta{}, err
 	}
 	m.ID, m.Owner, m.Bytes, m.Parts = w.id, w.owner, w.bytes, w.parts
+	if w.internal {
+		m.Internal, m.Hidden = true, true
+	}
 	if m.Created.IsZero() {
 		m.Created = w.s.now()
 	}
@@ -269,7 +295,7 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshots: encode %s: %w", w.id, err)
 	}
-	if _, err := w.s.st.Put(ctx, metaKey(w.owner, w.id), b, state.PutOptions{IfVersion: -1}); err != nil {
+	if _, err := w.s.st.Put(ctx, metaKey(w.owner, w.id), b, state.PutOptions{IfVersion: -1, TTL: w.ttl}); err != nil {
 		return Meta{}, fmt.Errorf("snapshots: record %s: %w", w.id, err)
 	}
 	return m, nil
@@ -282,7 +308,7 @@ func (w *Writer) Abort(ctx context.Context) {
 			_ = w.s.st.Delete(ctx, chunkKey(w.owner, w.id, part, n), 0)
 		}
 	}
-	if w.bytes > 0 {
+	if w.bytes > 0 && !w.internal {
 		_, _ = w.s.st.Add(ctx, usageKey(w.owner), -w.bytes, 0, 0)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/artifacts"
 	"github.com/airlock-dev/airlock/internal/idempotency"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -29,6 +30,7 @@ type Service struct {
 	artifacts *artifacts.Store
 	sessions  *sessionrecords.Store
 	idem      *idempotency.Keys
+	resumes   *snapshots.Resumes // nil: a lost session is gone for good
 }
 
 // New returns the service over the artifact store, the session records
@@ -112,6 +114,12 @@ func Answer(res dispatcher.Result, session string) wire.ToolCallResponse {
 	r.Message, r.SessionEnded = sb.Message, sb.SessionEnded
 	r.Error, r.ExecutionCount, r.Display, r.KernelRestarted = sb.Error, sb.ExecutionCount, sb.Display, sb.KernelRestarted
 	r.Warnings = append([]string(nil), sb.Warnings...)
+	if sb.Resumed {
+		r.Resumed, r.WakeMS, r.ResumeSkipped = true, sb.WakeMS, make([]wire.SnapshotSkip, 0, len(sb.ResumeSkipped))
+		for _, k := range sb.ResumeSkipped {
+			r.ResumeSkipped = append(r.ResumeSkipped, wire.SnapshotSkip{Name: k.Name, Type: k.Type, Reason: k.Reason})
+		}
+	}
 	for _, a := range sb.Artifacts {
 		r.Artifacts = append(r.Artifacts, wire.Artifact{Name: a.Name, MIME: a.MIME, Size: a.Size, SHA256: a.SHA256})
 	}
@@ -130,7 +138,10 @@ func (s *Service) Finish(ctx context.Context, call dispatcher.Call, res dispatch
 	}
 	bg := context.WithoutCancel(ctx)
 	if id := call.SessionID; id != "" {
-		if res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
+		if res.Status == dispatcher.StatusSessionLost && s.resumable(bg, call.Owner, id) {
+			// its worker died during the call: the session comes back
+			// from its last snapshot with its next call
+		} else if res.Status == dispatcher.StatusSessionNotFound || res.Status == dispatcher.StatusSessionLost ||
 			(res.Sandbox != nil && res.Sandbox.SessionEnded) {
 			s.sessions.Remove(bg, call.Owner, id)
 		} else {
