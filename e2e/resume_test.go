@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,6 +167,11 @@ func TestServeRestartKeepsSessions(t *testing.T) {
 	again := startServe(t, "--data-dir", dir, "--pool", "0")
 	if v := do(t, "GET", again.URL+"/v1/sessions/"+sid, nil).must(t, http.StatusOK).JSON(t); v["state"] != "hibernated" {
 		t.Errorf("after the restart the session is %v, want hibernated", v["state"])
+	}
+	// The CLI lists it the same way.
+	list, err := exec.Command(airlockBin, "session", "list", "--server", again.URL).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), sid) || !strings.Contains(string(list), `"state": "hibernated"`) {
+		t.Errorf("airlock session list: %v\n%s", err, list)
 	}
 	r = do(t, "POST", again.URL+"/v1/sessions/"+sid+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "print(z)"}))
 	var out resumed

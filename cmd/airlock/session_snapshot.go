@@ -16,14 +16,16 @@ import (
 // sessionSnapshotCommands are the `airlock session` subcommands that act
 // on a running server's sessions (issue 30).
 var sessionSnapshotCommands = map[string]string{
-	"snapshot": "snapshot SESSION_ID: save the session; prints {snapshot_id, bytes, skipped}",
-	"restore":  "restore [--replay] SNAPSHOT_ID: open a session from a snapshot; prints the session",
-	"fork":     "fork SESSION_ID: open a new session with the session's state; prints it",
-	"export":   "export [-o FILE] SESSION_ID: write the session's call log as an .ipynb notebook",
+	"snapshot":  "snapshot SESSION_ID: save the session; prints {snapshot_id, bytes, skipped}",
+	"restore":   "restore [--replay] SNAPSHOT_ID: open a session from a snapshot; prints the session",
+	"fork":      "fork SESSION_ID: open a new session with the session's state; prints it",
+	"export":    "export [-o FILE] SESSION_ID: write the session's call log as an .ipynb notebook",
+	"list":      "list: print your sessions (state idle, busy or hibernated; environment; last use)",
+	"snapshots": "snapshots: print your snapshots",
 }
 
-// runSessionSnapshot implements `airlock session snapshot|restore|fork|
-// export` against --server with --key.
+// runSessionSnapshot implements `airlock session list|snapshots|snapshot|
+// restore|fork|export` against --server with --key.
 func runSessionSnapshot(sub string, args []string, stdout, stderr io.Writer) int {
 	cmd := command{"session " + sub, stderr}
 	fs := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
@@ -44,7 +46,8 @@ func runSessionSnapshot(sub string, args []string, stdout, stderr io.Writer) int
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
+	args0 := sub == "list" || sub == "snapshots"
+	if (args0 && fs.NArg() != 0) || (!args0 && fs.NArg() != 1) {
 		fs.Usage()
 		return 2
 	}
@@ -57,6 +60,10 @@ func runSessionSnapshot(sub string, args []string, stdout, stderr io.Writer) int
 	defer stop()
 	var v any
 	switch sub {
+	case "list":
+		v, err = c.ListSessions(ctx)
+	case "snapshots":
+		v, err = c.ListSnapshots(ctx)
 	case "snapshot":
 		v, err = c.SnapshotSession(ctx, id)
 	case "restore":
