@@ -428,6 +428,14 @@ class Runner:
             call.mark("kept")
             self.kernels.wait_forks()
             call.mark("forks")
+            if k.direct is None and cleanup.only(keep, k.pid, k.pidfd):
+                # Nothing but the controller, the zygote, the spares and the kernel just
+                # given SIGKILL: no process of the call is left, none can appear, and the
+                # sweep's stop, scan and resume are skipped. Code may have stopped what
+                # we keep: it runs again.
+                cleanup.resume(thaw)
+                call.mark("no_leftovers")
+                return
             # A direct shell's pid was reaped already and may be a leftover's now.
             cleanup.sweep(dict.fromkeys(keep), thaw, dead=() if k.direct is not None else (k.pid,), reap=self.reap)
         elif call.kind == "tool":

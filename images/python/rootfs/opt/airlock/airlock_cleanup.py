@@ -79,6 +79,54 @@ def sweep(keep, thaw=(), dead=(), reap=lambda: None):
     return len(victims)
 
 
+def pidfd(pid):
+    """A pidfd of pid (that process, not whatever later gets its pid), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+
+
+def close_pidfd(k):
+    """Close kernel k's pidfd, if it has one."""
+    if k.pidfd is not None:
+        try:
+            os.close(k.pidfd)
+        except OSError:
+            pass
+        k.pidfd = None
+
+
+def running(fd):
+    """Whether the process of pidfd fd has not exited yet (a zombie has)."""
+    if fd is None:
+        return False
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    try:
+        return not p.poll(0)
+    except OSError:
+        return False
+
+
+def only(keep, kernel, kernel_fd):
+    """Whether /proc lists no process but those in keep (pids) and the kernel just given
+    SIGKILL (kernel, its pidfd kernel_fd): then a sweep would find nothing to kill. The
+    caller must know that none of keep can start a process of the call's (the zygote
+    forks only for the controller, spares run no code). A kernel given SIGKILL can no
+    longer fork: the kernel checks for a fatal signal under the lock that makes a new
+    process visible, so a child either shows in /proc after the kill or never exists.
+    Its pid counts only while its pidfd says it has not exited, read after the listing:
+    then the pid was the kernel's throughout, never a process of the call's that got it
+    since."""
+    try:
+        listed = proc.pids()
+    except OSError:
+        return False
+    others = [p for p in listed if p not in keep]
+    return not others or (others == [kernel] and running(kernel_fd))
+
+
 def wait_exited(pids, limit_s=EXIT_WAIT_S):
     """Wait (at most limit_s) until each of pids has exited (a zombie at most), through
     pidfds: nothing of /proc is read (that would wait for an address space's teardown).
