@@ -428,11 +428,14 @@ class Runner:
             call.mark("kept")
             self.kernels.wait_forks()
             call.mark("forks")
-            if k.direct is None and cleanup.only(keep, k.pid, k.pidfd):
+            also = [self.session.live()]
+            if k.direct is None:
+                cleanup.stop_all()
+            if k.direct is None and cleanup.only(lambda: self.kernels.protected(also=also), k.pid, k.pidfd):
                 # Nothing but the controller, the zygote, the spares and the kernel just
-                # given SIGKILL: no process of the call is left, none can appear, and the
-                # sweep's stop, scan and resume are skipped. Code may have stopped what
-                # we keep: it runs again.
+                # given SIGKILL: no process of the call is left and none can appear; the
+                # sweep's /proc scan (a read right after the kill waits for the kernel's
+                # exit) and its wait are skipped. What we keep runs again.
                 cleanup.resume(thaw)
                 call.mark("no_leftovers")
                 return

@@ -109,20 +109,21 @@ def running(fd):
         return False
 
 
-def only(keep, kernel, kernel_fd):
-    """Whether /proc lists no process but those in keep (pids) and the kernel just given
-    SIGKILL (kernel, its pidfd kernel_fd): then a sweep would find nothing to kill. The
-    caller must know that none of keep can start a process of the call's (the zygote
-    forks only for the controller, spares run no code). A kernel given SIGKILL can no
-    longer fork: the kernel checks for a fatal signal under the lock that makes a new
-    process visible, so a child either shows in /proc after the kill or never exists.
-    Its pid counts only while its pidfd says it has not exited, read after the listing:
-    then the pid was the kernel's throughout, never a process of the call's that got it
-    since."""
+def only(kept, kernel, kernel_fd):
+    """Whether /proc lists no process but those kept() returns (pids) and the kernel
+    (kernel, its pidfd kernel_fd): then a sweep would find nothing to kill. kept() and
+    the kernel's pidfd are asked after the listing, and each must vouch for a pid only
+    while a pidfd says that process has not exited: then the pid was that process's
+    throughout the listing, never one a process of the call's got since. The caller must
+    know that none of them can start a process of the call's (the zygote forks only for
+    the controller, spares run no code) and that nothing else runs: stop_all() first, so
+    no process of the call's can fork (or exit after forking) while /proc is listed; a
+    stop or kill that reaches a forking process reaches its child too, or the fork fails."""
     try:
         listed = proc.pids()
     except OSError:
         return False
+    keep = kept()
     others = [p for p in listed if p not in keep]
     return not others or (others == [kernel] and running(kernel_fd))
 
