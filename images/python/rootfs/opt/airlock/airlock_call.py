@@ -447,6 +447,8 @@ class Runner:
             self.session.resume()
         else:
             n = self.session.sweep(call.snapshot, run_kernel=False)
+            if self.session.quick:
+                call.mark("no_leftovers")
             if n and not (call.kind == "session" and k.dead is not None):
                 call.warnings.append("killed %d process(es) left running by the call" % n)
 

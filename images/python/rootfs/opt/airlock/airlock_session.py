@@ -24,6 +24,7 @@ class Session:
         self.lost = False  # its kernel died between calls: the next call says kernel_restarted
         self.stopped = False  # stopped between calls (no background policy)
         self.count = 0  # execution count: Python and shell calls since its kernel started
+        self.quick = False  # the last sweep found nothing to kill without its /proc scan
 
     def live(self):
         """The session's kernel while it is alive, else None (a death is remembered)."""
@@ -93,8 +94,9 @@ class Session:
             # Nothing but the controller, the zygote, the spares and the stopped kernel:
             # no /proc scan of each process nor wait; the kept ones run again.
             cleanup.resume(protected - {sk})
-            self.stopped = True
+            self.stopped = self.quick = True
             return 0
+        self.quick = False
         n = cleanup.sweep(keep, thaw, dead, self.reap)
         self.stopped = sk is not None and not run_kernel
         return n
