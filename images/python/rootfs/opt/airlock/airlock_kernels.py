@@ -142,6 +142,7 @@ class Kernels:
         if k.pidfd is not None and proc.ppid(k.pid) != self.zygote_pid:
             # Gone and its pid someone else's before the pidfd was opened: never ours.
             cleanup.close_pidfd(k)
+            self.gone(k, {"message": "the kernel was gone before it was seen", "exit_code": 137, "retired": True})
         if k.dead is not None:
             self.signal(k, signal.SIGKILL)
 
@@ -233,8 +234,10 @@ class Kernels:
         spared. (No /proc read: one right after a kernel was killed waits for its exit.)"""
         keep = {os.getpid(), 1, os.getppid(), self.zygote_pid}
         for k in list(self.spares) + [k for k in also if k is not None]:
-            if k.pid is not None and k.dead is None and cleanup.running(k.pidfd):
-                keep.add(k.pid)
+            if k.pid is None or k.dead is not None:
+                continue
+            if cleanup.running(k.pidfd) if k.pidfd is not None else proc.ppid(k.pid) == self.zygote_pid:
+                keep.add(k.pid)  # without pidfds (a kernel before 5.3): while the zygote is its parent
         keep.discard(None)
         return keep
 
