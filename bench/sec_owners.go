@@ -36,7 +36,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	base := "http://" + addr
-	args := []string{o.airlock, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--addr", addr}
+	args := []string{o.airlock, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--python-image", o.pythonImg, "--addr", addr}
 	srv, err := startServer(filepath.Join(o.workdir, "serve-owners.log"), childEnv(), args...)
 	if err != nil {
 		return err
@@ -108,11 +108,15 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	logf("section 6: 200 back-to-back calls of one owner")
 	bb := &series{name: "back-to-back"}
 	before = metrics()
+	pt := phaseTable()
+	phases := func() phaseSums { return scrapePhases(ctx, base) }
+	ph0 := phases()
 	start := time.Now()
 	for i := 0; i < 200 && ctx.Err() == nil; i++ {
 		measure(ctx, bb, call(clients[1], "print(1)", "1\n"))
 	}
 	rate := float64(len(bb.d)) / time.Since(start).Seconds()
+	pt.row(append([]string{"1 owner, back-to-back"}, phaseCells(ph0, phases(), "oneshot")...)...)
 	rep.figureMS("one owner back-to-back print(1), p50", bb.pct(50))
 	t.row("1 owner, 200 back-to-back", "print(1)", strconv.Itoa(len(bb.d)), ms(bb.pct(50)), ms(bb.pct(95)), fmt.Sprintf("%.1f", rate), warmShare(before, metrics()), ratio(dp.pct(50), bb.pct(50)))
 
@@ -140,6 +144,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	cc := &series{name: "concurrent"}
 	var mu sync.Mutex
 	before = metrics()
+	ph0 = phases()
 	start = time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
@@ -161,6 +166,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	}
 	wg.Wait()
 	rate = float64(len(cc.d)) / time.Since(start).Seconds()
+	pt.row(append([]string{"1 owner, 4 concurrent clients"}, phaseCells(ph0, phases(), "oneshot")...)...)
 	rep.figure("4 clients of one owner", "calls/s", rate)
 	t.row("1 owner, 4 concurrent clients", "print(1)", strconv.Itoa(len(cc.d)), ms(cc.pct(50)), ms(cc.pct(95)), fmt.Sprintf("%.1f", rate), warmShare(before, metrics()), ratio(dp.pct(50), cc.pct(50)))
 
@@ -175,6 +181,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 		per[i] = &series{name: ownerKeys[i]}
 	}
 	before = metrics()
+	ph0 = phases()
 	for r := 0; r < rounds && ctx.Err() == nil; r++ {
 		tick := time.Now()
 		for i, c := range clients {
@@ -183,6 +190,7 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 		}
 	}
 	warm = warmShare(before, metrics())
+	pt.row(append([]string{"4 owners, 1 call/s each"}, phaseCells(ph0, phases(), "oneshot")...)...)
 	var worst time.Duration
 	for _, s := range per {
 		worst = max(worst, s.pct(50))
@@ -203,6 +211,8 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	t.note("Served warm: the share of one-shot calls whose container was already booted (an owner's own idle container or a generic one), from `airlock_sandbox_calls_total{source}` on /metrics before and after the row.")
 	t.note("The paced rows never wait for an idle machine: calls come at the pace given, so the pool's refill competes with them as it would with an agent.")
 	rep.table(t)
+	pt.note("begin: the request read to the code sent to a spare kernel (pending forks awaited); run: the code; teardown: leftover processes killed, output read to EOF, artifacts read, before the answer; relay: the rest of the engine's wall time (the daemon's attach stream both ways, decoding); after_clean / after_refill: the controller's work after a call's answer (files emptied, a spare forked), which a call sent meanwhile waits for. The HTTP API, dispatcher and queue add the difference to the p50 above.")
+	rep.table(pt)
 	return nil
 }
 

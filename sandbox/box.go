@@ -114,6 +114,8 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 		// /workspace is the container's own tmpfs (spec.go): the controller
 		// unpacks a call's input into it and empties it after every one-shot call.
 		"AIRLOCK_WORKSPACE": "tmpfs",
+		// Done frames carry the call's phases (phases.go): a few clock reads.
+		"AIRLOCK_TRACE": "1",
 	}
 	if !preload {
 		extra["AIRLOCK_PRELOAD"] = "0"

@@ -282,7 +282,11 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		fw.close()
 		return core.Result{}, err
 	}
+	began := time.Now()
 	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, session: session, output: c.limits.OutputBytes, sink: fw})
+	if out.gotDone {
+		e.metrics.callPhases(mode, out.done.Trace, time.Since(began))
+	}
 	network := endNet()
 	if err != nil {
 		fw.close()

@@ -91,6 +91,10 @@ type ctlFrame struct {
 	Message         string          `json:"message"`
 	CPUSeconds      float64         `json:"cpu_seconds"` // the call's processes, as the controller measured them
 	Archive         *ctlUnpacked    `json:"archive"`     // what the call's archive unpacked to
+	// Trace is the controller's per-phase timing of the call (AIRLOCK_TRACE=1):
+	// ms since it read the request at the end of each phase, and prev_* the
+	// ms the previous call's work after its done frame took (phases.go).
+	Trace map[string]float64 `json:"trace"`
 	// done of other ops
 	Fail    string           `json:"fail"`
 	Code    string           `json:"code"` // with Fail: a core.Code (the call was refused, nothing ran)

@@ -19,7 +19,8 @@ type metrics struct {
 	warmMemory prometheus.Gauge
 	unpack     prometheus.Histogram
 	shares     *prometheus.CounterVec
-	sources    [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
+	phases     *prometheus.HistogramVec // phases.go
+	sources    [3]atomic.Int64          // owner, generic, cold: the warm counter, readable here
 }
 
 // callSources are the values of the warm counter's source label.
@@ -77,8 +78,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "airlock_sandbox_cpu_share_updates_total",
 		Help: "CPU-share updates of warm containers taken for batch-lane calls (Config.BatchCPUShares), by result: ok or failed.",
 	}, []string{"result"})
+	m.phases = newPhaseHistogram()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.warmMemory, m.unpack, m.shares} {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.warmMemory, m.unpack, m.shares, m.phases} {
 			_ = reg.Register(c)
 		}
 	}

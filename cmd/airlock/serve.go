@@ -172,6 +172,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if code, ok := parseFlags(fs, args); !ok {
 		return o, code, false
 	}
+	fs.Visit(func(fl *flag.Flag) { af.rateSet = af.rateSet || fl.Name == "rate" })
 	if err := checkReserve(o.stack.interactiveReserve); err != nil {
 		return o, cmd.fail(2, err), false
 	}

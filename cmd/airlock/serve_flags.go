@@ -39,6 +39,9 @@ type apiFlags struct {
 	requireApproval string
 	kernelCullIdle  time.Duration
 	sessionCallTO   time.Duration
+	// rateSet is whether --rate was given: without it, --insecure-local
+	// (one user on loopback) has no rate limit (localRate).
+	rateSet bool
 }
 
 // apiListFlag is a repeatable string flag.
@@ -61,7 +64,7 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.keysFile, "keys-file", os.Getenv("AIRLOCK_KEYS_FILE"), "file of API keys, one KEY or NAME:KEY per line (env AIRLOCK_KEYS_FILE; keys also from "+keys.Env+")")
 	fs.Var(&f.cors, "cors-origin", "browser origin allowed to call the API (repeatable; env AIRLOCK_CORS_ORIGINS, comma separated)")
 	fs.Var(&f.inputs, "input", "NAME=DIR: a host folder runs and tool calls may mount read-only by NAME (repeatable)")
-	fs.Float64Var(&f.rate, "rate", d.RatePerSecond, "requests per second per API key (negative: unlimited)")
+	fs.Float64Var(&f.rate, "rate", d.RatePerSecond, "requests per second per API key (negative: unlimited; with --insecure-local unlimited unless given)")
 	fs.IntVar(&f.burst, "burst", d.RateBurst, "burst of the per-key rate limit")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", d.MaxConcurrentPerKey, "simultaneous requests per API key")
 	fs.StringVar(&f.maxBody, "max-body", "1m", "largest JSON request body")
@@ -126,6 +129,9 @@ func (f *apiFlags) config() (api.Config, error) {
 		cfg.Keys = ks
 	}
 	cfg.RatePerSecond, cfg.RateBurst, cfg.MaxConcurrentPerKey = f.rate, f.burst, f.maxConcurrent
+	if f.insecureLocal && !f.rateSet {
+		cfg.RatePerSecond = localRate
+	}
 	cfg.MaxBodyBytes, cfg.MaxUploadBytes = maxBody, maxUpload
 	cfg.ToolCallTimeout, cfg.ShutdownTimeout = f.toolTimeout, f.shutdownTimeout
 	if f.kernelCullIdle < 0 {
@@ -149,6 +155,13 @@ func (f *apiFlags) config() (api.Config, error) {
 	}
 	return cfg, nil
 }
+
+// localRate is the rate limit of --insecure-local without --rate: none.
+// Its one user on loopback is the operator; a per-key limit meant for
+// shared keys would only cap their own tools (20 requests/s held four
+// clients of one owner to 15-16 calls/s and back-to-back calls to 50 ms
+// each, issue 33). --rate still sets one.
+const localRate = -1
 
 // apiInputs parses NAME=DIR entries; each DIR must be an existing folder.
 func apiInputs(entries []string) (map[string]string, error) {

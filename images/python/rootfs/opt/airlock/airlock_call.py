@@ -168,6 +168,7 @@ class Runner:
         self.clean_files, self.reap = c.clean_files, c.reap
         self.call = None
         self.seq = 0
+        self.after = {}  # seconds the previous call's work after its done frame took, by phase
 
     def next_seq(self):
         """A seq no other call or question of this container has."""
@@ -229,6 +230,7 @@ class Runner:
         call.unpack, call.restarted = unpacked, restarted
         call.mark("kernel_ready", t_kernel)
         self.kernels.wait_forks()
+        call.mark("forks_begin")
         if kind == "tool":
             call.snapshot = self.session.freeze_for(k)
         elif kind in ("session", "shell"):
@@ -398,9 +400,12 @@ class Runner:
         call.mark("eof")
         self.call = None
         self._report(call)
+        t = now()
         if call.kind == "oneshot":
             self.clean_files()
+            t2 = now()
             self.kernels.refill()
+            self.after = {"after_clean": t2 - t, "after_refill": now() - t2}
         elif call.kind == "tool":
             self.kernels.refill()
         elif call.kind == "session" and call.kernel.dead is not None:
@@ -415,11 +420,25 @@ class Runner:
         if call.kind in ("oneshot", "tool") and k.dead is None:
             self.kernels.kill(k, {"message": "done", "exit_code": 0, "retired": True})
         if call.kind == "oneshot":
+            call.mark("retired")
             # A session's kernel is kept too (and left stopped if it was), should one-shot
             # and session calls ever share a container.
             keep = self.kernels.protected(also=[self.session.live()])
             thaw = keep - {self.session.pid()} if self.session.stopped else keep
+            call.mark("kept")
             self.kernels.wait_forks()
+            call.mark("forks")
+            also = [self.session.live()]
+            if k.direct is None:
+                cleanup.stop_all()
+            if k.direct is None and cleanup.only(lambda: self.kernels.protected(also=also), k.pid, k.pidfd):
+                # Nothing but the controller, the zygote, the spares and the kernel just
+                # given SIGKILL: no process of the call is left and none can appear; the
+                # sweep's /proc scan (a read right after the kill waits for the kernel's
+                # exit) and its wait are skipped. What we keep runs again.
+                cleanup.resume(thaw)
+                call.mark("no_leftovers")
+                return
             # A direct shell's pid was reaped already and may be a leftover's now.
             cleanup.sweep(dict.fromkeys(keep), thaw, dead=() if k.direct is not None else (k.pid,), reap=self.reap)
         elif call.kind == "tool":
@@ -428,6 +447,8 @@ class Runner:
             self.session.resume()
         else:
             n = self.session.sweep(call.snapshot, run_kernel=False)
+            if self.session.quick:
+                call.mark("no_leftovers")
             if n and not (call.kind == "session" and k.dead is not None):
                 call.warnings.append("killed %d process(es) left running by the call" % n)
 
@@ -453,4 +474,6 @@ class Runner:
             done["trace"] = {name: round((t - call.t_recv) * 1000, 3) for name, t in call.marks}
             pc = self.meter.proc_call_cpu(call)
             done["trace"]["cpu_proc_ms"] = round(pc * 1000, 3) if pc is not None else None
+            for name, secs in self.after.items():
+                done["trace"]["prev_" + name] = round(secs * 1000, 3)
         self.link.emit(done)

@@ -79,6 +79,55 @@ def sweep(keep, thaw=(), dead=(), reap=lambda: None):
     return len(victims)
 
 
+def pidfd(pid):
+    """A pidfd of pid (that process, not whatever later gets its pid), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+
+
+def close_pidfd(k):
+    """Close kernel k's pidfd, if it has one."""
+    if k.pidfd is not None:
+        try:
+            os.close(k.pidfd)
+        except OSError:
+            pass
+        k.pidfd = None
+
+
+def running(fd):
+    """Whether the process of pidfd fd has not exited yet (a zombie has)."""
+    if fd is None:
+        return False
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    try:
+        return not p.poll(0)
+    except OSError:
+        return False
+
+
+def only(kept, kernel, kernel_fd):
+    """Whether /proc lists no process but those kept() returns (pids) and the kernel
+    (kernel, its pidfd kernel_fd): then a sweep would find nothing to kill. kept() and
+    the kernel's pidfd are asked after the listing, and each must vouch for a pid only
+    while a pidfd says that process has not exited: then the pid was that process's
+    throughout the listing, never one a process of the call's got since. The caller must
+    know that none of them can start a process of the call's (the zygote forks only for
+    the controller, spares run no code) and that nothing else runs: stop_all() first, so
+    no process of the call's can fork (or exit after forking) while /proc is listed; a
+    stop or kill that reaches a forking process reaches its child too, or the fork fails."""
+    try:
+        listed = proc.pids()
+    except OSError:
+        return False
+    keep = kept()
+    others = [p for p in listed if p not in keep]
+    return not others or (others == [kernel] and running(kernel_fd))
+
+
 def wait_exited(pids, limit_s=EXIT_WAIT_S):
     """Wait (at most limit_s) until each of pids has exited (a zombie at most), through
     pidfds: nothing of /proc is read (that would wait for an address space's teardown).

@@ -48,6 +48,10 @@ class Kernel:
         self.cpu_s = None  # user+system seconds of it and its waited-for children, from its exit report
         self.ready = False  # it said it finished setting itself up (before any user code ran)
         self.direct = None  # a shell call's bash, spawned by the controller: its Popen
+        # A pidfd of the kernel, opened when the zygote reported its fork (and its parent
+        # checked then): it tells whether that very process has exited, whatever has its
+        # pid now, without reading /proc.
+        self.pidfd = None
 
 
 class Kernels:
@@ -99,6 +103,7 @@ class Kernels:
         self.zygote_ready = False
         for k in list(self.by_pid.values()) + list(self.forking.values()):
             self.kill(k, {"message": "the zygote died"})
+            cleanup.close_pidfd(k)
         self.forking.clear()
         cleanup.kill_everything()
         self.start_zygote()
@@ -133,6 +138,11 @@ class Kernels:
             return
         k.pid = msg.get("pid")
         self.by_pid[k.pid] = k
+        k.pidfd = cleanup.pidfd(k.pid)
+        if k.pidfd is not None and proc.ppid(k.pid) != self.zygote_pid:
+            # Gone and its pid someone else's before the pidfd was opened: never ours.
+            cleanup.close_pidfd(k)
+            self.gone(k, {"message": "the kernel was gone before it was seen", "exit_code": 137, "retired": True})
         if k.dead is not None:
             self.signal(k, signal.SIGKILL)
 
@@ -140,6 +150,7 @@ class Kernels:
         k = self.by_pid.pop(msg.get("pid"), None)
         if k is None:
             return
+        cleanup.close_pidfd(k)
         if isinstance(msg.get("cpu_s"), (int, float)):
             k.cpu_s = float(msg["cpu_s"])
         if k.dead is None:
@@ -218,12 +229,15 @@ class Kernels:
     def protected(self, also=()):
         """The pids a cleanup must not kill: the controller, the zygote and the kernels
         still to be used (the spares and those in also). A kernel's pid counts only while
-        the zygote is its parent: if code killed a spare and a process of its own got the
-        pid before the zygote's exit report came, that process is not spared."""
+        its pidfd says that process has not exited: if code killed a spare and a process
+        of its own got the pid before the zygote's exit report came, that process is not
+        spared. (No /proc read: one right after a kernel was killed waits for its exit.)"""
         keep = {os.getpid(), 1, os.getppid(), self.zygote_pid}
         for k in list(self.spares) + [k for k in also if k is not None]:
-            if k.pid is not None and k.dead is None and proc.ppid(k.pid) == self.zygote_pid:
-                keep.add(k.pid)
+            if k.pid is None or k.dead is not None:
+                continue
+            if cleanup.running(k.pidfd) if k.pidfd is not None else proc.ppid(k.pid) == self.zygote_pid:
+                keep.add(k.pid)  # without pidfds (a kernel before 5.3): while the zygote is its parent
         keep.discard(None)
         return keep
 

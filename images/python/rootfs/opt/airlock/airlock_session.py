@@ -24,6 +24,7 @@ class Session:
         self.lost = False  # its kernel died between calls: the next call says kernel_restarted
         self.stopped = False  # stopped between calls (no background policy)
         self.count = 0  # execution count: Python and shell calls since its kernel started
+        self.quick = False  # the last sweep found nothing to kill without its /proc scan
 
     def live(self):
         """The session's kernel while it is alive, else None (a death is remembered)."""
@@ -82,15 +83,32 @@ class Session:
         keep = dict(snapshot)
         for p in dead:
             keep.pop(p, None)
-        for p in self.kernels.protected(also=[self.live()]):
+        protected = self.kernels.protected(also=[self.live()])
+        for p in protected:
             keep[p] = None
         thaw = set(keep) - {sk}
         if run_kernel and sk is not None:
             thaw.add(sk)
         self.kernels.wait_forks()
+        if not run_kernel and not dead and sk is not None and self.quiet(sk):
+            # Nothing but the controller, the zygote, the spares and the stopped kernel:
+            # no /proc scan of each process nor wait; the kept ones run again.
+            cleanup.resume(protected - {sk})
+            self.stopped = self.quick = True
+            return 0
+        self.quick = False
         n = cleanup.sweep(keep, thaw, dead, self.reap)
         self.stopped = sk is not None and not run_kernel
         return n
+
+    def quiet(self, sk):
+        """After a call that may leave nothing running: stop every process (the kernel
+        stays stopped either way; the sweep, if needed, stops them again), then whether
+        /proc holds nothing else but the controller, the zygote and the spares
+        (cleanup.only)."""
+        cleanup.stop_all()
+        k = self.kernel
+        return cleanup.only(lambda: self.kernels.protected() - {sk}, sk, k.pidfd)
 
     def replace(self):
         """A fresh kernel for the session (its kernel died in a call)."""
