@@ -36,6 +36,9 @@ func (s *Server) forkSession(c *gin.Context) {
 	if rec, ok := s.ownedSession(c, true, true); ok {
 		who := owner(c)
 		v, err := s.snapshots.Fork(c.Request.Context(), rec, s.calls.Budget(who), s.cfg.DefaultLimits)
+		if err == nil {
+			v.TimeoutSeconds = s.sessionTimeout(rec.Limits)
+		}
 		s.reply(c, "fork session", http.StatusCreated, v, err)
 	}
 }
@@ -66,6 +69,9 @@ func (s *Server) openFromSnapshot(c *gin.Context, req *wire.CreateSessionRequest
 	var v wire.Session
 	if err == nil {
 		v, err = s.snapshots.Open(ctx, who, req.Snapshot, req.Restore, limits, background || req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
+	}
+	if err == nil {
+		v.TimeoutSeconds = s.sessionTimeout(limits)
 	}
 	s.reply(c, "open session from snapshot", http.StatusCreated, v, err)
 }
