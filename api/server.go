@@ -126,6 +126,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.sessions = sessions.New(deps.Sessions, s.records, cfg.Now, log)
 	snap, _ := deps.Sessions.(sessions.Snapshotter)
 	s.snapshots = sessions.NewSnapshots(s.sessions, snap, snapshots.New(deps.State, snapshots.DefaultConfig(), cfg.Now), snapshots.NewCallLog(deps.State))
+	s.snapshots.SetEnvironments(s.resolveEnvironment)
 	if s.batches, err = s.newBatches(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/keys"
@@ -34,6 +35,32 @@ type Snapshots struct {
 	snap  Snapshotter // nil: no snapshots on this server
 	store *snapshots.Store
 	calls *snapshots.CallLog
+	// resolve turns a snapshot's environment into the target its restored
+	// session opens in, for the snapshot's owner (nil: built-in python only).
+	resolve EnvResolver
+}
+
+// EnvResolver resolves the environment name a snapshot recorded into the
+// target a restored session of owner opens in, refusing one owner may no
+// longer use (the api server's environment check).
+type EnvResolver func(ctx context.Context, owner, name string) (environments.Target, error)
+
+// SetEnvironments makes restores and forks open their session in the
+// snapshot's environment, resolved by r.
+func (s *Snapshots) SetEnvironments(r EnvResolver) { s.resolve = r }
+
+// target is the environment a session restored from m opens in: the zero
+// Target (python) for the built-in python one, else what the resolver
+// says; without a resolver another environment is refused, never restored
+// into the wrong image.
+func (s *Snapshots) target(ctx context.Context, owner string, m snapshots.Meta) (environments.Target, error) {
+	if m.Environment == "" || m.Environment == environments.Python {
+		return environments.Target{}, nil
+	}
+	if s.resolve == nil {
+		return environments.Target{}, core.Errorf("sessions", core.ErrUnavailable, fmt.Sprintf("this server cannot restore sessions of environment %q", m.Environment))
+	}
+	return s.resolve(ctx, owner, m.Environment)
 }
 
 // NewSnapshots returns the snapshot operations of svc over snap (nil when
@@ -120,10 +147,15 @@ func (s *Snapshots) Open(ctx context.Context, owner, snapID, mode string, limits
 	default:
 		return wire.Session{}, core.Errorf("", core.ErrInvalid, fmt.Sprintf(`"restore" must be "namespace" or "replay", not %q`, mode))
 	}
-	if _, err := s.store.Get(ctx, owner, snapID); err != nil {
+	m, err := s.store.Get(ctx, owner, snapID)
+	if err != nil {
 		return wire.Session{}, err
 	}
-	v, err := s.svc.Open(ctx, owner, limits, background, b, d)
+	env, err := s.target(ctx, owner, m)
+	if err != nil {
+		return wire.Session{}, err
+	}
+	v, err := s.svc.OpenIn(ctx, owner, env, limits, background, b, d)
 	if err != nil {
 		return wire.Session{}, err
 	}
