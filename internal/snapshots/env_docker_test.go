@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -23,13 +25,19 @@ func TestSnapshotRecordsItsEnvironment(t *testing.T) {
 	if img := os.Getenv("AIRLOCK_PYTHON_IMAGE"); img != "" {
 		base = img
 	}
-	image := sandbox.EnvImagePrefix + "snapenv:test"
+	image := sandbox.EnvImagePrefix + "snapenv:t" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	build := exec.Command("docker", "build", "-q", "-t", image, "-")
 	build.Stdin = strings.NewReader("FROM " + base + "\nLABEL " + sandbox.LabelEnvironment + "=snapenv\n")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("docker build: %v %s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", image).Run() })
+	t.Cleanup(func() { // before the engine's own clean-up: its containers of the image go first
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "ancestor="+image).Output()
+		if ids := strings.Fields(string(out)); len(ids) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+		}
+		_ = exec.Command("docker", "rmi", image).Run()
+	})
 	for _, c := range []struct{ env, image, want string }{{"snapenv", image, "snapenv"}, {"", "", "python"}} {
 		res, err := k.Handle(ctx, core.Request{Op: core.OpSessionOpen, Owner: "alice", Environment: c.env, Image: c.image, Limits: sessionLimits})
 		if err != nil || res.SessionID == "" {
