@@ -62,6 +62,9 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 		return
 	}
 	req.SessionID = id
+	if req.Function.Name == dispatcher.ToolFetchURL && rec.Environment != "" {
+		req.Environment = rec.Environment // fetch_url follows its session's environment
+	}
 	s.runToolCall(c, req, &rec)
 }
 

@@ -7,13 +7,13 @@ import (
 	"github.com/airlock-dev/airlock/egress"
 )
 
-// fetchEnvironment applies the environment a one-shot fetch_url call names
-// before it fetches: the name is resolved for the caller as for a sandbox
+// fetchEnvironment applies the environment a fetch_url call names (in a
+// session: its session's, which the transport sets) before it fetches: the name is resolved for the caller as for a sandbox
 // call (unknown, forbidden or unbuilt refuses it, with the code) and its
 // egress list narrows call.Egress. fetch_url answers in Airlock, so it
 // never reaches execute, where sandbox calls get this.
 func (d *Dispatcher) fetchEnvironment(ctx context.Context, call *Call) *Result {
-	if call.Environment == "" || call.SessionID != "" {
+	if call.Environment == "" {
 		return nil
 	}
 	req := core.Request{}

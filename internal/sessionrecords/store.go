@@ -33,6 +33,10 @@ type Record struct {
 	// Background says whether processes the session's calls start may
 	// outlive the calls.
 	Background bool `json:"background"`
+	// Environment is the environment the session was opened in ("": the
+	// built-in python one); host-side tools of the session (fetch_url)
+	// follow its egress list as the sandbox does.
+	Environment string `json:"environment,omitempty"`
 	// ExpiresAt is when the session expires unless it is used again; it is
 	// computed, not stored.
 	ExpiresAt time.Time `json:"-"`
@@ -121,8 +125,13 @@ func decode(it state.Item) (*Record, bool) {
 
 // Add records a new session of owner and returns its record.
 func (s *Store) Add(ctx context.Context, owner, id string, limits core.Limits, background bool) (Record, error) {
+	return s.AddIn(ctx, owner, id, "", limits, background)
+}
+
+// AddIn is Add for a session opened in environment env.
+func (s *Store) AddIn(ctx context.Context, owner, id, env string, limits core.Limits, background bool) (Record, error) {
 	now := s.now()
-	r := &Record{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background}
+	r := &Record{ID: id, Owner: owner, Created: now, LastUsed: now, Limits: limits, Background: background, Environment: env}
 	if err := s.write(ctx, r, -1); err != nil {
 		return Record{}, err
 	}

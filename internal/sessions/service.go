@@ -127,7 +127,7 @@ func (s *Service) OpenIn(ctx context.Context, owner string, env environments.Tar
 	if err != nil {
 		return wire.Session{}, err
 	}
-	rec, err := s.records.Add(ctx, owner, id, limits, background)
+	rec, err := s.records.AddIn(ctx, owner, id, env.Name, limits, background)
 	if err != nil { // the sandbox has it but no replica could find it: undo
 		_ = s.backend.Close(context.WithoutCancel(ctx), owner, id)
 		return wire.Session{}, err
