@@ -159,7 +159,7 @@ func (s *Service) failed(ctx context.Context, rec sessionrecords.Record, err err
 
 // body is a session's record as answered.
 func body(r sessionrecords.Record) wire.Session {
-	return wire.Session{ID: r.ID, Created: r.Created, LastUsed: r.LastUsed, ExpiresAt: r.ExpiresAt, Background: r.Background}
+	return wire.Session{ID: r.ID, Created: r.Created, LastUsed: r.LastUsed, ExpiresAt: r.ExpiresAt, Background: r.Background, Environment: r.Environment}
 }
 
 // View is rec as GET answers it: the record and, where the sandbox
