@@ -144,7 +144,16 @@ func TestEnvironmentRoutes(t *testing.T) {
 	}
 }
 
-// OpenIn opens a session in env (the fake ignores it).
-func (f *fakeSessions) OpenIn(ctx context.Context, owner string, _ environments.Target, limits core.Limits, background bool) (string, error) {
-	return f.Open(ctx, owner, limits, background)
+// OpenIn opens a session in env (the fake notes its name in openedIn).
+func (f *fakeSessions) OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool) (string, error) {
+	id, err := f.Open(ctx, owner, limits, background)
+	if err == nil {
+		f.mu.Lock()
+		if f.openedIn == nil {
+			f.openedIn = map[string]string{}
+		}
+		f.openedIn[id] = env.Name
+		f.mu.Unlock()
+	}
+	return id, err
 }

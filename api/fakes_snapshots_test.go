@@ -25,6 +25,10 @@ func (f *fakeSessions) SnapshotSession(ctx context.Context, owner, id, snapID st
 		f.mu.Unlock()
 		return core.SnapshotReport{}, err
 	}
+	env := f.openedIn[id]
+	if env == "" {
+		env = "python"
+	}
 	var ns []byte
 	for k, v := range f.files {
 		if strings.HasPrefix(k, id+"/") {
@@ -47,7 +51,7 @@ func (f *fakeSessions) SnapshotSession(ctx context.Context, owner, id, snapID st
 	}
 	rep := core.SnapshotReport{Names: []string{"x"}, Skipped: []core.SnapshotSkip{{Name: "f", Type: "TextIOWrapper", Reason: "an open file cannot be saved"}}}
 	calls, _ := snapshots.NewCallLog(f.snapState).Calls(ctx, owner, id)
-	m, err := w.Commit(ctx, snapshots.Meta{Session: id, Report: rep, Environment: "python", Limits: limits, Background: background, Calls: calls, Hidden: hidden})
+	m, err := w.Commit(ctx, snapshots.Meta{Session: id, Report: rep, Environment: env, Limits: limits, Background: background, Calls: calls, Hidden: hidden})
 	if err != nil {
 		w.Abort(ctx)
 		return core.SnapshotReport{}, err

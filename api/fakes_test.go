@@ -172,6 +172,8 @@ type fakeSessions struct {
 	// (fakes_snapshots_test.go); snapQuota bounds each owner's.
 	snapState state.Store
 	snapQuota int64
+	// openedIn is the environment each session was opened in (OpenIn).
+	openedIn map[string]string
 }
 
 func newFakeSessions() *fakeSessions {

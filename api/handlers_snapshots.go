@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/wire"
 )
 
@@ -36,6 +39,9 @@ func (s *Server) forkSession(c *gin.Context) {
 	if rec, ok := s.ownedSession(c, true, true); ok {
 		who := owner(c)
 		v, err := s.snapshots.Fork(c.Request.Context(), rec, s.calls.Budget(who), s.cfg.DefaultLimits)
+		if err == nil {
+			v.TimeoutSeconds = s.sessionTimeout(rec.Limits)
+		}
 		s.reply(c, "fork session", http.StatusCreated, v, err)
 	}
 }
@@ -47,6 +53,9 @@ func (s *Server) openFromSnapshot(c *gin.Context, req *wire.CreateSessionRequest
 	who := owner(c)
 	ctx := c.Request.Context()
 	wl, background, err := s.snapshots.Limits(ctx, who, req.Snapshot)
+	if err == nil && req.Environment != "" {
+		err = s.sameEnvironment(ctx, who, req)
+	}
 	if req.Limits != nil {
 		wl = req.Limits
 	}
@@ -66,6 +75,9 @@ func (s *Server) openFromSnapshot(c *gin.Context, req *wire.CreateSessionRequest
 	var v wire.Session
 	if err == nil {
 		v, err = s.snapshots.Open(ctx, who, req.Snapshot, req.Restore, limits, background || req.Background, s.calls.Budget(who), s.cfg.DefaultLimits)
+	}
+	if err == nil {
+		v.TimeoutSeconds = s.sessionTimeout(limits)
 	}
 	s.reply(c, "open session from snapshot", http.StatusCreated, v, err)
 }
@@ -101,4 +113,22 @@ func (s *Server) getSnapshot(c *gin.Context) {
 // deleteSnapshot answers DELETE /v1/snapshots/{id} with 204.
 func (s *Server) deleteSnapshot(c *gin.Context) {
 	s.reply(c, "delete snapshot", http.StatusNoContent, nil, s.snapshots.Delete(c.Request.Context(), owner(c), c.Param("id")))
+}
+
+// sameEnvironment refuses a restore that names another environment than
+// its snapshot's: a restored session runs where its snapshot was taken
+// (its namespace needs that environment's packages).
+func (s *Server) sameEnvironment(ctx context.Context, who string, req *wire.CreateSessionRequest) error {
+	snap, err := s.snapshots.Get(ctx, who, req.Snapshot)
+	if err != nil {
+		return err
+	}
+	env := snap.Environment
+	if env == "" {
+		env = environments.Python
+	}
+	if req.Environment != env {
+		return newError(core.ErrInvalid, fmt.Sprintf(`"environment" %q is not the environment of snapshot %s (%q): a restored session runs in its snapshot's environment; leave "environment" out`, req.Environment, req.Snapshot, env))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
+	"github.com/airlock-dev/airlock/environments"
 	"github.com/airlock-dev/airlock/internal/sessionrecords"
 	"github.com/airlock-dev/airlock/internal/toolcalls"
 	"github.com/airlock-dev/airlock/wire"
@@ -62,6 +64,13 @@ func (s *Server) sessionToolCall(c *gin.Context) {
 		return
 	}
 	req.SessionID = id
+	if env := sessionEnvironment(rec); req.Environment != "" && req.Environment != env {
+		abortError(c, newError(core.ErrInvalid, fmt.Sprintf(`"environment" %q is not this session's environment (%q): a session's calls run in the environment it was opened in; leave "environment" out or open a session in %q`, req.Environment, env, req.Environment)))
+		return
+	}
+	if req.Function.Name == dispatcher.ToolFetchURL && rec.Environment != "" {
+		req.Environment = rec.Environment // fetch_url follows its session's environment
+	}
 	s.runToolCall(c, req, &rec)
 }
 
@@ -154,4 +163,13 @@ func (s *Server) finishCall(ctx context.Context, call dispatcher.Call, res dispa
 		return out, e
 	}
 	return out, nil
+}
+
+// sessionEnvironment is the environment session rec was opened in (the
+// built-in python one when its record names none).
+func sessionEnvironment(rec sessionrecords.Record) string {
+	if rec.Environment == "" {
+		return environments.Python
+	}
+	return rec.Environment
 }

@@ -150,6 +150,11 @@ func (d *Dispatcher) run(ctx context.Context, call Call, held *Pending) (res Res
 		}
 		call.Egress = pol
 	}
+	if rt.Name == ToolFetchURL {
+		if res := d.fetchEnvironment(ctx, &call); res != nil {
+			return *res, "refused"
+		}
+	}
 	act, err := rt.Prepare(ctx, Invocation{Call: call, Args: args})
 	if err != nil {
 		var ref *Refusal

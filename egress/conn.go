@@ -34,7 +34,7 @@ func (p *Proxy) serveConn(c net.Conn, src source) {
 	}
 	p.metrics.open.Inc()
 	defer p.metrics.open.Dec()
-	if cl != nil {
+	if cl != nil && cl.ctx.Err() == nil { // a connection after the call's end is answered below
 		stopCall := context.AfterFunc(cl.ctx, func() { c.Close() })
 		defer stopCall()
 	}
@@ -58,6 +58,10 @@ func (p *Proxy) serveConn(c net.Conn, src source) {
 		}
 		lim.n = -1
 		_ = c.SetReadDeadline(time.Time{})
+		if cl != nil && cl.endReason() == ReasonTimeCap {
+			p.timeUp(c, cl, req)
+			return
+		}
 		if cl == nil || cl.ctx.Err() != nil {
 			p.unregistered(c, src, req)
 			return
@@ -176,6 +180,18 @@ func (p *Proxy) unregistered(c net.Conn, src source, req *http.Request) {
 	t := p.start(nil, src, kind, req.Method, host, port)
 	t.refuse(ReasonUnregistered)
 	writeRefusal(c, http.StatusForbidden, ReasonUnregistered, "no call runs from "+src.String())
+}
+
+// timeUp refuses, and records in the call's attempts, a request made after
+// the call's network time (Caps.Time) is up.
+func (p *Proxy) timeUp(c net.Conn, cl *call, req *http.Request) {
+	kind := KindHTTP
+	if req.Method == http.MethodConnect {
+		kind = KindConnect
+	}
+	host, port, _ := requestTarget(req)
+	p.start(cl, cl.src, kind, req.Method, host, port).refuse(ReasonTimeCap)
+	writeRefusal(c, http.StatusForbidden, ReasonTimeCap, "this call's network time is up")
 }
 
 // requestTarget returns the host and port a proxy request names: the

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -106,7 +107,30 @@ func NewSource(spec Spec, wheels, files []Blob) (Source, error) {
 	if total > MaxSourceBytes {
 		return Source{}, invalid(fmt.Sprintf("wheels and files: %d bytes, over the %d-byte limit", total, MaxSourceBytes))
 	}
+	if err := filesMatch(spec, src.Files); err != nil {
+		return Source{}, err
+	}
 	return src, nil
+}
+
+// filesMatch checks that the files sent are those the spec names: every
+// destination of spec.Files has its file (or, for a folder, files under
+// it), and every file sent lies at or under one of them.
+func filesMatch(spec Spec, files []Blob) error {
+	under := func(name, dest string) bool {
+		return name == dest || strings.HasPrefix(name, strings.TrimSuffix(dest, "/")+"/")
+	}
+	for _, dest := range sortedKeys(spec.Files) {
+		if !slices.ContainsFunc(files, func(f Blob) bool { return under(f.Name, dest) }) {
+			return invalid(fmt.Sprintf("files: %q: no file was sent for it (send it in \"files\" as {name: %q, content})", dest, dest))
+		}
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(sortedKeys(spec.Files), func(dest string) bool { return under(f.Name, dest) }) {
+			return invalid(fmt.Sprintf("files: %q was sent but the spec's files do not name it", f.Name))
+		}
+	}
+	return nil
 }
 
 // loader reads a spec's wheels and files relative to its folder.

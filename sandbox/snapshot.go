@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -130,7 +131,18 @@ func (e *Engine) snapOp(ctx context.Context, ss *session, req ctlRequest, bound 
 		e.sessions.end(ss)
 		return ctlFrame{}, fmt.Errorf("sandbox: session %s ended during %s: %w", ss.info.ID, req.Op, core.ErrSessionNotFound)
 	case out.done.Fail != "":
-		return ctlFrame{}, core.Errorf("sandbox."+req.Op, core.ErrInvalid, out.done.Fail)
+		return ctlFrame{}, core.Errorf("sandbox."+req.Op, snapFailCode(out.done.Fail), out.done.Fail)
 	}
 	return out.done, nil
+}
+
+// snapFailCode classifies a snapshot op's failure as the controller words
+// it: past the snapshot's byte bound or /work's entry cap (the namespace's
+// TooLarge, or the pack of /work) it is core.ErrTooLarge, anything else
+// bad input.
+func snapFailCode(fail string) core.Code {
+	if strings.Contains(fail, "byte bound") || strings.Contains(fail, "/work has more than") {
+		return core.ErrTooLarge
+	}
+	return core.ErrInvalid
 }

@@ -205,6 +205,9 @@ func execRemote(ctx context.Context, url, key string, call client.ToolCall, asJS
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
+	} else if call.Name == dispatcher.ToolFetchURL && r.Status == core.StatusOK {
+		// An answer made in Airlock, not a sandbox: its text, as locally.
+		fmt.Fprintln(stdout, res.Message.Content)
 	} else {
 		fmt.Fprint(stdout, r.Stdout)
 		fmt.Fprint(stderr, r.Stderr)

@@ -106,7 +106,16 @@ type EnvOpener interface {
 // environment refuses one that is not built in.
 func (s *Service) OpenIn(ctx context.Context, owner string, env environments.Target, limits core.Limits, background bool, b keys.Budget, d core.Limits) (wire.Session, error) {
 	if err := s.records.CheckBudget(ctx, owner, limits, b, d); err != nil {
-		return wire.Session{}, err
+		var be *sessionrecords.BudgetError
+		if !errors.As(err, &be) {
+			return wire.Session{}, err
+		}
+		// Records of sessions the sandbox lost (a restart) must not hold
+		// the budget: listing forgets them; then check again.
+		s.List(ctx, owner)
+		if err := s.records.CheckBudget(ctx, owner, limits, b, d); err != nil {
+			return wire.Session{}, err
+		}
 	}
 	var id string
 	var err error

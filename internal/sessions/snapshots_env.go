@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
@@ -36,10 +37,14 @@ func (s *Snapshots) snapshotSession(ctx context.Context, r sessionrecords.Record
 
 // environmentOf is the environment a session restored from a snapshot
 // taken in environment name opens in: the zero Target (built-in python)
-// for python or none, else name as resolved for owner now.
+// for python or none, else name as resolved for owner now; without a
+// resolver another environment is refused.
 func (s *Snapshots) environmentOf(ctx context.Context, owner, name string) (environments.Target, error) {
-	if name == "" || name == environments.Python || s.resolve == nil {
+	if name == "" || name == environments.Python {
 		return environments.Target{}, nil
+	}
+	if s.resolve == nil { // never restored into the wrong image
+		return environments.Target{}, core.Errorf("sessions", core.ErrUnavailable, fmt.Sprintf("this server cannot restore sessions of environment %q", name))
 	}
 	return s.resolve(ctx, owner, name)
 }

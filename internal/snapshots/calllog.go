@@ -3,9 +3,11 @@ package snapshots
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -65,7 +67,29 @@ func CallOf(req core.Request, res core.Result, now time.Time) Call {
 		size += n
 		c.Display = append(c.Display, d)
 	}
+	for _, d := range figures(res.Artifacts) {
+		n := len(d.Data["image/png"])
+		if size+n > maxDisplay {
+			c.DisplayDropped++
+			continue
+		}
+		size += n
+		c.Display = append(c.Display, d)
+	}
 	return c
+}
+
+// figures are the call's matplotlib figures (the artifacts figure-N.png the
+// sandbox captured, with their bytes) as displays, as Jupyter shows them
+// inline; files the code saved (outputs/...) stay artifacts only.
+func figures(arts []core.Artifact) []core.Display {
+	var out []core.Display
+	for _, a := range arts {
+		if a.MIME == "image/png" && len(a.Data) > 0 && strings.HasPrefix(a.Name, "figure-") {
+			out = append(out, core.Display{Data: map[string]string{"image/png": base64.StdEncoding.EncodeToString(a.Data)}})
+		}
+	}
+	return out
 }
 
 func head(s string) string {

@@ -19,6 +19,12 @@ type Engine interface {
 	RestoreSession(ctx context.Context, owner, id, mode string, maxBytes int64, src core.SnapshotSource) (core.SnapshotReport, error)
 }
 
+// sessionEnvironment is an Engine that knows the environment a session
+// was opened in (the sandbox engine), recorded with its snapshot.
+type sessionEnvironment interface {
+	SessionEnvironment(owner, id string) (string, error)
+}
+
 // Keeper is a worker's engine with session snapshots: it takes
 // OpSessionSnapshot and OpSessionRestore jobs (streaming the parts between
 // the sandbox and the store) and logs every session call. Everything else
@@ -114,9 +120,11 @@ func (k *Keeper) snapshot(ctx context.Context, req core.Request) (core.Result, e
 	}
 	var m Meta
 	if err == nil {
-		env := req.Environment
-		if env == "" {
-			env = req.Image
+		env := req.Environment // the caller's record of it
+		if se, ok := k.engine.(sessionEnvironment); ok {
+			if opened, err := se.SessionEnvironment(req.Owner, req.SessionID); err == nil && opened != "" {
+				env = opened // the sandbox's, where the session was opened
+			}
 		}
 		if env == "" {
 			env = string(core.Python)
