@@ -126,8 +126,8 @@ func timeoutParameter(cfg Config) map[string]any {
 		"minimum": 1,
 		"maximum": int(cfg.MaxTimeout / time.Second),
 		"description": "Wall-clock limit in seconds; the run is killed after it. At most the key's limit (the server default " +
-			"unless the operator grants more). Leave it out for the default: the key's limit for a one-shot call, " +
-			"the session's own limit in a session.",
+			"unless the operator grants more) for a one-shot call, and the session's own limit in a session. Leave it out " +
+			"for that limit.",
 	}
 }
 

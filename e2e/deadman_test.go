@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -181,7 +182,8 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 // TestUnboundSessionReaped: a worker's session whose binding is gone (as
 // when the queue declared it lost) is ended and its container removed
 // within a bounded time; another session on the same worker is kept with
-// its state.
+// its state; the ended session, saved after its last call, wakes on its
+// next call.
 func TestUnboundSessionReaped(t *testing.T) {
 	dc := requireDocker(t)
 	rs := redistest.Start(t, false)
@@ -254,9 +256,15 @@ func TestUnboundSessionReaped(t *testing.T) {
 	if got := decodeCall(t, do(t, "POST", srv.URL+"/v1/sessions/"+kept+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "print(x)"}))).mustOK(t); got != "7\n" {
 		t.Fatalf("the bound session printed %q, want 7", got)
 	}
+	// Its container is gone, but the session was saved after its call
+	// (issue 30): the next call wakes it from that snapshot.
 	r := do(t, "POST", srv.URL+"/v1/sessions/"+gone+"/tool-calls", toolCall("", "run_python", map[string]any{"code": "print(x)"}))
-	if r.Status != http.StatusConflict || r.errCode(t) != "session_lost" {
-		t.Fatalf("call on the unbound session: %d %.300s, want 409 session_lost", r.Status, r.Body)
+	var out resumed
+	if err := json.Unmarshal(r.must(t, http.StatusOK).Body, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.Stdout != "7\n" || !out.Result.Resumed {
+		t.Fatalf("call on the unbound session: %q resumed %v, want 7 from its last snapshot", out.Result.Stdout, out.Result.Resumed)
 	}
 	if !running(keptCtr) {
 		t.Fatal("the bound session's container is gone")

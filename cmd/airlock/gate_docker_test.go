@@ -254,9 +254,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // testTimeoutCeiling: the tool argument timeout_seconds cannot raise the
-// timeout past the key's ceiling: 400 naming it, like limits, and nothing
-// runs; a key whose policy grants more may use it; absurd values are
-// refused.
+// timeout past the key's ceiling (in a session, the session's own limit):
+// 400 naming it, like limits, and nothing runs; a key whose policy grants
+// more may use it; absurd values are refused.
 func testTimeoutCeiling(t *testing.T, g *gateServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
@@ -282,7 +282,10 @@ func testTimeoutCeiling(t *testing.T, g *gateServer) {
 	sleep := "import time\ntime.sleep(32)\nprint('ran')"
 	bad(g.bob, "", client.PythonCall(sleep, client.CodeOptions{TimeoutSeconds: 300}), "timeout_seconds 300 is over 10", "ceiling")
 	bad(g.bob, "", client.ShellCall("sleep 32", client.CodeOptions{TimeoutSeconds: 11}), "timeout_seconds 11 is over 10")
-	bad(g.bob, openSession(t, g.bob, nil), client.ShellCall("sleep 32", client.CodeOptions{TimeoutSeconds: 11}), "is over 10")
+	// In a session the bound is the session's own per-call limit (the
+	// session call timeout, 2 min, for one opened without limits), not
+	// the key's one-shot ceiling.
+	bad(g.bob, openSession(t, g.bob, nil), client.ShellCall("sleep 32", client.CodeOptions{TimeoutSeconds: 200}), "timeout_seconds 200 is over 120")
 	bad(g.bob, "", client.ToolCall{Name: "run_python", Arguments: map[string]any{"code": "1"}, Limits: &wire.Limits{TimeoutSeconds: 9.3e9}}, "timeout_seconds", "is over 10")
 	bad(g.alice, "", client.PythonCall(sleep, client.CodeOptions{TimeoutSeconds: 21}), "is over 20")
 	if r := call(t, g.alice, "", client.PythonCall("print('granted')", client.CodeOptions{TimeoutSeconds: 20})); r.Status != "ok" {
