@@ -45,9 +45,12 @@ func httpStatus(code core.Code) int {
 }
 
 // retryAfter is the Retry-After (seconds) suggested with a code, 0 for none.
+// A spent quota (snapshot bytes, sessions, memory) has none: it does not
+// free itself, so waiting a second would not help (a budget that does,
+// like concurrent calls, sets its own).
 func retryAfter(code core.Code) int {
 	switch code {
-	case core.ErrBusy, core.ErrQuota:
+	case core.ErrBusy:
 		return retryAfterBusy
 	case core.ErrUnavailable:
 		return 5

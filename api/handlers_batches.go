@@ -74,6 +74,13 @@ func (s *Server) batchSpec(c *gin.Context) (batch.Spec, error) {
 	p.Call = func(req *wire.ToolCallRequest) (dispatcher.Call, error) { return s.calls.Call(p.Owner, req, "batch") }
 	var spec batch.Spec
 	var err error
+	if p.Environment = c.Query("environment"); p.Environment != "" {
+		// The batch's environment, the default of items naming none, is
+		// checked once here: unknown 404, not allowed for the key 403.
+		if _, err = s.resolveEnvironment(c.Request.Context(), p.Owner, p.Environment); err != nil {
+			return spec, err
+		}
+	}
 	if ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); ct == "multipart/form-data" {
 		var form *multipart.Form
 		if form, err = c.MultipartForm(); err == nil {

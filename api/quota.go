@@ -29,8 +29,10 @@ func (s *slots) acquire(owner string) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n[owner] >= s.perOwner {
-		return newError(core.ErrQuota, fmt.Sprintf("too many concurrent %s for this API key (budget: %d at once)", s.what, s.perOwner)).
+		e := newError(core.ErrQuota, fmt.Sprintf("too many concurrent %s for this API key (budget: %d at once)", s.what, s.perOwner)).
 			withDetails(map[string]any{"budget": "concurrent_" + s.what, "limit": s.perOwner})
+		e.RetryAfter = retryAfterBusy // a slot frees itself when a call ends
+		return e
 	}
 	if s.sum >= s.total {
 		return newError(core.ErrBusy, fmt.Sprintf("the server has %d %s in progress, its maximum; retry later", s.sum, s.what))

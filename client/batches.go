@@ -18,6 +18,9 @@ import (
 type BatchOptions struct {
 	Concurrency      int
 	CompletionWindow string
+	// Environment is the batch's environment, the default of its items
+	// that name none.
+	Environment string
 }
 
 func (o BatchOptions) query() url.Values {
@@ -27,6 +30,9 @@ func (o BatchOptions) query() url.Values {
 	}
 	if o.CompletionWindow != "" {
 		q.Set("completion_window", o.CompletionWindow)
+	}
+	if o.Environment != "" {
+		q.Set("environment", o.Environment)
 	}
 	return q
 }

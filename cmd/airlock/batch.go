@@ -196,7 +196,7 @@ func submitBatch(ctx context.Context, c *client.Client, f batchFlags, pos []stri
 			return nil, err
 		}
 	}
-	return c.CreateBatch(ctx, data, client.BatchOptions{Concurrency: f.concurrency, CompletionWindow: f.window})
+	return c.CreateBatch(ctx, data, client.BatchOptions{Concurrency: f.concurrency, CompletionWindow: f.window, Environment: f.environment})
 }
 
 // runBatchLive submits (or, with --id, resumes following) a batch, shows

@@ -49,6 +49,7 @@ func (s *stack) environments(store state.Store, f *stackFlags) (*envservice.Serv
 	}
 	cfg := builder.DefaultConfig()
 	cfg.Bases = map[string]string{environments.Python: f.python, environments.Shell: f.shell}
+	cfg.Retire = s.engine.DropEnvironment // idle warm containers would hold the image
 	scfg := sandbox.DefaultConfig()
 	scfg.Runtime = f.runtime
 	m := builder.New(cfg, dc, store, builder.SandboxRunners(dc, scfg, s.log), s.log)

@@ -25,7 +25,8 @@ func registerQueue(fs *flag.FlagSet, redis, queueName *string, redisUse string) 
 // says what this command does with it.
 func registerServer(fs *flag.FlagSet, server, key *string, def, use string) {
 	fs.StringVar(server, "server", envOr("AIRLOCK_SERVER", def), "URL of a running `airlock serve` "+use+" (env AIRLOCK_SERVER)")
-	fs.StringVar(key, "key", os.Getenv("AIRLOCK_API_KEY"), "API key for --server (env AIRLOCK_API_KEY)")
+	*key = os.Getenv("AIRLOCK_API_KEY")
+	fs.Var(&secretFlag{p: key}, "key", "API key for --server (default: env AIRLOCK_API_KEY)")
 }
 
 // registerMount adds --mount, a host folder the tools see read-only at

@@ -47,6 +47,10 @@ type Config struct {
 	BuildMemory int64
 	BuildCPUs   float64
 	BuildPids   int64
+	// Retire, when set, retires the idle warm containers of environment
+	// name (sandbox.Engine.DropEnvironment) and returns how many: Remove
+	// calls it first, so an idle container does not hold the image.
+	Retire func(name string) int
 }
 
 // DefaultConfig returns the defaults: the built-in images by their
@@ -164,6 +168,8 @@ func (m *Manager) List(ctx context.Context) ([]environments.Record, error) {
 // Remove deletes the environment name: its record and every image of it
 // (airlock/env-NAME:*). A built-in cannot be removed (core.ErrInvalid);
 // an unknown one is core.ErrNotFound; one being built is core.ErrConflict.
+// Config.Retire first drops its idle warm containers; one a live session
+// or call still uses is core.ErrConflict saying so, and is kept.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	if environments.Builtin(name) {
 		return core.E("environments.remove", core.ErrInvalid, fmt.Errorf("%s is a built-in environment and cannot be removed", name))
@@ -182,20 +188,37 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if recErr != nil && len(images) == 0 {
 		return recErr
 	}
-	if err := m.registry.Delete(ctx, name); err != nil {
-		return err
+	if m.cfg.Retire != nil {
+		if n := m.cfg.Retire(name); n > 0 {
+			m.log.Info("environments: retired idle warm containers before removal", "env", name, "containers", n)
+		}
 	}
-	if err := m.registry.DeleteSources(ctx, name, ""); err != nil {
-		m.log.Warn("environments: delete the stored sources", "env", name, "err", err)
-	}
+	// The images go first: while a live session or call still holds one,
+	// the removal is refused and the environment is kept as it was.
 	var errs []error
 	for _, id := range images {
 		if err := m.removeImage(ctx, id); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, errInUse) {
+			return core.E("environments.remove", core.ErrConflict, fmt.Errorf("environment %s is in use: a live session or running call still uses its image; close the sessions of environment %s (or wait for the calls to end) and remove it again", name, name))
+		}
+		return err
+	}
+	if err := m.registry.Delete(ctx, name); err != nil && !errors.Is(err, core.ErrNotFound) {
+		return err
+	}
+	if err := m.registry.DeleteSources(ctx, name, ""); err != nil {
+		m.log.Warn("environments: delete the stored sources", "env", name, "err", err)
+	}
+	return nil
 }
+
+// errInUse marks an image removal Docker refused because a container
+// still uses the image.
+var errInUse = errors.New("the image is in use by a container")
 
 // building reports whether rec's build runs (a record left building by a
 // process that died is stale after the build timeout).
@@ -219,6 +242,10 @@ func (m *Manager) images(ctx context.Context, name string) ([]string, error) {
 // removeImage removes an image and its tags (a missing one is fine).
 func (m *Manager) removeImage(ctx context.Context, id string) error {
 	_, err := m.docker.ImageRemove(ctx, id, image.RemoveOptions{Force: true, PruneChildren: true})
+	if err != nil && errdefs.IsConflict(err) {
+		m.log.Info("environments: image still in use", "image", shortID(id), "err", err)
+		return fmt.Errorf("remove image %s: %w", shortID(id), errInUse)
+	}
 	if err != nil && !errdefs.IsNotFound(err) {
 		return core.E("environments.remove", core.ErrConflict, fmt.Errorf("remove image %s: %w", shortID(id), err))
 	}

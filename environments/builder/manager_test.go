@@ -30,6 +30,8 @@ type fakeDocker struct {
 	list     func() []image.Summary
 	removed  []string
 	creating int
+	// rmErr, when set, answers ImageRemove.
+	rmErr func(id string) error
 }
 
 func (f *fakeDocker) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
@@ -43,6 +45,11 @@ func (f *fakeDocker) ImageTag(context.Context, string, string) error {
 	return nil
 }
 func (f *fakeDocker) ImageRemove(_ context.Context, id string, _ image.RemoveOptions) ([]image.DeleteResponse, error) {
+	if f.rmErr != nil {
+		if err := f.rmErr(id); err != nil {
+			return nil, err
+		}
+	}
 	f.removed = append(f.removed, id)
 	return nil, nil
 }

@@ -26,6 +26,9 @@ type Parser struct {
 	Runs bool
 	// MaxItems bounds the items of one batch.
 	MaxItems int
+	// Environment is the batch's environment: the default of its items
+	// (tool calls, the map template, runs) that name none ("": theirs).
+	Environment string
 }
 
 // Parse builds the batch of a request body: JSONL items, or a JSON map
@@ -120,6 +123,9 @@ func (p Parser) call(req wire.ToolCallRequest, where string) (*dispatcher.Call, 
 			req.Function.Arguments = json.RawMessage(s)
 		}
 	}
+	if req.Environment == "" {
+		req.Environment = p.Environment
+	}
 	call, err := p.Call(&req)
 	if err != nil {
 		return nil, bad(err.Error())
@@ -153,7 +159,7 @@ func (p Parser) run(r batch.RawItem) (*agent.RunRequest, error) {
 		return nil, invalid(fmt.Sprintf("line %d: %s", r.Line, err))
 	}
 	return &agent.RunRequest{Goal: body.Goal, Messages: body.Messages, Model: body.Model, MaxSteps: body.MaxSteps,
-		Mount: mount, Owner: p.Owner}, nil
+		Mount: mount, Owner: p.Owner, Environment: p.Environment}, nil
 }
 
 // mapSpec expands a map spec over its input folder (or archives).

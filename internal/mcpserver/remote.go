@@ -111,10 +111,16 @@ func (r *remote) Run(ctx context.Context, call dispatcher.Call) Outcome {
 func (r *remote) failed(call dispatcher.Call, err error) Outcome {
 	var ae *client.APIError
 	st := dispatcher.StatusUnavailable
+	reason := ""
 	switch {
 	case !errors.As(err, &ae):
 	case ae.Code == core.ErrNotFound && call.SessionID != "":
 		st = dispatcher.StatusSessionNotFound
+	case (ae.Code == core.ErrNotFound || ae.Code == core.ErrForbidden) && call.Environment != "":
+		// The environment the call named is unknown, or not the key's:
+		// a refusal naming it, as the local dispatcher answers, not
+		// "unavailable" (retrying would not help).
+		st, reason = dispatcher.StatusRejected, "environment"
 	case ae.Code == core.ErrSessionLost:
 		st = dispatcher.StatusSessionLost
 	case ae.Code == core.ErrBusy || ae.Code == core.ErrRateLimited || ae.Code == core.ErrQuota:
@@ -122,7 +128,7 @@ func (r *remote) failed(call dispatcher.Call, err error) Outcome {
 	case ae.StatusCode == 400 || ae.StatusCode == 401 || ae.StatusCode == 413:
 		st = dispatcher.StatusRejected
 	}
-	return refused(call, st, "", describe(err, r.server))
+	return refused(call, st, reason, describe(err, r.server))
 }
 
 // download fetches the bytes of the kept artifacts (up to

@@ -3,6 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,6 +77,9 @@ func (s *Server) addSnapshotTools(srv *mcp.Server, owner string) {
 // answers its result as JSON text.
 func (s *Server) snapshotHandler(owner string, fn func(ctx context.Context, sid string, st *session) (any, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if msg := unexpectedArgs(req.Params.Name, req.Params.Arguments); msg != "" {
+			return errorResult(msg), nil
+		}
 		st, err := s.session(req.Session, owner)
 		if err != nil {
 			return errorResult("the MCP server is shutting down"), nil
@@ -88,4 +95,23 @@ func (s *Server) snapshotHandler(owner string, fn func(ctx context.Context, sid 
 		b, _ := json.Marshal(out)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	}
+}
+
+// unexpectedArgs refuses any argument to a tool that takes none (its
+// schema says additionalProperties false, which the SDK does not check
+// for tools added without a typed handler): the refusal naming them, or
+// "" when args is empty.
+func unexpectedArgs(tool string, args json.RawMessage) string {
+	if len(args) == 0 || string(args) == "null" {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return tool + " takes no arguments; its arguments are not a JSON object. The tool did not run."
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(m))
+	return fmt.Sprintf("%s takes no arguments; unknown argument(s): %s. The tool did not run.", tool, strings.Join(names, ", "))
 }
