@@ -60,8 +60,8 @@ func (s *Server) completeSession(c *gin.Context) {
 	if !ok {
 		return
 	}
-	var req wire.CompleteRequest
-	if err := decodeJSON(c, &req, false); err != nil {
+	req, err := decodeComplete(c)
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -76,7 +76,7 @@ func (s *Server) completeSession(c *gin.Context) {
 		CursorEnd   int      `json:"cursor_end"`
 	}
 	comp.CursorStart, comp.CursorEnd = req.CursorPos, req.CursorPos
-	err := s.introspect(ctx, rec, req.Code, core.Introspect{Kind: core.IntrospectComplete, CursorPos: req.CursorPos}, &comp)
+	err = s.introspect(ctx, rec, req.Code, core.Introspect{Kind: core.IntrospectComplete, CursorPos: req.CursorPos}, &comp)
 	out := wire.Completion{Matches: comp.Matches, CursorStart: comp.CursorStart, CursorEnd: comp.CursorEnd, Signatures: []wire.Signature{}}
 	if out.Matches == nil {
 		out.Matches = []string{}
@@ -162,4 +162,24 @@ func signatureOf(text string) (wire.Signature, bool) {
 		}
 	}
 	return sig, sig.Label != ""
+}
+
+// decodeComplete reads a CompleteRequest whose code and cursor_pos are both
+// present (api/openapi.json requires them): a missing one is a 400 naming
+// it, where it would otherwise complete an empty prefix at offset 0.
+func decodeComplete(c *gin.Context) (wire.CompleteRequest, error) {
+	var body struct {
+		Code      *string `json:"code"`
+		CursorPos *int    `json:"cursor_pos"`
+	}
+	if err := decodeJSON(c, &body, false); err != nil {
+		return wire.CompleteRequest{}, err
+	}
+	switch {
+	case body.Code == nil:
+		return wire.CompleteRequest{}, newError(core.ErrInvalid, "code is required (the cell's text, possibly empty)")
+	case body.CursorPos == nil:
+		return wire.CompleteRequest{}, newError(core.ErrInvalid, "cursor_pos is required (the cursor's offset in code, in Unicode code points)")
+	}
+	return wire.CompleteRequest{Code: *body.Code, CursorPos: *body.CursorPos}, nil
 }

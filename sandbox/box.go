@@ -84,6 +84,10 @@ type callOpts struct {
 	budget  int  // longest frame line accepted
 	sink    *forwarder
 	grace   time.Duration
+	// quiet marks the service's own work on a session (a snapshot, an
+	// editor's question): the session does not show busy meanwhile and
+	// an interrupt finds no call to stop.
+	quiet bool
 }
 
 // callOutcome is what one controller call produced.
@@ -292,7 +296,9 @@ func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (
 	}
 	// Busy only once the request is written: an interrupt sent because of
 	// it then always reaches the controller after the request it targets.
-	b.busy.Store(true)
+	if !o.quiet {
+		b.busy.Store(true)
+	}
 	return b.await(ctx, e, req.ID, o)
 }
 

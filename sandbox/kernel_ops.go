@@ -42,7 +42,7 @@ func (e *Engine) IntrospectSession(ctx context.Context, owner, id, code string, 
 		return nil, err
 	}
 	req := ctlRequest{Op: "introspect", What: q.Kind, Code: code, CursorPos: q.CursorPos, DetailLevel: q.DetailLevel}
-	out, err := ss.box.call(ctx, e, req, callOpts{timeout: introspectTimeout, session: true})
+	out, err := ss.box.call(ctx, e, req, callOpts{timeout: introspectTimeout, session: true, quiet: true})
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, max
 // is ErrInvalid with the controller's reason, a container that stopped
 // answering ends the session.
 func (e *Engine) snapOp(ctx context.Context, ss *session, req ctlRequest, bound time.Duration) (ctlFrame, error) {
-	out, err := ss.box.call(ctx, e, req, callOpts{timeout: bound, session: true, budget: snapChunk/3*4 + smallFrame})
+	out, err := ss.box.call(ctx, e, req, callOpts{timeout: bound, session: true, budget: snapChunk/3*4 + smallFrame, quiet: true})
 	if err != nil {
 		return ctlFrame{}, err
 	}

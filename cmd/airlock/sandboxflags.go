@@ -101,6 +101,12 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 		cfg.ReapInterval = f.reapEvery
 	}
 	cfg.Worker, cfg.Queue = f.worker, f.queue
+	if f.hibernateAfter < 0 {
+		return nil, fmt.Errorf("--hibernate-after %v: must not be negative (0 turns hibernation off)", f.hibernateAfter)
+	}
+	if f.autoSnapMax < 0 {
+		return nil, fmt.Errorf("--session-autosnapshot-max-bytes %d: must not be negative (0 turns the snapshots after calls off)", f.autoSnapMax)
+	}
 	if f.hibernateAfter > 0 && cfg.SessionIdle <= f.hibernateAfter {
 		cfg.SessionIdle += time.Minute // hibernated first (at most at the idle time), never ended idle
 	}

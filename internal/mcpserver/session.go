@@ -24,6 +24,9 @@ type session struct {
 	// at its first tool call (envSet).
 	env    string
 	envSet bool
+	// left are the sessions this MCP session opened and moved off (the
+	// origin of a fork_session): closed with it, as id is.
+	left []string
 }
 
 // maxHeld bounds the approval tokens one MCP session may hold.
@@ -129,20 +132,27 @@ func (st *session) forget(id string) {
 	}
 }
 
-// closeSandbox closes st's Airlock session, if any.
+// closeSandbox closes st's Airlock session, if any, and those it moved off.
 func (s *Server) closeSandbox(st *session) {
 	st.mu.Lock()
-	id := st.id
-	st.id = ""
+	id, left := st.id, st.left
+	st.id, st.left = "", nil
 	st.mu.Unlock()
-	if id == "" {
-		return
+	for _, old := range left {
+		s.closeOne(st.owner, old)
 	}
+	if id != "" {
+		s.closeOne(st.owner, id)
+	}
+}
+
+// closeOne closes owner's Airlock session id (one already gone is fine).
+func (s *Server) closeOne(owner, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
 	defer cancel()
-	if err := s.be.CloseSession(ctx, st.owner, id); err != nil && !errors.Is(err, core.ErrNotFound) {
-		s.log.Warn("mcp: close session", "owner", st.owner, "session", id, "err", err)
+	if err := s.be.CloseSession(ctx, owner, id); err != nil && !errors.Is(err, core.ErrNotFound) {
+		s.log.Warn("mcp: close session", "owner", owner, "session", id, "err", err)
 		return
 	}
-	s.log.Info("mcp: session closed", "owner", st.owner, "session", id)
+	s.log.Info("mcp: session closed", "owner", owner, "session", id)
 }

@@ -67,6 +67,9 @@ func (s *Server) addSnapshotTools(srv *mcp.Server, owner string) {
 				return nil, err
 			}
 			st.mu.Lock()
+			if st.id == sid {
+				st.left = append(st.left, sid)
+			}
 			st.id = v.ID
 			st.mu.Unlock()
 			return map[string]any{"session_id": v.ID, "forked_from": sid, "restored": v.Restored}, nil

@@ -39,10 +39,7 @@ func (k *Keeper) RunHibernator(ctx context.Context) {
 	if k.res == nil || k.res.cfg.HibernateAfter <= 0 || !ok {
 		return
 	}
-	every := min(max(k.res.cfg.HibernateAfter/4, 100*time.Millisecond), 10*time.Second)
-	// A tick early, so a session is saved by HibernateAfter: the API's
-	// record of it expires idle then unless it is marked hibernated.
-	after := max(k.res.cfg.HibernateAfter-every, every)
+	every, after := hibernateTiming(k.res.cfg.HibernateAfter)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -63,6 +60,17 @@ func (k *Keeper) RunHibernator(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// hibernateTiming is how often the hibernator looks at the sessions and
+// how long one must have been idle to be saved, for hibernateAfter: a tick
+// early, so a session is saved by hibernateAfter (the API's record of it
+// expires idle then unless it is marked hibernated), and ticks of a
+// twentieth of it (50 ms to 10 s), so none is saved much before: with
+// quarter ticks a session set to hibernate after 5 s went at 3.75 s.
+func hibernateTiming(hibernateAfter time.Duration) (every, idle time.Duration) {
+	every = min(max(hibernateAfter/20, 50*time.Millisecond), 10*time.Second)
+	return every, max(hibernateAfter-every, every)
 }
 
 // prune forgets the sessions opened before at that the engine no longer
