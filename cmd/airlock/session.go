@@ -20,11 +20,13 @@ import (
 // separated by lines of "---"; a snippet whose first line is "%sh" runs as
 // shell, else as Python.
 func runSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && sessionSnapshotCommands[args[0]] != "" {
-		return runSessionSnapshot(args[0], args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && sessionKernelCommands[args[0]] != "" {
-		return runSessionKernel(args[0], args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if sub, ok := sessionSnapshotCommands[args[0]]; ok {
+			return runRemoteSub(args[0], sub, args[1:], stdout, stderr)
+		}
+		if sub, ok := sessionKernelCommands[args[0]]; ok {
+			return runRemoteSub(args[0], sub, args[1:], stdout, stderr)
+		}
 	}
 	cmd := command{"session", stderr}
 	fs := flag.NewFlagSet("session", flag.ContinueOnError)

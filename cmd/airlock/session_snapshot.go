@@ -2,105 +2,87 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/airlock-dev/airlock/client"
 )
 
-// sessionSnapshotCommands are the `airlock session` subcommands that act
-// on a running server's sessions (issue 30).
-var sessionSnapshotCommands = map[string]string{
-	"snapshot":  "snapshot SESSION_ID: save the session; prints {snapshot_id, bytes, skipped}",
-	"restore":   "restore [--replay] SNAPSHOT_ID: open a session from a snapshot; prints the session",
-	"fork":      "fork SESSION_ID: open a new session with the session's state; prints it",
-	"export":    "export [-o FILE] SESSION_ID: write the session's call log as an .ipynb notebook",
-	"list":      "list: print your sessions (state idle, busy or hibernated; environment; last use)",
-	"snapshots": "snapshots: print your snapshots",
+// sessionSnapshotCommands are the `airlock session` subcommands that list
+// and act on a running server's sessions and snapshots (issue 30).
+var sessionSnapshotCommands = map[string]remoteSub{
+	"list": {
+		usage: "list: print your sessions (state idle, busy or hibernated; environment; last use)",
+		verb:  "to act on", args: [2]int{0, 0},
+		run: func(ctx context.Context, c *client.Client, _ *flag.FlagSet, _, _ io.Writer) (any, error) {
+			return c.ListSessions(ctx)
+		},
+	},
+	"snapshots": {
+		usage: "snapshots: print your snapshots",
+		verb:  "to act on", args: [2]int{0, 0},
+		run: func(ctx context.Context, c *client.Client, _ *flag.FlagSet, _, _ io.Writer) (any, error) {
+			return c.ListSnapshots(ctx)
+		},
+	},
+	"snapshot": {
+		usage: "snapshot SESSION_ID: save the session; prints {snapshot_id, bytes, skipped}",
+		verb:  "to act on", args: [2]int{1, 1},
+		run: func(ctx context.Context, c *client.Client, fs *flag.FlagSet, _, _ io.Writer) (any, error) {
+			return c.SnapshotSession(ctx, fs.Arg(0))
+		},
+	},
+	"restore": {
+		usage: "restore [--replay] SNAPSHOT_ID: open a session from a snapshot; prints the session",
+		verb:  "to act on", args: [2]int{1, 1},
+		flags: func(fs *flag.FlagSet) {
+			fs.Bool("replay", false, "replay the snapshot's call log instead of loading its namespace")
+		},
+		run: func(ctx context.Context, c *client.Client, fs *flag.FlagSet, _, _ io.Writer) (any, error) {
+			mode := "namespace"
+			if fs.Lookup("replay").Value.String() == "true" {
+				mode = "replay"
+			}
+			return c.RestoreSession(ctx, fs.Arg(0), mode)
+		},
+	},
+	"fork": {
+		usage: "fork SESSION_ID: open a new session with the session's state; prints it",
+		verb:  "to act on", args: [2]int{1, 1},
+		run: func(ctx context.Context, c *client.Client, fs *flag.FlagSet, _, _ io.Writer) (any, error) {
+			return c.ForkSession(ctx, fs.Arg(0))
+		},
+	},
+	"export": {
+		usage: "export [-o FILE] SESSION_ID: write the session's call log as an .ipynb notebook",
+		verb:  "to act on", args: [2]int{1, 1},
+		flags: func(fs *flag.FlagSet) {
+			fs.String("o", "", "file to write (default: SESSION_ID.ipynb; - for stdout)")
+		},
+		run: exportNotebook,
+	},
 }
 
-// runSessionSnapshot implements `airlock session list|snapshots|snapshot|
-// restore|fork|export` against --server with --key.
-func runSessionSnapshot(sub string, args []string, stdout, stderr io.Writer) int {
-	cmd := command{"session " + sub, stderr}
-	fs := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: airlock session %s\n", sessionSnapshotCommands[sub])
-		fs.PrintDefaults()
-	}
-	var server, key, out string
-	registerServer(fs, &server, &key, "http://127.0.0.1:8080", "to act on")
-	replay := false
-	if sub == "restore" {
-		fs.BoolVar(&replay, "replay", false, "replay the snapshot's call log instead of loading its namespace")
-	}
-	if sub == "export" {
-		fs.StringVar(&out, "o", "", "file to write (default: SESSION_ID.ipynb; - for stdout)")
-	}
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	args0 := sub == "list" || sub == "snapshots"
-	if (args0 && fs.NArg() != 0) || (!args0 && fs.NArg() != 1) {
-		fs.Usage()
-		return 2
-	}
-	id := fs.Arg(0)
-	c, err := client.New(server, client.WithAPIKey(key), client.WithUserAgent("airlock-cli/1"))
+// exportNotebook writes the session's notebook to -o (stdout for "-") and
+// prints nothing else there.
+func exportNotebook(ctx context.Context, c *client.Client, fs *flag.FlagSet, stdout, stderr io.Writer) (any, error) {
+	id, out := fs.Arg(0), fs.Lookup("o").Value.String()
+	nb, err := c.ExportNotebook(ctx, id)
 	if err != nil {
-		return cmd.fail(2, err)
+		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var v any
-	switch sub {
-	case "list":
-		v, err = c.ListSessions(ctx)
-	case "snapshots":
-		v, err = c.ListSnapshots(ctx)
-	case "snapshot":
-		v, err = c.SnapshotSession(ctx, id)
-	case "restore":
-		mode := "namespace"
-		if replay {
-			mode = "replay"
-		}
-		v, err = c.RestoreSession(ctx, id, mode)
-	case "fork":
-		v, err = c.ForkSession(ctx, id)
-	case "export":
-		var nb []byte
-		if nb, err = c.ExportNotebook(ctx, id); err != nil {
-			break
-		}
-		if out == "-" {
-			_, err = stdout.Write(nb)
-			break
-		}
-		if out == "" {
-			out = id + ".ipynb"
-		}
-		if err = os.WriteFile(out, nb, 0o644); err == nil {
-			fmt.Fprintf(stderr, "wrote %s (%d bytes)\n", out, len(nb))
-		}
-		if err != nil {
-			return cmd.fail(1, err)
-		}
-		return 0
+	if out == "-" {
+		_, err = stdout.Write(nb)
+		return nil, err
 	}
-	if err != nil {
-		return cmd.fail(1, err)
+	if out == "" {
+		out = id + ".ipynb"
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return cmd.fail(1, err)
+	if err := os.WriteFile(out, nb, 0o644); err != nil {
+		return nil, err
 	}
-	return 0
+	fmt.Fprintf(stderr, "wrote %s (%d bytes)\n", out, len(nb))
+	return nil, nil
 }
