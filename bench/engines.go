@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // benchInstance labels every in-process engine's containers. The engines
@@ -74,4 +77,27 @@ func checkResult(res core.Result, err error, wantStdout string) error {
 		return fmt.Errorf("stdout %q, want %q", res.Stdout, wantStdout)
 	}
 	return nil
+}
+
+// engineWithStore starts a sandbox engine without a warm pool and an
+// embedded (Bolt) state store in a fresh folder named after prefix under
+// o.workdir: what the snapshot and resume sections measure against. done
+// closes both and removes the folder.
+func engineWithStore(ctx context.Context, o options, prefix string) (eng *sandbox.Engine, st state.Store, done func(), err error) {
+	eng, _, err = startEngine(ctx, o, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dir, err := os.MkdirTemp(o.workdir, prefix)
+	if err != nil {
+		closeEngine(eng)
+		return nil, nil, nil, err
+	}
+	bolt, err := state.OpenBolt(filepath.Join(dir, "state.db"))
+	if err != nil {
+		closeEngine(eng)
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return eng, bolt, func() { bolt.Close(); closeEngine(eng); os.RemoveAll(dir) }, nil
 }

@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/queue"
-	"github.com/airlock-dev/airlock/state"
 )
 
 // resumeNamespaces are the sessions the resume bench holds: a small
@@ -28,21 +25,11 @@ var resumeNamespaces = []struct{ name, code string }{
 // session call, against the same calls without them, side by side on
 // one engine and the embedded (Bolt) state store.
 func sectionResume(ctx context.Context, o options, q *quieter, rep *report) error {
-	eng, _, err := startEngine(ctx, o, 0)
+	eng, st, done, err := engineWithStore(ctx, o, "resume-")
 	if err != nil {
 		return err
 	}
-	defer closeEngine(eng)
-	dir, err := os.MkdirTemp(o.workdir, "resume-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	st, err := state.OpenBolt(filepath.Join(dir, "state.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer done()
 	store := snapshots.New(st, snapshots.DefaultConfig(), nil)
 	resumes := snapshots.NewResumes(st, store)
 	keeper := func(auto int64) *snapshots.Keeper {

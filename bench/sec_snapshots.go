@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/snapshots"
-	"github.com/airlock-dev/airlock/state"
 )
 
 // sectionSnapshots is issue 30's bench: snapshot and restore (time and
@@ -18,23 +15,13 @@ import (
 // store, on real Docker. Each is measured snapRounds times; the restore
 // goes into a fresh session each time.
 func sectionSnapshots(ctx context.Context, o options, q *quieter, rep *report) error {
-	eng, _, err := startEngine(ctx, o, 0)
+	eng, st, done, err := engineWithStore(ctx, o, "snap-")
 	if err != nil {
 		return err
 	}
-	defer closeEngine(eng)
-	dir, err := os.MkdirTemp(o.workdir, "snap-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	st, err := state.OpenBolt(filepath.Join(dir, "state.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer done()
 	k := snapshots.NewKeeper(eng, snapshots.New(st, snapshots.DefaultConfig(), nil), snapshots.NewCallLog(st), nil)
-	lim := core.Limits{Memory: 1536 << 20, TmpfsBytes: 768 << 20, Timeout: 5 * time.Minute}
+	lim := core.Limits{Memory: 1536 << 20, TmpfsBytes: 768 << 20, FileSize: 768 << 20, Timeout: 5 * time.Minute}
 	open := func() (string, error) {
 		res, err := k.Handle(ctx, core.Request{Op: core.OpSessionOpen, Owner: "bench", Limits: lim})
 		return res.SessionID, err

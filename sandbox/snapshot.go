@@ -131,7 +131,7 @@ func (e *Engine) snapOp(ctx context.Context, ss *session, req ctlRequest, bound 
 		e.sessions.end(ss)
 		return ctlFrame{}, fmt.Errorf("sandbox: session %s ended during %s: %w", ss.info.ID, req.Op, core.ErrSessionNotFound)
 	case out.done.Fail != "":
-		return ctlFrame{}, core.Errorf("sandbox."+req.Op, snapFailCode(out.done.Fail), out.done.Fail)
+		return ctlFrame{}, core.Errorf("sandbox."+req.Op, snapFailCode(out.done.Fail), snapFailMessage(out.done.Fail))
 	}
 	return out.done, nil
 }
@@ -141,8 +141,25 @@ func (e *Engine) snapOp(ctx context.Context, ss *session, req ctlRequest, bound 
 // TooLarge, or the pack of /work) it is core.ErrTooLarge, anything else
 // bad input.
 func snapFailCode(fail string) core.Code {
-	if strings.Contains(fail, "byte bound") || strings.Contains(fail, "/work has more than") {
+	if strings.Contains(fail, "byte bound") || strings.Contains(fail, "/work has more than") || outOfRoom(fail) {
 		return core.ErrTooLarge
 	}
 	return core.ErrInvalid
+}
+
+// outOfRoom reports whether the controller failed writing the snapshot
+// into the sandbox's /tmp: over the session's file size limit (EFBIG) or
+// its tmpfs full (ENOSPC).
+func outOfRoom(fail string) bool {
+	return strings.Contains(fail, "[Errno 27]") || strings.Contains(fail, "[Errno 28]")
+}
+
+// snapFailMessage is the caller's reading of a snapshot op's failure: one
+// that ran out of room in the sandbox says which limits to raise.
+func snapFailMessage(fail string) string {
+	if outOfRoom(fail) {
+		return fail + " (a snapshot is written in the sandbox's /tmp first: open the session with larger " +
+			"file_size_bytes and tmpfs_bytes limits to save a larger namespace)"
+	}
+	return fail
 }
