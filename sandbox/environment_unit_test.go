@@ -51,9 +51,14 @@ func TestEnvironmentPool(t *testing.T) {
 	}
 	g := handBox("g", 1)
 	g.created = now.Add(-2 * time.Minute)
+	p.mu.Lock() // the pool's fill runs in the background
 	p.generic = []*box{g}
+	p.mu.Unlock()
 	p.expire(now)
-	if len(p.generic) != 0 || !g.dead.Load() {
+	p.mu.Lock()
+	left := len(p.generic)
+	p.mu.Unlock()
+	if left != 0 || !g.dead.Load() {
 		t.Fatal("an untaken generic container of an environment outlived OwnerIdle")
 	}
 	p.mu.Lock()
