@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 )
 
 // phaseOrder is the order of airlock_sandbox_call_phase_seconds' phases in
@@ -20,51 +16,15 @@ type phaseSums map[string][2]float64
 // from /metrics.
 func scrapePhases(ctx context.Context, base string) phaseSums {
 	out := phaseSums{}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return out
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return out
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var idx int
-		switch {
-		case strings.HasPrefix(line, "airlock_sandbox_call_phase_seconds_sum{"):
-			idx = 0
-		case strings.HasPrefix(line, "airlock_sandbox_call_phase_seconds_count{"):
-			idx = 1
-		default:
+	for _, m := range scrapeFamily(ctx, base, "airlock_sandbox_call_phase_seconds").GetMetric() {
+		mode, phase := label(m, "mode"), label(m, "phase")
+		if mode == "" || phase == "" {
 			continue
 		}
-		mode, phase := labelValue(line, "mode"), labelValue(line, "phase")
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil || mode == "" || phase == "" {
-			continue
-		}
-		e := out[mode+"/"+phase]
-		e[idx] = v
-		out[mode+"/"+phase] = e
+		h := m.GetHistogram()
+		out[mode+"/"+phase] = [2]float64{h.GetSampleSum(), float64(h.GetSampleCount())}
 	}
 	return out
-}
-
-// labelValue returns a label's value on a metrics line, or "".
-func labelValue(line, name string) string {
-	i := strings.Index(line, name+`="`)
-	if i < 0 {
-		return ""
-	}
-	v := line[i+len(name)+2:]
-	if j := strings.IndexByte(v, '"'); j >= 0 {
-		return v[:j]
-	}
-	return ""
 }
 
 // phaseCells renders the mean of each phase of mode between two scrapes

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -240,33 +239,8 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // scrapeCalls reads airlock_sandbox_calls_total by source from /metrics.
 func scrapeCalls(ctx context.Context, base string) map[string]float64 {
 	out := map[string]float64{}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return out
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return out
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "airlock_sandbox_calls_total{") {
-			continue
-		}
-		i := strings.Index(line, `source="`)
-		j := strings.LastIndex(line, " ")
-		if i < 0 || j < 0 {
-			continue
-		}
-		src := line[i+len(`source="`):]
-		src = src[:strings.IndexByte(src, '"')]
-		v, err := strconv.ParseFloat(line[j+1:], 64)
-		if err == nil {
-			out[src] += v
-		}
+	for _, m := range scrapeFamily(ctx, base, "airlock_sandbox_calls_total").GetMetric() {
+		out[label(m, "source")] += m.GetCounter().GetValue()
 	}
 	return out
 }
