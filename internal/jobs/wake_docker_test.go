@@ -2,14 +2,13 @@ package jobs_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/enginetest"
 	"github.com/airlock-dev/airlock/internal/jobs"
 	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/internal/testscale"
@@ -18,45 +17,12 @@ import (
 	"github.com/airlock-dev/airlock/state"
 )
 
-// dockerEngine starts a real sandbox engine (skipped without Docker or the
-// python image; AIRLOCK_PYTHON_IMAGE pins the image).
-func dockerEngine(t *testing.T, name string) *sandbox.Engine {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: -short")
-	}
-	dc, err := sandbox.NewDockerClient()
-	if err != nil {
-		t.Skipf("no Docker: %v", err)
-	}
-	sc := sandbox.DefaultConfig()
-	sc.ReapInterval = 0
-	sc.PoolSize = 0
-	sc.Instance = "test-" + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if img := os.Getenv("AIRLOCK_PYTHON_IMAGE"); img != "" {
-		sc.Images[core.Python] = img
-	}
-	if _, err := dc.ImageInspect(context.Background(), sc.Images[core.Python]); err != nil {
-		t.Skipf("no python image: %v", err)
-	}
-	e := sandbox.New(sc, dc, nil)
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = e.Close(ctx)
-	})
-	return e
-}
-
 // resumeWorker runs a worker on q over a Keeper of a fresh engine with
 // cfg (its Resumes over st) and returns the Keeper and a stop that ends
 // the worker as a SIGTERM does (OnStop saves its sessions).
 func resumeWorker(t *testing.T, q queue.Queue, st state.Store, name string, cfg snapshots.ResumeConfig) (*snapshots.Keeper, *sandbox.Engine, func()) {
 	t.Helper()
-	e := dockerEngine(t, name)
+	e := enginetest.Docker(t, name, nil)
 	k := snapshots.NewKeeper(e, snapshots.New(st, snapshots.DefaultConfig(), nil), snapshots.NewCallLog(st), nil)
 	cfg.Resumes = snapshots.NewResumes(st, snapshots.New(st, snapshots.DefaultConfig(), nil))
 	k.EnableResume(cfg)

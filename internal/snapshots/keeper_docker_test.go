@@ -12,45 +12,18 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/enginetest"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
 
-// dockerKeeper is a Keeper over a real sandbox engine (skipped without
-// Docker or the python image under -short or when missing; AIRLOCK_PYTHON_IMAGE
-// pins the image) and a Bolt state store.
+// dockerKeeper is a Keeper over a real sandbox engine (enginetest.Docker;
+// the snapshot tests keep the engine's default pool) and a Bolt state
+// store.
 func dockerKeeper(t *testing.T, cfg Config) (*Keeper, *sandbox.Engine, state.Store) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: -short")
-	}
-	dc, err := sandbox.NewDockerClient()
-	if err != nil {
-		t.Skipf("no Docker: %v", err)
-	}
-	sc := sandbox.DefaultConfig()
-	sc.ReapInterval = 0
-	sc.Instance = "test-snap-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if img := os.Getenv("AIRLOCK_PYTHON_IMAGE"); img != "" {
-		sc.Images[core.Python] = img
-	}
-	ctx := context.Background()
-	if _, err := dc.ImageInspect(ctx, sc.Images[core.Python]); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no python image: %v", err)
-		}
-		t.Skipf("no python image: %v", err)
-	}
-	e := sandbox.New(sc, dc, nil)
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = e.Close(cctx)
-	})
+	e := enginetest.Docker(t, "snap", func(sc *sandbox.Config) { sc.PoolSize = sandbox.DefaultConfig().PoolSize })
 	st, err := state.OpenBolt(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
