@@ -34,6 +34,11 @@ type Engine struct {
 	sessions *sessions
 	bg       sync.WaitGroup // janitors and pool refills
 	removals sync.WaitGroup // containers being removed
+	// removeMu orders removals against Close: once closing is set, Close
+	// waits on removals and a new removal runs on its caller instead
+	// (a WaitGroup must not grow from zero while it is waited on).
+	removeMu sync.Mutex
+	closing  bool
 	stop     chan struct{}
 	stopOnce sync.Once
 	metrics  *metrics
@@ -178,6 +183,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	for _, p := range pools {
 		p.drain()
 	}
+	e.removeMu.Lock()
+	e.closing = true
+	e.removeMu.Unlock()
 	done := make(chan struct{})
 	go func() { e.bg.Wait(); e.removals.Wait(); close(done) }()
 	select {
@@ -236,19 +244,31 @@ func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, t
 	return created.ID, hj, nil
 }
 
-// destroy removes a container off the caller's path, then runs gone (if
-// set).
+// destroy removes a container off the caller's path (on it once Close is
+// waiting for the removals), then runs gone (if set).
 func (e *Engine) destroy(id string, hj *types.HijackedResponse, gone func()) {
 	if hj != nil && hj.Conn != nil {
 		hj.Close()
 	}
-	e.removals.Add(1)
-	go func() {
-		defer e.removals.Done()
+	remove := func() {
 		e.removeNow(id)
 		if gone != nil {
 			gone()
 		}
+	}
+	e.removeMu.Lock()
+	closing := e.closing
+	if !closing {
+		e.removals.Add(1)
+	}
+	e.removeMu.Unlock()
+	if closing { // Close is waiting: remove on this path
+		remove()
+		return
+	}
+	go func() {
+		defer e.removals.Done()
+		remove()
 	}()
 }
 
