@@ -118,6 +118,7 @@ func (s *EventStream) Close() error { return s.body.Close() }
 // event it handed to fn (Last-Event-ID). It returns fn's error, the first
 // error of opening a stream, or ctx's error.
 func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(wire.RunEvent) error) error {
+	final := false
 	for {
 		s, err := c.StreamRunEvents(ctx, id, after)
 		if err != nil {
@@ -133,15 +134,20 @@ func (c *Client) FollowRun(ctx context.Context, id string, after int64, fn func(
 			return ctx.Err()
 		}
 		if errors.Is(err, io.EOF) {
-			// A clean end without run_finished: the run may have ended
-			// before this connection, or the stream timed out.
+			if final {
+				// The run was final before this connection and its log
+				// is drained: it ended without a run_finished event.
+				return nil
+			}
+			// A clean end without run_finished: the run may have ended,
+			// or the stream timed out. The server makes a run's record
+			// final just before it appends run_finished, so a final run
+			// is read once more for the events after it.
 			run, gerr := c.GetRun(ctx, id)
 			if gerr != nil {
 				return gerr
 			}
-			if run.Status.Final() {
-				return nil
-			}
+			final = run.Status.Final()
 		}
 	}
 }
