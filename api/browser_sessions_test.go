@@ -19,6 +19,7 @@ import (
 // notebook downloads the session as an nbformat 4 notebook; Snapshot
 // lists a snapshot whose Restore opens a new session in the notebook.
 func TestBrowserSessionsDialog(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	h := w.h
 	a := h.do(keyAlice, "POST", "/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
@@ -91,6 +92,45 @@ func TestBrowserSessionsDialog(t *testing.T) {
 	w.Do("close it", chromedp.Click(chromedp.CSS(item+" .session-close")))
 	w.Poll("gone", `!document.querySelector('`+item+`')`)
 	h.do(keyAlice, "GET", "/v1/sessions/"+a, nil).must(t, http.StatusNotFound)
+	if errs := w.JSErrors(); len(errs) > 0 {
+		t.Errorf("JavaScript errors: %v", errs)
+	}
+}
+
+// TestBrowserOpenSessionKeepsCellsAddedWhileLoading: opening a session
+// clears the cells shown (another session's) at once, and a cell added
+// while the session's notebook is still on the way is kept, the server's
+// cells merged in around it. The load used to replace the cells when it
+// landed, so a click on Add cell right after Open was lost (an e2e test
+// hung waiting for its cell).
+func TestBrowserOpenSessionKeepsCellsAddedWhileLoading(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
+	w := openWorkbench(t, 1200, 1000, nil)
+	h := w.h
+	a := h.do(keyAlice, "POST", "/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
+	h.do(keyAlice, "PUT", "/v1/sessions/"+a+"/notebook", map[string]any{"cells": []any{map[string]any{"source": "x = 41"}}, "version": 0}).must(t, http.StatusOK)
+
+	// Hold the notebook's GET until the test lets it go.
+	w.eval(`(() => {
+		const real = window.fetch;
+		window.releaseNotebook = null;
+		const gate = new Promise((r) => { window.releaseNotebook = r; });
+		window.fetch = (u, o) => /\/notebook$/.test(String(u)) && (!o || !o.method || o.method === "GET") ? gate.then(() => real(u, o)) : real(u, o);
+		openSession("` + a + `");
+		return "";
+	})()`)
+	w.Poll("the session is current", `!!state.session && state.session.id === '`+a+`'`)
+	if got := w.eval(`[...document.querySelectorAll('#cells .CodeMirror')].map((c) => c.CodeMirror.getValue()).join('|')`); got != "" {
+		t.Errorf("cells while the notebook loads %q, want one empty cell (not the previous session's)", got)
+	}
+	w.Do("add a cell", chromedp.Click(chromedp.ID("tab-notebook")), chromedp.Click(chromedp.ID("add-cell")))
+	w.eval(`(() => { const cs = document.querySelectorAll('#cells .CodeMirror'); cs[cs.length - 1].CodeMirror.setValue('y = 2'); return ""; })()`)
+	w.eval(`(() => { window.releaseNotebook(); return ""; })()`)
+	w.Poll("the server's cell merged in", `[...document.querySelectorAll('#cells .CodeMirror')].some((c) => c.CodeMirror.getValue() === 'x = 41')`)
+	got := w.eval(`[...document.querySelectorAll('#cells .CodeMirror')].map((c) => c.CodeMirror.getValue()).join('|')`)
+	if !strings.Contains(got, "y = 2") || !strings.Contains(got, "x = 41") {
+		t.Errorf("cells after the load %q, want the server's x = 41 and the added y = 2", got)
+	}
 	if errs := w.JSErrors(); len(errs) > 0 {
 		t.Errorf("JavaScript errors: %v", errs)
 	}

@@ -19,7 +19,7 @@ const state = {
   running: null, // the notebook cell whose call is running
   queue: [], // cells waiting to run
   online: true,
-  nb: { version: 0, server: true, dirty: false, timer: null },
+  nb: { version: 0, server: true, dirty: false, timer: null, edits: 0, loads: 0 },
 };
 
 // ---------- HTTP ----------
@@ -325,6 +325,7 @@ function initSessionBar() {
 
 // openSession makes id the notebook's session and restores its notebook.
 async function openSession(id) {
+  const changed = !state.session || state.session.id !== id;
   try {
     const s = await api("GET", `/v1/sessions/${id}`);
     setSession(s);
@@ -337,6 +338,9 @@ async function openSession(id) {
     }
     setSession({ id });
   }
+  // The cells shown are another session's until the load lands: clear
+  // them, as the Sessions dialog's other ways in do.
+  if (changed) resetCells();
   await loadNotebook();
 }
 
@@ -1163,6 +1167,7 @@ function notebookCells() {
 function scheduleSave() {
   if (state.restoring || state.unloading) return;
   state.nb.dirty = true;
+  state.nb.edits++;
   clearTimeout(state.nb.timer);
   state.nb.timer = setTimeout(saveNotebook, 600);
 }
@@ -1305,20 +1310,35 @@ function loadLocalNotebook(id) {
 
 // loadNotebook restores the session's cells: the server copy, else this
 // browser's.
+//
+// The load is a network round trip: one a newer load or another session
+// overtook is dropped, and cells edited or added while it was on the way
+// are kept, the server's cells merged in around them (a person who clicks
+// Add cell right after opening a session keeps the cell).
 async function loadNotebook() {
   if (!state.session) return;
   const id = state.session.id;
+  const load = ++state.nb.loads;
+  const edits = state.nb.edits;
+  const current = () => load === state.nb.loads && state.session && state.session.id === id;
   try {
     const nb = await api("GET", `/v1/sessions/${id}/notebook`);
+    if (!current()) return;
     state.nb.version = nb.version || 0;
     state.nb.server = true;
-    restoreCells(nb.cells);
+    if (state.nb.edits === edits) restoreCells(nb.cells);
+    else {
+      state.nb.base = new Map();
+      mergeNotebook(nb.cells || []);
+    }
     setBase(nb.cells);
     $("save-status").textContent = "restored";
     return;
   } catch (e) {
+    if (!current()) return;
     if (!(e instanceof APIError && e.status === 404)) showAlert("Could not load the notebook: " + explain(e));
   }
+  if (state.nb.edits !== edits) return;
   if (!loadLocalNotebook(id)) resetCells();
 }
 
