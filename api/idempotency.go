@@ -26,9 +26,13 @@ const maxIdempotencyKey = 200
 // body (implicit: it protects a duplicate sent while the first runs, see
 // api/README.md), else none (Key ""). An over-long key is answered 400.
 func (s *Server) idemRequest(c *gin.Context, req wire.ToolCallRequest) (idempotency.Request, bool) {
+	r := idempotency.Request{Owner: owner(c), Key: c.GetHeader("Idempotency-Key")}
+	if r.Key == "" && req.ID == "" {
+		return r, true // no key: nothing to fingerprint
+	}
 	b, _ := json.Marshal(req)
 	sum := sha256.Sum256(b)
-	r := idempotency.Request{Owner: owner(c), Key: c.GetHeader("Idempotency-Key"), Fingerprint: hex.EncodeToString(sum[:])}
+	r.Fingerprint = hex.EncodeToString(sum[:])
 	if len(r.Key) > maxIdempotencyKey {
 		abortError(c, newError(core.ErrInvalid, fmt.Sprintf("Idempotency-Key is %d bytes, over the limit of %d", len(r.Key), maxIdempotencyKey)))
 		return r, false

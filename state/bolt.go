@@ -47,17 +47,28 @@ type Bolt struct {
 	db   *bolt.DB
 	path string
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced on every append
-	done      chan struct{} // closed by Close
-	closed    bool
-	queue     []*writeOp        // writes waiting for the committer
-	pending   map[string][]byte // lazy writes not yet committed, by encKey (bolt_lazy.go)
-	flushDue  bool              // the committer should commit pending now
-	wake      *sync.Cond        // on mu: signalled when queue grows or closed is set
-	commits   atomic.Int64
-	sweeper   sync.WaitGroup
-	committer sync.WaitGroup
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every append
+	done     chan struct{} // closed by Close
+	closed   bool
+	queue    []*writeOp          // writes waiting for the committer
+	pending  map[string][]byte   // lazy writes not yet committed, by encKey (bolt_lazy.go)
+	pendLogs map[string]*pendLog // lazy appends not yet committed, by encKey (bolt_lazylog.go)
+	// pendLogBytes is the data pendLogs holds; pendGen counts the
+	// overlay's commits (a Range that saw it change reads again).
+	pendLogBytes int
+	pendGen      uint64
+	flushDue     bool       // the committer should commit pending now
+	wake         *sync.Cond // on mu: signalled when queue grows or closed is set
+	// busy counts, per record ("r"+encKey) or log ("l"+encKey), the writes
+	// of it queued or running in the committer (bolt_lazy.go).
+	busy       map[string]int
+	commits    atomic.Int64
+	lazyQueued atomic.Int64 // lazy writes that waited for the committer
+	queued     atomic.Int64 // writes handed to the committer
+	commitHook atomic.Pointer[func()]
+	sweeper    sync.WaitGroup
+	committer  sync.WaitGroup
 }
 
 // Bucket names. Records, counters and log metadata are keyed by encKey;
@@ -126,7 +137,7 @@ func OpenBoltWith(path string, opt BoltOptions) (*Bolt, error) {
 		return nil, fmt.Errorf("state: initialise %s: %w", path, err)
 	}
 	b := &Bolt{db: db, path: path, changed: make(chan struct{}), done: make(chan struct{}),
-		pending: make(map[string][]byte)}
+		pending: make(map[string][]byte), pendLogs: make(map[string]*pendLog), busy: make(map[string]int)}
 	b.wake = sync.NewCond(&b.mu)
 	b.committer.Add(1)
 	go b.commitLoop()
@@ -182,13 +193,13 @@ func (b *Bolt) Put(_ context.Context, k Key, value []byte, opt PutOptions) (int6
 	ek := encKey(k)
 	if opt.Lazy {
 		lp := &lazyPut{key: k, ek: ek, value: append([]byte(nil), value...), opt: opt}
-		if err := b.enqueue(&writeOp{name: "put", size: len(value), lazy: lp, done: make(chan error, 1)}); err != nil {
+		if _, err := b.lazyDirect(lp); err != nil {
 			return 0, err
 		}
 		return lp.version, nil
 	}
 	var v int64
-	err := b.update("put", len(value), func(tx *bolt.Tx) error {
+	err := b.updateOne("put", "r"+string(ek), len(value), func(tx *bolt.Tx) error {
 		now := time.Now()
 		recs := tx.Bucket(bRecords)
 		old, ok := decRecord(recs.Get(ek), now)
@@ -250,7 +261,7 @@ func (b *Bolt) Delete(_ context.Context, k Key, ifVersion int64) error {
 		return err
 	}
 	ek := encKey(k)
-	return b.update("delete", 0, func(tx *bolt.Tx) error {
+	return b.updateOne("delete", "r"+string(ek), 0, func(tx *bolt.Tx) error {
 		recs := tx.Bucket(bRecords)
 		raw := recs.Get(ek)
 		r, ok := decRecord(raw, time.Now())
@@ -313,8 +324,9 @@ func (b *Bolt) List(_ context.Context, kind, owner, after string, limit int) ([]
 	return out, err
 }
 
-// Append adds an entry to a log.
-func (b *Bolt) Append(_ context.Context, k Key, data []byte, maxLen int, ttl time.Duration) (int64, error) {
+// checkAppend checks an append's size and that the store is open, and
+// returns its length bound (DefaultMaxLogLen for none).
+func (b *Bolt) checkAppend(k Key, data []byte, maxLen int) (int, error) {
 	if err := checkSize("append", k, len(data)); err != nil {
 		return 0, err
 	}
@@ -324,9 +336,18 @@ func (b *Bolt) Append(_ context.Context, k Key, data []byte, maxLen int, ttl tim
 	if maxLen <= 0 {
 		maxLen = DefaultMaxLogLen
 	}
+	return maxLen, nil
+}
+
+// Append adds an entry to a log.
+func (b *Bolt) Append(_ context.Context, k Key, data []byte, maxLen int, ttl time.Duration) (int64, error) {
+	maxLen, err := b.checkAppend(k, data, maxLen)
+	if err != nil {
+		return 0, err
+	}
 	ek := encKey(k)
 	var seq int64
-	err := b.update("append", len(data), func(tx *bolt.Tx) error {
+	err = b.updateOne("append", "l"+string(ek), len(data), func(tx *bolt.Tx) error {
 		now := time.Now()
 		metas, logs := tx.Bucket(bLogMeta), tx.Bucket(bLogs)
 		m, ok := decLogMeta(metas.Get(ek))
@@ -381,6 +402,7 @@ func (b *Bolt) Append(_ context.Context, k Key, data []byte, maxLen int, ttl tim
 func (b *Bolt) Range(ctx context.Context, k Key, after int64, limit int, wait time.Duration) ([]Entry, error) {
 	deadline := time.Now().Add(wait)
 	ek := encKey(k)
+	rereads := 0
 	for {
 		b.mu.Lock()
 		changed, closed := b.changed, b.closed
@@ -389,9 +411,14 @@ func (b *Bolt) Range(ctx context.Context, k Key, after int64, limit int, wait ti
 			return nil, fmt.Errorf("state: range on %s: closed: %w", b.path, ErrUnavailable)
 		}
 		var out []Entry
+		pend, gen := b.pendingLog(ek)
 		err := b.view("range", func(tx *bolt.Tx) error {
 			m, ok := decLogMeta(tx.Bucket(bLogMeta).Get(ek))
-			if !ok || (m.expires != 0 && time.Now().UnixNano() >= m.expires) {
+			valid := ok && (m.expires == 0 || time.Now().UnixNano() < m.expires)
+			if pend != nil {
+				defer func() { out = mergeLog(out, m, valid, pend, after, limit) }()
+			}
+			if !valid {
 				return nil
 			}
 			lb := tx.Bucket(bLogs).Bucket(ek)
@@ -399,6 +426,9 @@ func (b *Bolt) Range(ctx context.Context, k Key, after int64, limit int, wait ti
 				return nil
 			}
 			start := max(after+1, m.first)
+			if pend != nil && !pend.fresh {
+				start = max(start, pend.first)
+			}
 			c := lb.Cursor()
 			for key, v := c.Seek(be64(start)); key != nil; key, v = c.Next() {
 				out = append(out, Entry{Seq: unbe64(key), Data: append([]byte(nil), v...)})
@@ -410,6 +440,13 @@ func (b *Bolt) Range(ctx context.Context, k Key, after int64, limit int, wait ti
 		})
 		if err != nil {
 			return nil, err
+		}
+		// The overlay committed meanwhile: its entries are in the file (the
+		// merge skips them) unless a DeleteLog went with them, so read again
+		// (a few times at most: a file that kept them is answered right).
+		if pend != nil && rereads < 3 && b.overlayGen() != gen {
+			rereads++
+			continue
 		}
 		left := time.Until(deadline)
 		if len(out) > 0 || wait <= 0 || left <= 0 {
@@ -434,7 +471,7 @@ func (b *Bolt) DeleteLog(_ context.Context, k Key) error {
 		return err
 	}
 	ek := encKey(k)
-	return b.update("delete log", 0, func(tx *bolt.Tx) error {
+	return b.updateOne("delete log", "l"+string(ek), 0, func(tx *bolt.Tx) error {
 		return deleteLog(tx, ek)
 	})
 }

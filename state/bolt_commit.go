@@ -37,10 +37,16 @@ const (
 // writeOp is one queued write: fn runs in the group's transaction and the
 // outcome (fn's error, or the commit's) is sent on done.
 type writeOp struct {
-	name string
-	size int
-	fn   func(tx *bolt.Tx) error
-	lazy *lazyPut // a lazy Put, applied to the overlay instead of fn (bolt_lazy.go)
+	name    string
+	size    int
+	fn      func(tx *bolt.Tx) error
+	lazy    *lazyPut    // a lazy Put, applied to the overlay instead of fn (bolt_lazy.go)
+	lazyLog *lazyAppend // a lazy Append, likewise (bolt_lazylog.go)
+	// busy names the record ("r"+encKey) or log ("l"+encKey) the op
+	// writes, when it writes one only: from enqueue until it is answered
+	// a lazy write of it queues behind it instead of going straight to the
+	// overlay (see lazyDirect).
+	busy string
 	done chan error
 }
 
@@ -53,6 +59,12 @@ func (b *Bolt) update(op string, size int, fn func(tx *bolt.Tx) error) error {
 	return b.enqueue(&writeOp{name: op, size: size, fn: fn, done: make(chan error, 1)})
 }
 
+// updateOne is update for a write of the one record or log busy names
+// ("r" or "l" and its encKey): lazy writes of it wait for it.
+func (b *Bolt) updateOne(op, busy string, size int, fn func(tx *bolt.Tx) error) error {
+	return b.enqueue(&writeOp{name: op, size: size, fn: fn, busy: busy, done: make(chan error, 1)})
+}
+
 // enqueue hands w to the committer and waits for its answer.
 func (b *Bolt) enqueue(w *writeOp) error {
 	b.mu.Lock()
@@ -60,10 +72,29 @@ func (b *Bolt) enqueue(w *writeOp) error {
 		b.mu.Unlock()
 		return fmt.Errorf("state: %s on %s: closed: %w", w.name, b.path, ErrUnavailable)
 	}
+	if w.busy != "" {
+		b.busy[w.busy]++
+	}
+	b.queued.Add(1)
 	b.queue = append(b.queue, w)
 	b.wake.Signal()
 	b.mu.Unlock()
 	return b.mapErr(w.name, <-w.done)
+}
+
+// answer sends w its outcome, after its record or log stops being busy.
+// The committer answers only after the commit that carried w (and the
+// overlay's clearing), so a lazy write that sees it not busy reads the
+// file with w in it.
+func (b *Bolt) answer(w *writeOp, err error) {
+	if w.busy != "" {
+		b.mu.Lock()
+		if b.busy[w.busy]--; b.busy[w.busy] <= 0 {
+			delete(b.busy, w.busy)
+		}
+		b.mu.Unlock()
+	}
+	w.done <- err
 }
 
 // commitLoop is the committer: it runs queued writes group by group until
@@ -74,7 +105,7 @@ func (b *Bolt) commitLoop() {
 		g, open := b.takeGroup()
 		var lazy []*writeOp
 		for i := 0; i < len(g); {
-			if g[i].lazy != nil {
+			if g[i].lazy != nil || g[i].lazyLog != nil {
 				lazy = append(lazy, g[i])
 				g = append(g[:i], g[i+1:]...)
 				continue
@@ -100,7 +131,7 @@ func (b *Bolt) commitLoop() {
 func (b *Bolt) flushWanted() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.flushDue && len(b.pending) > 0
+	return b.flushDue && (len(b.pending) > 0 || len(b.pendLogs) > 0)
 }
 
 // takeGroup waits for a queued write (or a due flush of the lazy overlay)
@@ -144,9 +175,15 @@ func (b *Bolt) takeGroup() (g []*writeOp, open bool) {
 func (b *Bolt) commitGroup(g []*writeOp) {
 	pend := b.takePending()
 	if len(g) == 0 {
-		if len(pend) > 0 && b.db.Update(func(tx *bolt.Tx) error { return writePending(tx, pend) }) == nil {
+		if !pend.empty() && b.db.Update(func(tx *bolt.Tx) error {
+			if err := writePending(tx, pend); err != nil {
+				return err
+			}
+			b.beforeCommit()
+			return nil
+		}) == nil {
 			b.commits.Add(1)
-			b.clearPending()
+			b.clearPending(pend)
 		}
 		return
 	}
@@ -164,25 +201,26 @@ func (b *Bolt) commitGroup(g []*writeOp) {
 						return err
 					}
 				}
+				b.beforeCommit()
 				return nil
 			})
 			if failed < 0 {
 				if err == nil {
 					b.commits.Add(1)
-					if pend != nil {
-						b.clearPending()
-						pend = nil
+					if !pend.empty() {
+						b.clearPending(pend)
+						pend = pendingSet{}
 					}
 				}
 				for _, w := range g {
-					w.done <- err
+					b.answer(w, err)
 				}
 				break
 			}
 			w := g[failed]
 			g = append(g[:failed], g[failed+1:]...)
 			if failed == 0 {
-				w.done <- ferr
+				b.answer(w, ferr)
 			} else {
 				later = append(later, w)
 			}
@@ -201,4 +239,22 @@ func callOp(w *writeOp, tx *bolt.Tx) (err error) {
 		}
 	}()
 	return w.fn(tx)
+}
+
+// Commits is how many write transactions (each a disk sync) the store has
+// committed since it opened.
+func (b *Bolt) Commits() int64 { return b.commits.Load() }
+
+// QueuedWrites is how many writes since the store opened were handed to
+// the committer and waited for it (a commit, or the lazy writes of a busy
+// record or log); lazy writes that went straight to the overlay are not
+// counted.
+func (b *Bolt) QueuedWrites() int64 { return b.queued.Load() }
+
+// beforeCommit runs the test hook (export_test.go) in a transaction about
+// to commit.
+func (b *Bolt) beforeCommit() {
+	if h := b.commitHook.Load(); h != nil {
+		(*h)()
+	}
 }

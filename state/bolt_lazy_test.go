@@ -2,6 +2,9 @@ package state_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,5 +66,69 @@ func BenchmarkBoltLazyPut(b *testing.B) {
 		if _, err := s.Put(context.Background(), k, val, state.PutOptions{Lazy: true, TTL: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBoltLazyDelete: a lazy Delete answers without a commit, hides the
+// record at once from Get and List, keeps Delete's version condition, a
+// later Put starts it over at version 1, and Close makes it durable; a
+// copy of the file before any commit (what a crash leaves) still has it.
+func TestBoltLazyDelete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := state.OpenBoltWith(dir, state.BoltOptions{LazyFlush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := state.Key{Kind: "snapchunk", Owner: "alice", ID: "c1"}
+	k2 := state.Key{Kind: "snapchunk", Owner: "alice", ID: "c2"}
+	for _, key := range []state.Key{k, k2} {
+		if _, err := b.Put(bctx(t), key, []byte("x"), state.PutOptions{TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := state.BoltCommits(b)
+	if err := state.DeleteWith(bctx(t), b, k, 7, true); !errors.Is(err, state.ErrConflict) {
+		t.Fatalf("lazy delete of the wrong version: %v, want ErrConflict", err)
+	}
+	if err := state.DeleteWith(bctx(t), b, k, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := state.BoltCommits(b) - before; n != 0 {
+		t.Fatalf("a lazy delete made %d commits, want none", n)
+	}
+	if _, err := b.Get(bctx(t), k); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("get after lazy delete: %v, want ErrNotFound", err)
+	}
+	items, err := b.List(bctx(t), "snapchunk", "alice", "", 0)
+	if err != nil || len(items) != 1 || items[0].Key.ID != "c2" {
+		t.Fatalf("list after lazy delete: %+v, %v; want c2 alone", items, err)
+	}
+	crash := filepath.Join(t.TempDir(), "crash.db")
+	raw, err := os.ReadFile(b.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(crash, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := openBolt(t, crash)
+	if _, err := c.Get(bctx(t), k); err != nil {
+		t.Fatalf("a crash before the flush keeps the record (the stated bound): %v", err)
+	}
+	c.Close()
+	if v, err := b.Put(bctx(t), k2, []byte("y"), state.PutOptions{Lazy: true}); err != nil || v != 2 {
+		t.Fatalf("lazy put of c2: v%d, %v", v, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openBolt(t, dir)
+	defer b.Close()
+	if _, err := b.Get(bctx(t), k); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("after reopen: %v, want ErrNotFound", err)
+	}
+	if v, err := b.Put(bctx(t), k, []byte("z"), state.PutOptions{}); err != nil || v != 1 {
+		t.Fatalf("put after the delete: v%d, %v; want v1", v, err)
 	}
 }

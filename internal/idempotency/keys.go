@@ -41,7 +41,14 @@ type Request struct {
 	// Fingerprint is a hash of the request; the key's other requests must
 	// match it (else ConflictError).
 	Fingerprint string
-	// Implicit marks a key derived from the call id rather than sent.
+	// Implicit marks a key derived from the call id rather than sent. Its
+	// records are written lazily (state.PutOptions.Lazy): an implicit key
+	// guards a duplicate sent while the call runs, and its answer is
+	// replayed only to requests that saw the call run; on the embedded
+	// store (one process) those requests and the call itself end with a
+	// crash, so the records need no disk sync, and a crash that loses them
+	// (at most the store's flush interval) lets a retry run at once
+	// instead of waiting out the lease. Redis writes them as any other.
 	Implicit bool
 }
 
@@ -141,7 +148,7 @@ func (k *Keys) reserve(ctx context.Context, c *Claim, cond int64) error {
 	if err != nil {
 		return fmt.Errorf("idempotency: encode: %w", err)
 	}
-	v, err := k.st.Put(ctx, storeKey(c.Owner, c.Key), b, state.PutOptions{TTL: Lease, IfVersion: cond})
+	v, err := k.st.Put(ctx, storeKey(c.Owner, c.Key), b, state.PutOptions{TTL: Lease, IfVersion: cond, Lazy: c.Implicit})
 	if err != nil {
 		return fmt.Errorf("idempotency: reserve %s: %w", c.Key, err)
 	}
@@ -211,7 +218,7 @@ func (k *Keys) Finish(ctx context.Context, c *Claim, status int, body []byte, ke
 	if err != nil {
 		return fmt.Errorf("idempotency: encode: %w", err)
 	}
-	if _, err := k.st.Put(ctx, storeKey(c.Owner, c.Key), b, state.PutOptions{TTL: ttl}); err != nil {
+	if _, err := k.st.Put(ctx, storeKey(c.Owner, c.Key), b, state.PutOptions{TTL: ttl, Lazy: c.Implicit}); err != nil {
 		return fmt.Errorf("idempotency: store the answer of %s: %w", c.Key, err)
 	}
 	return nil
@@ -222,7 +229,7 @@ func (k *Keys) Finish(ctx context.Context, c *Claim, status int, body []byte, ke
 func (k *Keys) Release(ctx context.Context, c *Claim) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OpTimeout)
 	defer cancel()
-	_ = k.st.Delete(ctx, storeKey(c.Owner, c.Key), 0)
+	_ = state.DeleteWith(ctx, k.st, storeKey(c.Owner, c.Key), 0, c.Implicit)
 }
 
 // Forget drops answer a of r, which must not be replayed (its artifacts
