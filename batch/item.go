@@ -24,16 +24,24 @@ func (e errTransient) Unwrap() error { return e.err }
 
 // runItem runs one item to a result line, retrying transient platform
 // failures with backoff (same idempotency key, so a job the queue already
-// ran is not run again); ok is false when ctx ended first.
+// ran is not run again); ok is false when ctx ended first. A try whose job
+// passed its deadline in the queue (its worker died and the job was
+// reclaimed too late) is final under its key (the queue answers the same
+// deadline to every retry of it), so the next try gets a key of its own:
+// the expired job no longer runs anywhere.
 func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*wire.BatchLine, bool) {
+	expired := 0
 	for try := 1; ; try++ {
-		line, err := m.tryItem(ctx, owner, id, it, lease)
+		line, err := m.tryItem(ctx, owner, id, it, lease, expired)
 		if ctx.Err() != nil {
 			return nil, false
 		}
 		var te errTransient
 		if err == nil || !errors.As(err, &te) {
 			return line, true
+		}
+		if core.CodeOf(err) == core.ErrDeadline {
+			expired++
 		}
 		if try >= maxTransient {
 			if line == nil {
@@ -52,8 +60,9 @@ func (m *Manager) runItem(ctx context.Context, owner, id string, it Item, lease 
 }
 
 // tryItem makes one attempt while holding one of the owner's slots (the
-// runner goroutine's lease, kept across its items).
-func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease *slotLease) (*wire.BatchLine, error) {
+// runner goroutine's lease, kept across its items); expired counts the
+// earlier tries whose job expired in the queue (see runItem).
+func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease *slotLease, expired int) (*wire.BatchLine, error) {
 	if err := lease.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -65,6 +74,9 @@ func (m *Manager) tryItem(ctx context.Context, owner, id string, it Item, lease 
 		call.Owner = owner
 		call.Lane = core.LaneBatch
 		call.IdempotencyKey = fmt.Sprintf("%s/%s/%d", id, it.CustomID, it.Attempt)
+		if expired > 0 {
+			call.IdempotencyKey += fmt.Sprintf("/expired-%d", expired)
+		}
 		if call.ID == "" {
 			call.ID = fmt.Sprintf("call_%s_%d_%d", id, it.Index, it.Attempt)
 		}

@@ -83,3 +83,53 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// startedProbe is a slog handler that, when the worker logs "worker
+// started", counts the live workers right then.
+type startedProbe struct {
+	slog.Handler
+	q    *Redis
+	seen chan int
+}
+
+// WithAttrs keeps the probe on derived loggers.
+func (h *startedProbe) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+// Handle probes LiveWorkers on the "worker started" record.
+func (h *startedProbe) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "worker started" {
+		n, _ := h.q.LiveWorkers(context.Background())
+		h.seen <- n
+	}
+	return nil
+}
+
+// TestRedisLiveBeforeStartedLog: a readiness check made once the worker
+// has logged "worker started" sees it live (the first beat comes first;
+// e2e's replicas test read /readyz right after the line and got 503).
+func TestRedisLiveBeforeStartedLog(t *testing.T) {
+	srv := redistest.Start(t, false)
+	probe := &startedProbe{Handler: slog.NewTextHandler(testWriter{t}, nil), seen: make(chan int, 1)}
+	q, err := NewRedis(Config{RedisURL: srv.URL(), Name: "livelog", LivenessTTL: time.Minute}, Deps{Logger: slog.New(probe)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	probe.q = q
+	w, err := q.NewWorker(WorkerConfig{}, HandlerFunc(func(context.Context, Job) (Reply, error) { return Reply{}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case n := <-probe.seen:
+		if n != 1 {
+			t.Fatalf("live workers when \"worker started\" was logged: %d, want 1", n)
+		}
+	case <-time.After(testscale.D(time.Minute)):
+		t.Fatal("the worker never logged \"worker started\"")
+	}
+}

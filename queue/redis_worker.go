@@ -111,8 +111,10 @@ func (w *redisWorker) Run(ctx context.Context) error {
 		return nil
 	}
 	w.drainOwn() // session jobs left by a crashed predecessor with this ID
-	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "interactive_reserve", w.cfg.InteractiveReserve)
+	// The first liveness beat is written before "worker started" is
+	// logged: a readiness check that follows the log line sees this worker.
 	stopBackground := w.startBackground(ctx)
+	w.log.Info("worker started", "concurrency", w.cfg.Concurrency, "interactive_reserve", w.cfg.InteractiveReserve)
 
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
