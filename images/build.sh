@@ -3,7 +3,9 @@
 # debootstrap a Debian bookworm rootfs from the machine's apt mirror, add the
 # sandbox user and the in-container controller, then `docker import` it.
 # Each image is tagged airlock/NAME:<content-hash>; an unchanged image is not
-# rebuilt. airlock/NAME:latest always points at the newest build.
+# rebuilt. airlock/NAME:latest always points at the newest build, unless
+# AIRLOCK_IMAGE_NO_LATEST=1 (a private build beside a shared :latest: only
+# the content-hash tag is made, and printed).
 #
 # Every sandbox image (python, shell, and environments built from them)
 # carries the same controller, images/python/rootfs/opt/airlock, copied in
@@ -15,6 +17,9 @@
 # way from one shared base (images/service/packages.txt); airlock/server
 # adds the static airlock binary built on the host ($AIRLOCK_SERVER_BIN,
 # default bin/airlock-static; `make compose-images` builds it).
+#
+# `images/build.sh service` builds only that shared base: make test builds
+# it beside the sandbox images, so the compose test does not pay for it.
 #
 # usage: images/build.sh [--list] [NAME...]   (default: python shell)
 set -euo pipefail
@@ -79,9 +84,10 @@ base_hash() {
 # controller is the in-container controller every sandbox image carries.
 controller=python/rootfs/opt/airlock
 
-# tree_content prints every file under $1 (relative to $here) with its path.
+# tree_content prints every file under $1 (relative to $here) with its path;
+# Python's byte-code caches are neither hashed nor copied into images.
 tree_content() {
-  (cd "$here" && find "$1" -type f | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done)
+  (cd "$here" && find "$1" -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done)
 }
 
 image_hash() {
@@ -157,13 +163,18 @@ build_base() {
 # final-recipe-start
 # The final image: base + the image's rootfs/ overlay + user, env and labels.
 build_final() {
-  local name=$1 base=$2 tag=$3 hash=$4 ctx env
+  local name=$1 base=$2 tag=$3 hash=$4 ctx env fonts=""
   env="PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8"
   # Python settings and the zygote's preload go to the python image only;
   # Airlock turns the preload off per container (AIRLOCK_PRELOAD=0) for cold
   # one-shot containers, where it would only slow the start.
   if [ "$name" = python ]; then
     env="$env MPLBACKEND=Agg MPLCONFIGDIR=/tmp/.mpl PYTHONDONTWRITEBYTECODE=1 AIRLOCK_PRELOAD=1"
+    # matplotlib's font cache, built once here (read-only in the image): the
+    # controller copies it into MPLCONFIGDIR (an empty tmpfs per container), so
+    # no first import of matplotlib rebuilds it (FontManager(), >10 s under load).
+    fonts=" && MPLCONFIGDIR=/usr/local/share/airlock/mpl python3 -c 'import matplotlib.font_manager'"
+    fonts="$fonts && chmod -R a+rX,go-w /usr/local/share/airlock"
   else
     env="$env AIRLOCK_PRELOAD=0"
   fi
@@ -171,10 +182,11 @@ build_final() {
   mkdir -p "$ctx/rootfs/opt/airlock"
   cp -a "$here/$controller/." "$ctx/rootfs/opt/airlock/"
   if [ -d "$here/$name/rootfs" ]; then cp -a "$here/$name/rootfs/." "$ctx/rootfs/"; fi
+  find "$ctx/rootfs" -depth -type d -name __pycache__ -exec rm -rf {} +
   cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY rootfs/ /
-RUN chmod -R a+rX /opt/airlock && chown $uid:$uid /work && chmod 0755 /work \\
+RUN chmod -R a+rX /opt/airlock && chown $uid:$uid /work && chmod 0755 /work$fonts \\
  && find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
 USER $uid:$uid
 WORKDIR /work
@@ -182,7 +194,9 @@ ENV $env
 LABEL airlock.image=$name airlock.image.hash=$hash
 CMD ["/bin/bash"]
 DOCKERFILE
-  echo 'LABEL airlock.runner=/opt/airlock/controller.py' >>"$ctx/Dockerfile"
+  # airlock.wire=link: the controller talks to Airlock over the link socket
+  # (PROTOCOL.md); Airlock refuses an image without it (an older controller).
+  echo 'LABEL airlock.runner=/opt/airlock/controller.py airlock.wire=link' >>"$ctx/Dockerfile"
   docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" || { cat "$ctx.log" >&2; exit 1; }
   rm -f "$ctx.log"
   rm -rf "$ctx"
@@ -199,11 +213,17 @@ prepare_base() {
   if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "images: building $base runs debootstrap, which needs root: run su -c 'bash images/build.sh $name'" >&2; exit 1; }
     echo "images: debootstrap needs root; re-running images/build.sh $name with sudo"
-    sudo env PATH="$PATH" DOCKER_HOST="${DOCKER_HOST:-}" AIRLOCK_DEBIAN_MIRROR="$AIRLOCK_DEBIAN_MIRROR" \
+    sudo env PATH="$PATH" DOCKER_HOST="${DOCKER_HOST:-}" AIRLOCK_DEBIAN_MIRROR="$AIRLOCK_DEBIAN_MIRROR" AIRLOCK_IMAGE_NO_LATEST="${AIRLOCK_IMAGE_NO_LATEST:-}" \
       AIRLOCK_SERVER_BIN="$(server_bin)" AIRLOCK_DEBIAN_SUITE="$suite" AIRLOCK_SANDBOX_UID="$uid" bash "$here/build.sh" "$name" || exit 1
     return 1
   fi
   echo "images: first build of $base: debootstrap downloads and unpacks Debian $suite with $(packages "${3:-$name}" | tr , ' ' | wc -w) packages and their dependencies (a few minutes on first run; later runs reuse it)"
+}
+
+# tag_latest tags $1 as $2 (the :latest tag) unless AIRLOCK_IMAGE_NO_LATEST=1.
+tag_latest() {
+  if [ "${AIRLOCK_IMAGE_NO_LATEST:-}" = 1 ]; then return; fi
+  docker tag "$1" "$2"
 }
 
 build() {
@@ -213,7 +233,7 @@ build() {
   base="airlock/$name-base:$bhash"
   tag="airlock/$name:$hash"
   if docker image inspect "$tag" >/dev/null 2>&1; then
-    docker tag "$tag" "airlock/$name:latest"
+    tag_latest "$tag" "airlock/$name:latest"
     echo "images: $tag is up to date"
     return
   fi
@@ -222,7 +242,7 @@ build() {
     build_base "$name" "$base"
   fi
   build_final "$name" "$base" "$tag" "$hash"
-  docker tag "$tag" "airlock/$name:latest"
+  tag_latest "$tag" "airlock/$name:latest"
   echo "images: built $tag"
 }
 
@@ -280,6 +300,21 @@ service_hash() {
     if [ "$1" = server ]; then sha256sum <"$(server_bin)"; fi; } | sha256sum | cut -c1-16
 }
 
+# build_service_base builds the shared service base unless it exists
+# (debootstrap: minutes on a first run, with its progress shown); $1 names
+# the image it is for. It returns 1 when a sudo re-run built it instead.
+build_service_base() {
+  local base
+  base="airlock/service-base:$(base_hash service)"
+  if docker image inspect "$base" >/dev/null 2>&1; then
+    [ "$1" != service ] || echo "images: $base is up to date"
+    return 0
+  fi
+  prepare_base "$1" "$base" service || return 1
+  build_base service "$base"
+  [ "$1" != service ] || echo "images: built $base"
+}
+
 # build_service builds airlock/NAME (server, redis or haproxy) on the
 # shared service base, skipping an image whose content hash exists.
 build_service() {
@@ -291,20 +326,17 @@ build_service() {
   tag="airlock/$name:$hash"
   base="airlock/service-base:$(base_hash service)"
   if docker image inspect "$tag" >/dev/null 2>&1; then
-    docker tag "$tag" "airlock/$name:latest"
+    tag_latest "$tag" "airlock/$name:latest"
     echo "images: $tag is up to date"
     return
   fi
-  if ! docker image inspect "$base" >/dev/null 2>&1; then
-    prepare_base "$name" "$base" service || return 0
-    build_base service "$base"
-  fi
+  build_service_base "$name" || return 0
   ctx=$(mktemp -d /tmp/airlock-ctx-XXXXXX)
   if [ "$name" = server ]; then cp "$(server_bin)" "$ctx/airlock"; fi
   service_dockerfile "$name" "$base" "$hash" >"$ctx/Dockerfile"
   docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" || { cat "$ctx.log" >&2; exit 1; }
   rm -rf "$ctx" "$ctx.log"
-  docker tag "$tag" "airlock/$name:latest"
+  tag_latest "$tag" "airlock/$name:latest"
   echo "images: built $tag"
 }
 
@@ -315,7 +347,10 @@ fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(python shell)
 for n in "${names[@]}"; do
-  case $n in server | redis | haproxy) build_service "$n"; continue ;; esac
+  case $n in
+    server | redis | haproxy) build_service "$n"; continue ;;
+    service) build_service_base service || true; continue ;; # the base alone (make test builds it up front)
+  esac
   [ -f "$here/$n/packages.txt" ] || { echo "images: unknown image $n (no $here/$n/packages.txt)" >&2; exit 2; }
   build "$n"
 done

@@ -40,7 +40,7 @@ func (e *Engine) evictIdleOwned(first *pool) {
 	for _, q := range e.poolsFrom(first) {
 		if b := q.takeOldestIdle(); b != nil {
 			e.log.Debug("warm container evicted for a generic one", "container", short(b.id), "owner", b.owner)
-			e.destroy(b.id, &b.hj, func() {
+			e.destroy(b.id, b.conn, func() {
 				e.warm.give(b.limits.Memory)
 				first.mu.Lock()
 				first.evicting = false

@@ -200,11 +200,12 @@ func TestArchiveRequest(t *testing.T) {
 
 // TestWorkspaceTmpfs: every container gets its own size-capped,
 // noexec/nosuid/nodev /workspace owned by its uid, and no host path is
-// mounted into it (binds or mounts), whatever the call's input.
+// mounted into it (binds or mounts) but its link's socket, whatever the
+// call's input.
 func TestWorkspaceTmpfs(t *testing.T) {
 	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	lim := DefaultConfig().Defaults
-	s := containerSpec{Limits: lim, Identity: identity{UID: 70123, GID: 70123}}
+	s := containerSpec{Limits: lim, Identity: identity{UID: 70123, GID: 70123}, Link: "/run/airlock-link/link-x/link.sock"}
 	cfg, host := s.build()
 	ws := host.Tmpfs[WorkspacePath]
 	for _, opt := range []string{"noexec", "nosuid", "nodev", "size=" + itoa(int(lim.TmpfsBytes)), "uid=70123", "gid=70123", "mode=0555"} {
@@ -212,12 +213,12 @@ func TestWorkspaceTmpfs(t *testing.T) {
 			t.Fatalf("/workspace tmpfs %q lacks %s", ws, opt)
 		}
 	}
-	if len(host.Binds) != 0 || len(host.Mounts) != 0 || len(cfg.Volumes) != 0 {
+	if len(host.Binds) != 0 || len(host.Mounts) != 1 || host.Mounts[0].Target != LinkPath || !host.Mounts[0].ReadOnly || len(cfg.Volumes) != 0 {
 		t.Fatalf("a container mounts host paths: binds %v mounts %v volumes %v", host.Binds, host.Mounts, cfg.Volumes)
 	}
-	if !cfg.StdinOnce || !cfg.OpenStdin || !host.AutoRemove || host.Init == nil || *host.Init ||
+	if cfg.StdinOnce || cfg.OpenStdin || cfg.AttachStdin || cfg.AttachStdout || !host.AutoRemove || host.Init == nil || *host.Init ||
 		strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 {
-		t.Fatalf("the container does not run the controller as pid 1 with its dead man's switch: entrypoint %v cmd %v stdin-once %v auto-remove %v init %v",
-			cfg.Entrypoint, cfg.Cmd, cfg.StdinOnce, host.AutoRemove, host.Init)
+		t.Fatalf("the container does not run the controller as pid 1 on its link (no stdin): entrypoint %v cmd %v open-stdin %v auto-remove %v init %v",
+			cfg.Entrypoint, cfg.Cmd, cfg.OpenStdin, host.AutoRemove, host.Init)
 	}
 }

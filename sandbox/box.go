@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/egress"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
 
@@ -41,8 +41,8 @@ func (e *Engine) frameBudget(op string) int {
 	return smallFrame
 }
 
-// box is one started container whose controller (pid 1) takes requests on
-// its attached stdin and answers with JSON frames on its stdout. It serves
+// box is one started container whose controller (pid 1) takes requests
+// and answers with JSON frames on its link (link.go). It serves
 // one owner: a one-shot call at a time (pooled) or one session.
 type box struct {
 	id      string
@@ -54,7 +54,7 @@ type box struct {
 	lane    core.Lane     // the lane of the owner's calls it serves; set with owner, never changes
 	out     bool          // handed out by its pool's acquire and not yet back (pool.mu)
 	shares  int64         // cgroup cpu.shares it runs with (0: the daemon's default, 1024); only the call holding it touches it
-	hj      types.HijackedResponse
+	conn    *net.UnixConn // the link: request lines out, frames in
 	lr      lineReader
 	mu      sync.Mutex // one call at a time
 	wmu     sync.Mutex // one write at a time (interrupt may come during a call)
@@ -98,13 +98,13 @@ type callOutcome struct {
 	stderr    *headTail
 	display   []core.Display
 	timedOut  bool   // the controller did not answer by the outer deadline
-	died      bool   // the container is gone (stdout closed)
+	died      bool   // the container is gone (its link closed)
 	broken    string // the frame stream was unreadable; the box was killed
 	abandoned bool   // the caller's ctx ended during the call
 }
 
-// startBox creates, attaches and starts a controller container and waits
-// until it says it is ready. preload leaves the zygote's preload to the
+// startBox creates and starts a controller container, takes its link's
+// one connection and waits until it says it is ready. preload leaves the zygote's preload to the
 // image (AIRLOCK_PRELOAD in its env: the python image preloads numpy & co);
 // without it the container starts with none. shares is its cgroup
 // cpu.shares (0: the daemon's default).
@@ -120,9 +120,14 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 		"AIRLOCK_WORKSPACE": "tmpfs",
 		// Done frames carry the call's phases (phases.go): a few clock reads.
 		"AIRLOCK_TRACE": "1",
+		// The controller connects here first thing (link.go).
+		"AIRLOCK_LINK": LinkPath,
 	}
 	if !preload {
 		extra["AIRLOCK_PRELOAD"] = "0"
+	}
+	if e.cfg.SchedSlice > 0 {
+		extra["AIRLOCK_SCHED_SLICE_US"] = strconv.FormatInt(e.cfg.SchedSlice.Microseconds(), 10)
 	}
 	var door *egress.Door
 	if !pol.Empty() {
@@ -140,15 +145,25 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 		Runtime:   e.cfg.Runtime,
 		CPUShares: shares,
 	}
+	lk, err := e.openLink()
+	if err != nil {
+		if door != nil {
+			_ = door.Close()
+		}
+		return nil, err
+	}
+	spec.Link = lk.path()
+	spec.Labels[LabelLink] = lk.id
 	// A create abandoned midway may still make the container, unseen: let
 	// creation finish (bounded) whatever ctx does; only the wait is cancelable.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	if door != nil {
 		spec.Door = door.Path()
 	}
-	id, hj, err := e.createAttached(cctx, spec)
+	id, uid, err := e.createStarted(cctx, spec)
 	cancel()
 	if err != nil {
+		lk.close()
 		if door != nil {
 			_ = door.Close()
 		}
@@ -157,17 +172,30 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 	if door != nil {
 		e.trackDoor(id, door)
 	}
-	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, hj: hj, shares: shares, door: door, egress: pol}
-	b.lr.dm.r = hj.Reader
-	b.lr.log.limit = 64 << 10
-	if err := b.awaitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
+	blog := e.followBootLog(ctx, id)
+	defer blog.stop()
+	conn, err := e.acceptLink(ctx, lk, id, uid, time.Now().Add(linkBoot))
+	if err != nil {
+		e.signal(id, "SIGKILL")
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w%s", err, blog.withLog(""))
+		}
+		e.destroy(id, nil, nil)
+		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
+	}
+	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, conn: conn, shares: shares, door: door, egress: pol}
+	b.lr.r = conn
+	if err := b.awaitReady(ctx, time.Now().Add(linkBoot)); err != nil {
 		b.kill(e)
-		e.destroy(b.id, &b.hj, nil)
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w%s", err, blog.withLog(""))
+		}
+		e.destroy(b.id, b.conn, nil)
 		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
 	}
 	if door != nil && !b.has(featureEgress) {
 		b.kill(e)
-		e.destroy(b.id, &b.hj, nil)
+		e.destroy(b.id, b.conn, nil)
 		return nil, core.Errorf("sandbox.egress", core.ErrUnavailable, "the sandbox image "+image+" is older than network policies (its controller relays no egress door): rebuild it (make images)")
 	}
 	e.metrics.boot(kind, time.Since(start), cgroupCPU(id))
@@ -176,15 +204,15 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 
 // awaitReady reads until the controller's ready frame.
 func (b *box) awaitReady(ctx context.Context, deadline time.Time) error {
-	_ = b.hj.Conn.SetReadDeadline(deadline)
-	defer watchCtx(ctx, b.hj.Conn)()
+	_ = b.conn.SetReadDeadline(deadline)
+	defer watchCtx(ctx, b.conn)()
 	for {
 		line, err := b.lr.next(smallFrame)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("%w: %w", core.ErrUnavailable, context.Cause(ctx))
 			}
-			return fmt.Errorf("%w: controller did not become ready (%v): %s", core.ErrUnavailable, err, b.lr.log.text())
+			return fmt.Errorf("%w: controller did not become ready (%v)", core.ErrUnavailable, err)
 		}
 		var f ctlFrame
 		if json.Unmarshal(line, &f) == nil && f.T == "ready" {
@@ -205,8 +233,8 @@ func (b *box) send(req ctlRequest) error {
 	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	_ = b.hj.Conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if _, err := b.hj.Conn.Write(append(line, '\n')); err != nil {
+	_ = b.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := b.conn.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("sandbox: write to %s: %w", short(b.id), err)
 	}
 	return nil
@@ -307,7 +335,7 @@ func (b *box) call(ctx context.Context, e *Engine, req ctlRequest, o callOpts) (
 // each time; only an unanswering controller gets its container killed.
 func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (callOutcome, error) {
 	out := callOutcome{stdout: newHeadTail(o.output), stderr: newHeadTail(o.output)}
-	conn := b.hj.Conn
+	conn := b.conn
 	_ = conn.SetReadDeadline(o.deadline)
 	defer watchCtx(ctx, conn)()
 	stage := 0 // after a disconnect: 1 interrupt sent, 2 restart sent

@@ -74,6 +74,12 @@ type Config struct {
 	// InterruptGrace is how long a session's interpreter gets to recover
 	// from an interrupt (timeout, output flood) before it is destroyed.
 	InterruptGrace time.Duration
+	// SchedSlice is the time slice each container's controller asks the
+	// kernel's fair scheduler for (AIRLOCK_SCHED_SLICE_US; its zygote and
+	// kernels inherit it): a latency hint that lets a woken controller
+	// preempt other work on a busy machine at once (internal/schedslice).
+	// 0 leaves the kernel's default.
+	SchedSlice time.Duration
 	// ReapInterval is how often leftover containers are looked for (0: only at start).
 	ReapInterval time.Duration
 	// Instance labels this process's containers so a reaper can tell its own
@@ -97,6 +103,10 @@ type Config struct {
 	// Egress connects calls with a network policy to the worker's egress
 	// proxy (issue 29; zero: such calls are refused).
 	Egress EgressConfig
+	// LinkDir is the host folder where each container's link socket is
+	// made (link.go): a path the Docker daemon sees, as it bind-mounts
+	// from it. "" makes a private folder under os.TempDir.
+	LinkDir string
 }
 
 // DefaultConfig returns conservative defaults.

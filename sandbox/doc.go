@@ -1,8 +1,10 @@
 // Package sandbox runs untrusted code in hardened Docker containers: it
 // creates each container with hard limits (memory, CPU, pids, ulimits, no
 // network, read-only root, dropped capabilities, non-root user), talks to
-// the image's in-container controller (images/python/PROTOCOL.md) over the
-// attached stdin/stdout in JSON frames, and turns the controller's answer
+// the image's in-container controller (images/python/PROTOCOL.md) over its
+// link in JSON lines (link.go: a unix socket of the container's own,
+// bind-mounted at LinkPath, whose one connection the controller makes
+// first thing; dockerd is not on the path), and turns the controller's answer
 // into a core.Result: head and tail of each output stream, structured
 // errors, displays, re-validated artifacts. Live output goes to the
 // core.Sink carried by the call's context.
@@ -12,9 +14,9 @@
 // built from them inherit it), and every container runs it as pid 1: an
 // image without it is refused (ErrNoController), never run with the code
 // as its command. So every container, one-shot or session, python or
-// shell, has the same dead man's switch: it is attached with StdinOnce, and
-// when the Airlock process that attached it goes away (even kill -9) its
-// stdin closes, the controller kills everything and exits, and the
+// shell, has the same dead man's switch: when the Airlock process that
+// holds its link goes away (even kill -9) the kernel closes the socket,
+// the controller reads EOF, kills everything and exits, and the
 // container removes itself (AutoRemove); and the same deadline inside the
 // container: the controller stops a call at its timeout and exits at the
 // container's maximum life whether or not Airlock is there. The reaper is

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/egress"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/errdefs"
 )
@@ -49,6 +49,12 @@ type Engine struct {
 	// deadWorkers and unbound remember, between reaper sweeps, since when
 	// a worker's liveness key or a session's binding was seen missing.
 	deadWorkers, unbound missingSince
+	// ownLinkDir is the link folder the engine made itself (no
+	// Config.LinkDir; link.go), removed on Close.
+	ownLinkDir string
+	// linkPeer checks who connected to a container's link (checkLinkPeer;
+	// unit tests, whose fake controller is this process, replace it).
+	linkPeer func(ctx context.Context, conn *net.UnixConn, id string, uid int) error
 }
 
 // New builds an Engine. It does not contact the daemon; call Ping or Reap
@@ -119,6 +125,7 @@ func New(cfg Config, docker DockerAPI, log *slog.Logger) *Engine {
 		e.cfg.UIDRange = DefaultUIDRange
 	}
 	e.uids = newUIDAllocator(e.cfg.UIDRange)
+	e.linkPeer = e.checkLinkPeer
 	return e
 }
 
@@ -190,6 +197,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	go func() { e.bg.Wait(); e.removals.Wait(); close(done) }()
 	select {
 	case <-done:
+		e.removeOwnLinkDir()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("sandbox: close: %w", ctx.Err())
@@ -215,40 +223,43 @@ func (e *Engine) labels(kind, job, owner string, life time.Duration) map[string]
 	return l
 }
 
-// createAttached creates a container and attaches to it before starting it,
-// so no output is missed. On failure nothing is left behind.
-func (e *Engine) createAttached(ctx context.Context, s containerSpec) (string, types.HijackedResponse, error) {
+// createStarted creates a container and starts it; its controller then
+// connects to the link s.Link names (acceptLink). On failure nothing is
+// left behind. It returns the uid the container runs as.
+func (e *Engine) createStarted(ctx context.Context, s containerSpec) (string, int, error) {
 	release, err := e.assignIdentity(&s)
 	if err != nil {
-		return "", types.HijackedResponse{}, err
+		return "", 0, err
 	}
 	cfg, host := s.build()
 	created, err := e.docker.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
 		release()
 		if errdefs.IsNotFound(err) {
-			return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
+			return "", 0, fmt.Errorf("sandbox: create from %s: %w: build it with `make images`", s.Image, ErrImageMissing)
 		}
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, core.ErrUnavailable, err)
+		if lerr := unseenLink(err, s.Link); lerr != nil {
+			return "", 0, fmt.Errorf("sandbox: create from %s: %w", s.Image, lerr)
+		}
+		return "", 0, fmt.Errorf("sandbox: create from %s: %w: %w", s.Image, core.ErrUnavailable, err)
 	}
 	e.uids.bind(s.Identity.UID, created.ID)
-	hj, err := e.docker.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		e.destroy(created.ID, nil, nil)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: attach %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
-	}
 	if err := e.docker.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		e.destroy(created.ID, &hj, nil)
-		return "", types.HijackedResponse{}, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
+		e.destroy(created.ID, nil, nil)
+		if lerr := unseenLink(err, s.Link); lerr != nil {
+			return "", 0, fmt.Errorf("sandbox: start %s: %w", short(created.ID), lerr)
+		}
+		return "", 0, fmt.Errorf("sandbox: start %s: %w: %w", short(created.ID), core.ErrUnavailable, err)
 	}
-	return created.ID, hj, nil
+	return created.ID, s.Identity.UID, nil
 }
 
 // destroy removes a container off the caller's path (on it once Close is
-// waiting for the removals), then runs gone (if set).
-func (e *Engine) destroy(id string, hj *types.HijackedResponse, gone func()) {
-	if hj != nil && hj.Conn != nil {
-		hj.Close()
+// waiting for the removals), then runs gone (if set). conn, the
+// container's link, is closed first: its controller exits at once.
+func (e *Engine) destroy(id string, conn *net.UnixConn, gone func()) {
+	if conn != nil {
+		_ = conn.Close()
 	}
 	remove := func() {
 		e.removeNow(id)

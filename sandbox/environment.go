@@ -21,6 +21,7 @@ const (
 // imageInfo is what the engine learned, once, from an image's labels.
 type imageInfo struct {
 	runner bool   // carries the controller at RunnerPath
+	link   bool   // its controller talks over the link (LabelWire=WireLink)
 	env    string // the environment it was built for ("" for none)
 }
 
@@ -100,7 +101,7 @@ func (e *Engine) requireController(ctx context.Context, image, env string) error
 		// Only the controller's exact path: an image with an older runner
 		// speaks another protocol.
 		if ii.Config != nil {
-			info = imageInfo{runner: ii.Config.Labels[LabelRunner] == RunnerPath, env: ii.Config.Labels[LabelEnvironment]}
+			info = imageInfo{runner: ii.Config.Labels[LabelRunner] == RunnerPath, link: ii.Config.Labels[LabelWire] == WireLink, env: ii.Config.Labels[LabelEnvironment]}
 		}
 		e.mu.Lock()
 		e.runners[image] = info
@@ -109,6 +110,15 @@ func (e *Engine) requireController(ctx context.Context, image, env string) error
 	if !info.runner {
 		return fmt.Errorf("sandbox: image %s: %w (label %s=%s): rebuild it with `make images`, or build it from airlock/python or airlock/shell",
 			image, ErrNoController, LabelRunner, RunnerPath)
+	}
+	if !info.link {
+		// Its controller talks over stdin and stdout: it would exit at once.
+		what := "rebuild it with `make images`"
+		if e.isEnvImage(image) {
+			what = "rebuild the sandbox images (make images), then the environment (airlock env build): it was built from an older base"
+		}
+		return fmt.Errorf("sandbox: image %s: %w: its controller is older than the link (no label %s=%s): %s",
+			image, ErrNoController, LabelWire, WireLink, what)
 	}
 	if e.isEnvImage(image) && (info.env == "" || (env != "" && info.env != env)) {
 		return core.Errorf("sandbox.check", core.ErrInvalid, fmt.Sprintf("image %s is not the image of environment %s (label %s=%q)", image, env, LabelEnvironment, info.env))

@@ -42,8 +42,8 @@ func (e *Engine) DropEnvironment(name string) int {
 	}
 	for _, b := range boxes {
 		b.dead.Store(true)
-		if b.hj.Conn != nil {
-			b.hj.Close()
+		if b.conn != nil {
+			_ = b.conn.Close()
 		}
 		e.removeNow(b.id)
 		e.warm.give(b.limits.Memory)

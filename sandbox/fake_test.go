@@ -3,9 +3,9 @@ package sandbox
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"sync"
 
@@ -21,16 +21,22 @@ import (
 // fakeDocker is a DockerAPI with one function field per method, in the
 // style of docker/cli's test fakes. Unset methods fail the call.
 type fakeDocker struct {
-	mu      sync.Mutex
-	calls   []string
-	create  func(*container.Config, *container.HostConfig) (container.CreateResponse, error)
-	attach  func(id string) (types.HijackedResponse, error)
+	mu     sync.Mutex
+	calls  []string
+	create func(*container.Config, *container.HostConfig) (container.CreateResponse, error)
+	// serve plays a started container's controller on its link: the
+	// fake connects to the socket mounted at LinkPath (a real one).
+	serve func(id string, conn net.Conn)
+	links map[string]string // container id -> its link socket's host path
+	// exited makes every container exit (and be removed) at once.
+	exited  bool
 	start   func(id string) error
 	kill    func(id, sig string) error
 	inspect func(id string) (container.InspectResponse, error)
 	update  func(id string, c container.UpdateConfig) error
 	remove  func(id string) error
 	list    func() ([]container.Summary, error)
+	logs    func(id string) (io.ReadCloser, error)
 	image   func(ref string) (image.InspectResponse, error)
 }
 
@@ -59,15 +65,20 @@ func (f *fakeDocker) ContainerCreate(_ context.Context, c *container.Config, h *
 	if f.create == nil {
 		return container.CreateResponse{}, errUnset
 	}
-	return f.create(c, h)
-}
-
-func (f *fakeDocker) ContainerAttach(_ context.Context, id string, _ container.AttachOptions) (types.HijackedResponse, error) {
-	f.record("attach")
-	if f.attach == nil {
-		return types.HijackedResponse{}, errUnset
+	resp, err := f.create(c, h)
+	if err == nil {
+		for _, m := range h.Mounts {
+			if m.Target == LinkPath {
+				f.mu.Lock()
+				if f.links == nil {
+					f.links = map[string]string{}
+				}
+				f.links[resp.ID] = m.Source
+				f.mu.Unlock()
+			}
+		}
 	}
-	return f.attach(id)
+	return resp, err
 }
 
 func (f *fakeDocker) ContainerStart(_ context.Context, id string, _ container.StartOptions) error {
@@ -75,12 +86,32 @@ func (f *fakeDocker) ContainerStart(_ context.Context, id string, _ container.St
 	if f.start == nil {
 		return errUnset
 	}
-	return f.start(id)
+	if err := f.start(id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	path := f.links[id]
+	f.mu.Unlock()
+	if f.serve != nil && path != "" {
+		conn, err := net.Dial("unix", path)
+		if err != nil {
+			return err
+		}
+		go f.serve(id, conn)
+	}
+	return nil
 }
 
-func (f *fakeDocker) ContainerWait(_ context.Context, _ string, _ container.WaitCondition) (<-chan container.WaitResponse, <-chan error) {
+// ContainerWait: the fake's containers exit at once (for the OOM check),
+// but are never removed (a link's accept waits for its controller).
+func (f *fakeDocker) ContainerWait(ctx context.Context, _ string, cond container.WaitCondition) (<-chan container.WaitResponse, <-chan error) {
 	f.record("wait")
 	ch := make(chan container.WaitResponse, 1)
+	if cond == container.WaitConditionRemoved && !f.exited {
+		errC := make(chan error, 1)
+		context.AfterFunc(ctx, func() { errC <- ctx.Err() })
+		return ch, errC
+	}
 	ch <- container.WaitResponse{}
 	return ch, make(chan error)
 }
@@ -125,48 +156,55 @@ func (f *fakeDocker) ContainerList(_ context.Context, _ container.ListOptions) (
 	return f.list()
 }
 
+func (f *fakeDocker) ContainerLogs(_ context.Context, id string, _ container.LogsOptions) (io.ReadCloser, error) {
+	f.record("logs")
+	if f.logs == nil {
+		return nil, errUnset
+	}
+	return f.logs(id)
+}
+
 func (f *fakeDocker) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
 	f.record("image")
 	if f.image == nil {
 		// Every image Airlock builds carries the controller.
 		return image.InspectResponse{Config: &dockerspec.DockerOCIImageConfig{
-			ImageConfig: ocispec.ImageConfig{Labels: map[string]string{LabelRunner: RunnerPath}}}}, nil
+			ImageConfig: ocispec.ImageConfig{Labels: map[string]string{LabelRunner: RunnerPath, LabelWire: WireLink}}}}, nil
 	}
 	return f.image(ref)
 }
 
 func (f *fakeDocker) Ping(context.Context) (types.Ping, error) { return types.Ping{}, nil }
 
-// frame encodes one multiplexed stream frame.
-func frame(stream byte, p string) []byte {
-	h := make([]byte, 8, 8+len(p))
-	h[0] = stream
-	binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
-	return append(h, p...)
+// newFakeEngine is New for a fake Docker: its controllers are this
+// process, so the link's peer check (uid, pid 1) is not made.
+func newFakeEngine(cfg Config, f *fakeDocker) *Engine {
+	e := New(cfg, f, nil)
+	e.linkPeer = func(context.Context, *net.UnixConn, string, int) error { return nil }
+	return e
 }
 
-// fakeController returns an attach whose far end plays the in-container
-// controller: it sends the ready frame, then answers each request line with
-// the frames answer returns (their ids set to the request's). It stops when
-// Airlock closes its end, as the real controller's dead man's switch does.
-func fakeController(answer func(req ctlRequest) []ctlFrame) types.HijackedResponse {
+// fakeController plays the in-container controller on a link: it sends the
+// ready frame, then answers each request line with the frames answer
+// returns (their ids set to the request's). It stops when Airlock closes
+// its end, as the real controller's dead man's switch does.
+func fakeController(answer func(req ctlRequest) []ctlFrame) func(string, net.Conn) {
 	return fakeControllerWith([]string{featureArchive}, answer)
 }
 
 // fakeControllerWith is fakeController announcing features in its ready frame.
-func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFrame) types.HijackedResponse {
-	server, conn := net.Pipe()
-	go func() {
-		defer server.Close()
+func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFrame) func(string, net.Conn) {
+	return func(_ string, conn net.Conn) {
+		defer conn.Close()
 		send := func(f ctlFrame) bool {
 			line, _ := json.Marshal(f)
-			_, err := server.Write(frame(streamStdout, string(line)+"\n"))
+			_, err := conn.Write(append(line, '\n'))
 			return err == nil
 		}
 		if !send(ctlFrame{T: "ready", Features: features}) {
 			return
 		}
-		in := bufio.NewReader(server)
+		in := bufio.NewReader(conn)
 		for {
 			line, err := in.ReadBytes('\n')
 			if err != nil {
@@ -183,16 +221,5 @@ func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFram
 				}
 			}
 		}
-	}()
-	return types.HijackedResponse{Conn: conn, Reader: bufio.NewReader(conn)}
-}
-
-// pipeAttach returns a hijacked response whose reader yields data and then EOF.
-func pipeAttach(data []byte) types.HijackedResponse {
-	server, conn := net.Pipe()
-	go func() {
-		_, _ = server.Write(data)
-		server.Close()
-	}()
-	return types.HijackedResponse{Conn: conn, Reader: bufio.NewReader(conn)}
+	}
 }

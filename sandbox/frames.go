@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 
 	"github.com/airlock-dev/airlock/core"
 )
@@ -30,6 +32,9 @@ type ctlRequest struct {
 	MaxBytes         int64             `json:"max_bytes,omitempty"`
 	Offset           int64             `json:"offset,omitempty"`
 	Length           int64             `json:"length,omitempty"`
+	// InlineMax (snapshot) asks for the parts in the done frame when
+	// together they are at most this many bytes (featureSnapInline).
+	InlineMax int64 `json:"inline_max,omitempty"`
 	// Archive (tar, tar.gz or zip) is unpacked into /workspace before a
 	// one-shot exec runs, within the three bounds.
 	Archive           []byte `json:"archive,omitempty"`
@@ -121,6 +126,8 @@ type ctlFrame struct {
 	Skipped     []core.SnapshotSkip    `json:"skipped"`
 	SnapEntries int                    `json:"work_entries"`
 	Parts       map[string]ctlSnapPart `json:"parts"`
+	// Inline holds a small snapshot's parts (featureSnapInline).
+	Inline map[string][]byte `json:"inline"`
 }
 
 // ctlSnapPart is one snapshot file as the controller wrote it.
@@ -169,39 +176,43 @@ func (f *ctlFrame) displayData() (map[string]string, error) {
 // errLineTooLong: a controller line went past its size budget.
 var errLineTooLong = errors.New("sandbox: controller frame over its size budget")
 
-// lineReader turns the container's multiplexed output into controller
-// lines (stdout) and keeps the controller's own log (stderr), bounded. It
-// keeps its place across read errors so a deadline can fire mid-line.
+// lineReader cuts the link's byte stream into controller lines. It keeps
+// its place across read errors so a deadline can fire mid-line.
 type lineReader struct {
-	dm  demux
-	buf []byte
-	log capped // the controller's stderr: diagnostics only
+	r    io.Reader
+	buf  []byte // buf[off:] is unread
+	off  int
+	scan int // buf[off:scan] holds no newline
 }
 
+// lineChunk is the least free room a read gets.
+const lineChunk = 64 << 10
+
 // next returns the next complete line (without "\n"), valid until the
-// following call. A line longer than max is an error.
-func (l *lineReader) next(max int) ([]byte, error) {
+// following call. A line longer than limit is an error.
+func (l *lineReader) next(limit int) ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
-			line := l.buf[:i]
-			rest := l.buf[i+1:]
-			// Hand out a copy-free view; compact before the next read.
-			out := append([]byte(nil), line...)
-			l.buf = append(l.buf[:0], rest...)
-			return out, nil
+		if i := bytes.IndexByte(l.buf[l.scan:], '\n'); i >= 0 {
+			end := l.scan + i
+			line := l.buf[l.off:end]
+			l.off, l.scan = end+1, end+1
+			return line, nil
 		}
-		if len(l.buf) > max {
+		l.scan = len(l.buf)
+		if len(l.buf)-l.off > limit {
 			return nil, errLineTooLong
 		}
-		stream, payload, err := l.dm.next()
-		if err != nil {
-			return nil, err
+		if l.off > 0 { // move the partial line to the front
+			n := copy(l.buf, l.buf[l.off:])
+			l.buf, l.scan, l.off = l.buf[:n], n, 0
 		}
-		switch stream {
-		case streamStdout:
-			l.buf = append(l.buf, payload...)
-		case streamStderr:
-			_, _ = l.log.Write(payload)
+		if cap(l.buf)-len(l.buf) < lineChunk {
+			l.buf = slices.Grow(l.buf, max(lineChunk, len(l.buf)))
+		}
+		n, err := l.r.Read(l.buf[len(l.buf):cap(l.buf)])
+		l.buf = l.buf[:len(l.buf)+n]
+		if n == 0 && err != nil {
+			return nil, err
 		}
 	}
 }

@@ -153,3 +153,28 @@ func heapDuring(f func()) (base, peak uint64) {
 	<-done
 	return base, hi.Load()
 }
+
+// warmPairs runs n rounds of a call (act(i), answering actOut) followed by
+// a check (answering checkOut) for one owner, and fails when an answer
+// differs (naming what the check looks for) or the calls leave the owner's
+// one warm container.
+func warmPairs(t *testing.T, e *Engine, n int, act func(i int) core.Request, actOut string, check core.Request, checkOut, what string) {
+	t.Helper()
+	var container string
+	for i := 0; i < n; i++ {
+		r := run(t, e, act(i))
+		if r.Status != core.StatusOK || r.Stdout != actOut {
+			t.Fatalf("run %d: the acting call: %s", i, brief(r))
+		}
+		next := run(t, e, check)
+		if next.Status != core.StatusOK || next.Stdout != checkOut {
+			t.Fatalf("run %d: %s: %s", i, what, brief(next))
+		}
+		if container == "" {
+			container = r.Container
+		}
+		if r.Container != container || next.Container != container {
+			t.Fatalf("run %d: calls left the owner's warm container %s (%s, %s)", i, container, r.Container, next.Container)
+		}
+	}
+}

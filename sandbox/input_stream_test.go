@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
 
@@ -26,20 +25,18 @@ func streamFake(refuse string) (*fakeDocker, func() []ctlRequest) {
 		create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
 			return container.CreateResponse{ID: "c1"}, nil
 		},
-		attach: func(string) (types.HijackedResponse, error) {
-			return fakeControllerWith([]string{featureArchive, featureArchiveStream}, func(req ctlRequest) []ctlFrame {
-				mu.Lock()
-				reqs = append(reqs, req)
-				mu.Unlock()
-				switch {
-				case req.Op == "stage" && refuse != "" && !req.Abort:
-					return []ctlFrame{{T: "done", Fail: refuse, Code: string(core.ErrInvalid)}}
-				case req.Op == "stage":
-					return []ctlFrame{{T: "done", Size: req.Offset + int64(len(req.Data))}}
-				}
-				return []ctlFrame{{T: "done", Status: "ok"}}
-			}), nil
-		},
+		serve: fakeControllerWith([]string{featureArchive, featureArchiveStream}, func(req ctlRequest) []ctlFrame {
+			mu.Lock()
+			reqs = append(reqs, req)
+			mu.Unlock()
+			switch {
+			case req.Op == "stage" && refuse != "" && !req.Abort:
+				return []ctlFrame{{T: "done", Fail: refuse, Code: string(core.ErrInvalid)}}
+			case req.Op == "stage":
+				return []ctlFrame{{T: "done", Size: req.Offset + int64(len(req.Data))}}
+			}
+			return []ctlFrame{{T: "done", Status: "ok"}}
+		}),
 		start: func(string) error { return nil },
 	}
 	return f, func() []ctlRequest { mu.Lock(); defer mu.Unlock(); return append([]ctlRequest(nil), reqs...) }
@@ -65,7 +62,7 @@ func TestInputStreamedInChunks(t *testing.T) {
 	f, reqs := streamFake("")
 	cfg := DefaultConfig()
 	cfg.InputMaxEntries = 50
-	e := New(cfg, f, nil)
+	e := newFakeEngine(cfg, f)
 	res, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true", Mount: dir,
 		Limits: core.Limits{Memory: 128 << 20}})
 	e.Settle()
@@ -122,7 +119,7 @@ func TestInputStreamRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, reqs := streamFake(`archive entry "big.bin": does not fit in /workspace`)
-	e := New(DefaultConfig(), f, nil)
+	e := newFakeEngine(DefaultConfig(), f)
 	_, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true", Mount: dir})
 	e.Settle()
 	if core.CodeOf(err) != core.ErrInvalid || !strings.Contains(err.Error(), "does not fit in /workspace") {

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,11 +47,11 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(strings.Contains(strings.Join(h.SecurityOpt, ","), "no-new-privileges"), "no-new-privileges", h.SecurityOpt)
 	check(!strings.Contains(strings.Join(h.SecurityOpt, ","), "seccomp=unconfined") && !strings.Contains(strings.Join(h.SecurityOpt, ","), "apparmor=unconfined"), "seccomp/apparmor not disabled", h.SecurityOpt)
 	check(!h.Privileged, "privileged", h.Privileged)
-	// The controller is pid 1 (docker-init would expose its stdio to user
-	// code), its stdin closes with Airlock's attach, and it removes itself.
+	// The controller is pid 1 (Airlock takes the link only from pid 1), it
+	// has no stdin (it talks over its link) and it removes itself.
 	check(h.Init != nil && !*h.Init, "no docker-init", h.Init)
 	check(h.AutoRemove, "auto-remove", h.AutoRemove)
-	check(cfg.StdinOnce && cfg.OpenStdin, "stdin once", cfg.StdinOnce)
+	check(!cfg.StdinOnce && !cfg.OpenStdin && !cfg.AttachStdin && !cfg.AttachStdout, "no stdin, no attach", cfg.OpenStdin)
 	check(strings.Join(cfg.Entrypoint, " ") == "python3 "+RunnerPath, "the controller is the entrypoint", cfg.Entrypoint)
 	check(h.IpcMode == "private", "ipc", h.IpcMode)
 	check(h.PidMode == "" && h.UTSMode == "" && h.UsernsMode == "" && h.CgroupnsMode != "host", "namespaces", []any{h.PidMode, h.UTSMode})
@@ -65,7 +67,12 @@ func TestInspectedHostConfig(t *testing.T) {
 	check(h.OomScoreAdj == SandboxOOMScoreAdj && h.OomScoreAdj > 0, "oom score adj", h.OomScoreAdj)
 	check(h.ShmSize == MaxShmBytes, "/dev/shm capped", h.ShmSize)
 	// The input folder is copied into /workspace, a tmpfs of the container's own.
-	check(len(h.Mounts) == 0 && len(c.Mounts) == 0, "no host path mounted", c.Mounts)
+	check(len(h.Mounts) == 1 && h.Mounts[0].Target == LinkPath && h.Mounts[0].ReadOnly && len(c.Mounts) == 1, "no host path mounted but the link, read-only", c.Mounts)
+	if len(h.Mounts) == 1 {
+		// Taken once, then removed: nothing else can connect.
+		_, err := os.Stat(filepath.Dir(h.Mounts[0].Source))
+		check(errors.Is(err, fs.ErrNotExist), "the link's folder removed once the controller connected", err)
+	}
 	check(strings.Contains(h.Tmpfs[WorkspacePath], ",uid="+uid) && strings.Contains(h.Tmpfs[WorkspacePath], "mode=0555"), "workspace tmpfs", h.Tmpfs)
 	ul := map[string]int64{}
 	for _, u := range r.Ulimits {

@@ -96,6 +96,19 @@ func forModes(t *testing.T, mod func(*Config), f func(t *testing.T, m mode)) {
 	}
 }
 
+// forModesSideBySide is forModes with the modes running at once (each
+// mode's checks still in order), for checks with no timing, CPU or heap
+// bound: the cold engine then serves several calls at once, as a server's
+// does. The parent's environment and temp dirs last until every mode ends.
+func forModesSideBySide(t *testing.T, mod func(*Config), f func(t *testing.T, m mode)) {
+	for _, m := range modes(t, mod) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, m)
+		})
+	}
+}
+
 func TestIsolation(t *testing.T) {
 	canary := "canary-" + newID()
 	t.Setenv("AIRLOCK_TEST_SECRET_TOKEN", canary)
@@ -116,7 +129,9 @@ func TestIsolation(t *testing.T) {
 	}
 	bridge := bridgeAddr(t)
 
-	forModes(t, nil, func(t *testing.T, m mode) {
+	// Every check below bounds a count, a status or what is visible, never
+	// a duration or the CPU: the four modes run side by side.
+	forModesSideBySide(t, nil, func(t *testing.T, m mode) {
 		t.Run("fork bomb stopped by pids limit", func(t *testing.T) {
 			r := m.run(t, core.Request{Language: core.Python, Limits: core.Limits{Pids: 32, Timeout: 30 * time.Second}, Code: `
 import os, time

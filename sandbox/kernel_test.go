@@ -43,6 +43,7 @@ func pooledEngine(t *testing.T, mod func(*Config)) *Engine {
 // N+1 of the same owner (which runs warm in the same container), and a
 // container that served owner A never serves owner B.
 func TestOwnerIsolation(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, nil)
 	first := run(t, e, core.Request{Owner: "A", Language: core.Python, Code: `
 import socket, subprocess, os
@@ -97,6 +98,7 @@ print(socket.gethostname()); print(seen)`})
 
 // TestSingleUse: in single-use mode no container serves two calls.
 func TestSingleUse(t *testing.T) {
+	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := pooledEngine(t, func(c *Config) { c.SingleUse = true })
 	seen := map[string]bool{}
 	for i := 0; i < 3; i++ {

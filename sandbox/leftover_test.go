@@ -28,24 +28,11 @@ func attackCode(t *testing.T, name string) string {
 func TestOneShotLeavesNothing(t *testing.T) {
 	e := pooledEngine(t, nil)
 	bomb, left := attackCode(t, "fork_bomb_ipc.py"), attackCode(t, "leftovers.py")
-	var container string
 	start := time.Now()
-	for i := 0; i < 20; i++ {
-		r := run(t, e, core.Request{Owner: "bomb", Language: core.Python, Code: fmt.Sprintf("N = %d\n%s", i, bomb),
-			Limits: core.Limits{Timeout: 30 * time.Second}})
-		if r.Status != core.StatusOK || r.Stdout != "[True, True, True, True]\n" {
-			t.Fatalf("run %d: bomb call: %s", i, brief(r))
-		}
-		next := run(t, e, core.Request{Owner: "bomb", Language: core.Python, Code: left})
-		if next.Status != core.StatusOK || next.Stdout != "0 0 []\n" {
-			t.Fatalf("run %d: the next call sees IPC objects, message queues, processes: %s", i, brief(next))
-		}
-		if container == "" {
-			container = r.Container
-		}
-		if r.Container != container || next.Container != container {
-			t.Fatalf("run %d: calls left the owner's warm container %s (%s, %s)", i, container, r.Container, next.Container)
-		}
-	}
+	warmPairs(t, e, 20, func(i int) core.Request {
+		return core.Request{Owner: "bomb", Language: core.Python, Code: fmt.Sprintf("N = %d\n%s", i, bomb),
+			Limits: core.Limits{Timeout: 30 * time.Second}}
+	}, "[True, True, True, True]\n", core.Request{Owner: "bomb", Language: core.Python, Code: left}, "0 0 []\n",
+		"the next call sees IPC objects, message queues, processes")
 	t.Logf("20 fork bombs cleaned up in %s", time.Since(start).Round(time.Millisecond))
 }

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // headTail keeps the first and the last half bytes of a stream and counts
@@ -54,4 +56,13 @@ func (h *headTail) text() string {
 		return safeUTF8(h.head) + fmt.Sprintf("\n[... %d bytes dropped ...]\n", d) + safeUTF8(tail)
 	}
 	return safeUTF8(append(append([]byte(nil), h.head...), tail...))
+}
+
+// safeUTF8 replaces invalid UTF-8 and NUL bytes so output is always safe JSON text.
+func safeUTF8(b []byte) string {
+	s := string(b)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }

@@ -19,7 +19,7 @@ const (
 	// processes killed (the sweep), output read to EOF, artifacts read.
 	PhaseTeardown = "teardown"
 	// PhaseRelay: the rest of the engine's wall time for the call: the
-	// request and the frames through the daemon's attach stream, decoding.
+	// request and the frames over the link socket, decoding.
 	PhaseRelay = "relay"
 	// PhaseAfterClean and PhaseAfterRefill: what the controller did after a
 	// one-shot call's done frame (files emptied; spares forked), reported
@@ -57,7 +57,7 @@ func tracePhases(trace map[string]float64, wall time.Duration) map[string]time.D
 func newPhaseHistogram() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "airlock_sandbox_call_phase_seconds",
-		Help:    "Where a controller call's time goes, by mode (oneshot, session) and phase: begin (spare taken, code sent), run (the code), teardown (leftovers killed, output and artifacts read, before the answer), relay (daemon attach stream and decoding), after_clean and after_refill (a one-shot call's cleanup after its answer).",
+		Help:    "Where a controller call's time goes, by mode (oneshot, session) and phase: begin (spare taken, code sent), run (the code), teardown (leftovers killed, output and artifacts read, before the answer), relay (the link socket both ways and decoding), after_clean and after_refill (a one-shot call's cleanup after its answer).",
 		Buckets: []float64{0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1},
 	}, []string{"mode", "phase"})
 }

@@ -296,7 +296,7 @@ func (p *pool) release(b *box, owner string, lane core.Lane) {
 		p.e.retire(b)
 		return
 	}
-	p.e.destroy(g.id, &g.hj, func() { p.adopt(k, b, g.limits.Memory) })
+	p.e.destroy(g.id, g.conn, func() { p.adopt(k, b, g.limits.Memory) })
 }
 
 // poolsFrom returns first, then the engine's other pools.
@@ -633,7 +633,7 @@ func (p *pool) drain() {
 // kills it; closing the attach already makes its controller exit).
 func (e *Engine) retire(b *box) {
 	b.dead.Store(true)
-	e.destroy(b.id, &b.hj, nil)
+	e.destroy(b.id, b.conn, nil)
 }
 
 // retireWarm removes a warm container that holds room in the memory
@@ -642,7 +642,7 @@ func (e *Engine) retire(b *box) {
 // would take the warm containers past the budget.
 func (e *Engine) retireWarm(b *box) {
 	b.dead.Store(true)
-	e.destroy(b.id, &b.hj, func() { e.warm.give(b.limits.Memory) })
+	e.destroy(b.id, b.conn, func() { e.warm.give(b.limits.Memory) })
 }
 
 // WaitWarm blocks until every pool has at least one generic container (or

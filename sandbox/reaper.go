@@ -19,23 +19,33 @@ import (
 // any made on this host by a process that is no longer running (or by an
 // earlier incarnation with our pid). It never touches containers of other
 // live Airlock processes. It returns how many it removed.
+//
+// It also removes the link folders under Config.LinkDir whose container
+// is gone (sweepLinks): those of a process killed while one booted.
 func (e *Engine) Reap(ctx context.Context) (int, error) {
+	cutoff := time.Now().Add(-linkStale)
 	list, err := e.docker.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))})
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: reap: list containers: %w: %w", core.ErrUnavailable, err)
 	}
 	n := 0
+	live := map[string]bool{} // link ids of the containers left
 	for _, c := range list {
 		if !e.leftover(c.Labels) {
+			live[c.Labels[LabelLink]] = true
 			continue
 		}
 		err := e.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !errdefs.IsNotFound(err) {
 			e.log.Warn("reap: remove failed", "container", short(c.ID), "err", err)
+			live[c.Labels[LabelLink]] = true
 			continue
 		}
 		n++
+	}
+	if k := e.sweepLinks(live, cutoff); k > 0 {
+		e.log.Info("reap: removed stale link folders", "count", k)
 	}
 	return n, nil
 }
@@ -165,30 +175,43 @@ type SessionBoundFunc func(ctx context.Context, owner, id string) (bool, error)
 // ReapUnboundSessions ends the sessions nobody can reach any more: those
 // bound reports unbound on every sweep for at least confirm (the queue
 // declared them lost, or their binding expired or was never written). Their
-// containers are removed. An error from bound resets a session's count. It
-// returns how many sessions it ended.
+// containers are removed. A session in use (a call, snapshot or restore
+// running) or used within confirm counts as reachable: a wake opens the
+// session and runs its call before the call's reply writes the binding. An
+// error from bound resets a session's count. It returns how many sessions
+// it ended.
 func (e *Engine) ReapUnboundSessions(ctx context.Context, bound SessionBoundFunc, confirm time.Duration) int {
 	s := e.sessions
+	type seen struct {
+		ss   *session
+		used time.Time
+	}
 	s.mu.Lock()
-	var live []*session
+	var live []seen
 	ids := map[string]bool{}
 	for id, ss := range s.live {
 		if ss.box != nil {
-			live = append(live, ss)
+			live = append(live, seen{ss, ss.info.LastUsed})
 			ids[id] = true
 		}
 	}
 	s.mu.Unlock()
 	now := time.Now()
 	n := 0
-	for _, ss := range live {
+	for _, l := range live {
+		ss := l.ss
 		id, owner := ss.info.ID, ss.info.Owner // fixed once the session is live
-		ok, err := bound(ctx, owner, id)
-		if !e.unbound.observe(id, err == nil && !ok, now, confirm) {
+		missing := ss.inUse.Load() == 0 && now.Sub(l.used) >= confirm
+		if missing {
+			ok, err := bound(ctx, owner, id)
+			missing = err == nil && !ok && ss.inUse.Load() == 0
+		}
+		if !e.unbound.observe(id, missing, now, confirm) {
 			continue
 		}
 		e.log.Info("session unbound: ending it and removing its container", "session", id, "owner", owner)
 		s.end(ss)
+		e.unbound.forget(id) // a wake may bring the id back; it starts afresh
 		n++
 	}
 	e.unbound.retain(ids)
@@ -220,6 +243,13 @@ func (m *missingSince) observe(key string, missing bool, now time.Time, after ti
 		m.seen[key], first = now, now
 	}
 	return now.Sub(first) >= after
+}
+
+// forget drops key's record.
+func (m *missingSince) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, key)
 }
 
 // retain forgets every key not in keep (no longer observed).

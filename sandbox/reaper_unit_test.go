@@ -217,3 +217,55 @@ func TestReapUnboundSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestReapUnboundSparesAWake: a session reaped as unbound and woken again
+// under its id (its call's reply has not written the binding yet) is not
+// ended by the next sweep: not while a call runs on it, nor within confirm
+// of its last use, and the old incarnation's count does not carry over
+// (CI saw a wake's restore killed by the sweep after the reap).
+func TestReapUnboundSparesAWake(t *testing.T) {
+	rf := &reapFake{}
+	e := New(Config{Instance: "me"}, rf.docker(), nil)
+	unbound := func(context.Context, string, string) (bool, error) { return false, nil }
+	const confirm = 50 * time.Millisecond
+	open := func(ctr string, used time.Time) *session {
+		ss := &session{box: &box{id: ctr}, info: SessionInfo{ID: "s-1", Owner: "alice", LastUsed: used}}
+		e.sessions.mu.Lock()
+		e.sessions.live["s-1"] = ss
+		e.sessions.mu.Unlock()
+		return ss
+	}
+	open("c-old", time.Time{})
+	e.ReapUnboundSessions(context.Background(), unbound, confirm)
+	time.Sleep(confirm + 10*time.Millisecond)
+	if n := e.ReapUnboundSessions(context.Background(), unbound, confirm); n != 1 {
+		t.Fatalf("the unbound session was not ended (%d)", n)
+	}
+	woken := open("c-new", time.Now())
+	woken.inUse.Add(1) // the wake's restore and call
+	for i := 0; i < 3; i++ {
+		time.Sleep(confirm + 10*time.Millisecond)
+		if n := e.ReapUnboundSessions(context.Background(), unbound, confirm); n != 0 {
+			t.Fatalf("sweep %d ended the woken session while in use", i)
+		}
+	}
+	woken.inUse.Add(-1)
+	e.sessions.mu.Lock()
+	woken.info.LastUsed = time.Now()
+	e.sessions.mu.Unlock()
+	if n := e.ReapUnboundSessions(context.Background(), unbound, confirm); n != 0 {
+		t.Fatal("a sweep right after the call ended the woken session")
+	}
+	time.Sleep(confirm + 10*time.Millisecond)
+	if n := e.ReapUnboundSessions(context.Background(), unbound, confirm); n != 0 {
+		t.Fatal("the first sweep that saw the idle woken session unbound ended it")
+	}
+	time.Sleep(confirm + 10*time.Millisecond)
+	if n := e.ReapUnboundSessions(context.Background(), unbound, confirm); n != 1 {
+		t.Fatal("the woken session, unbound and idle on two sweeps, was kept")
+	}
+	e.Settle()
+	if g := rf.gone(); !slices.Equal(slices.Sorted(slices.Values(g)), []string{"c-new", "c-old"}) {
+		t.Fatalf("removed containers %v", g)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
@@ -27,6 +28,9 @@ type session struct {
 	// snapMu keeps one snapshot or restore at a time (they share the
 	// controller's snapshot files).
 	snapMu sync.Mutex
+	// inUse counts the calls, snapshots and restores running on the
+	// session: the unbound-session sweep spares a session while it is in use.
+	inUse atomic.Int32
 }
 
 // sessions tracks live sessions and ends them on idle TTL or maximum life.
@@ -260,7 +264,9 @@ func (e *Engine) SessionExec(ctx context.Context, req core.Request) (core.Result
 		env[k] = v
 	}
 	e.sessions.touch(ss)
+	ss.inUse.Add(1)
 	res, err := e.sessionRun(ctx, ss, c, env)
+	ss.inUse.Add(-1)
 	if res.SessionEnded || ss.box.dead.Load() {
 		res.SessionEnded = true
 		e.sessions.end(ss)

@@ -14,6 +14,14 @@ import (
 // snapChunk is the most one snapread or snapwrite carries.
 const snapChunk = 4 << 20
 
+// snapInline is the largest snapshot (both parts) the controller sends in
+// its done frame (featureSnapInline) instead of in snapread chunks.
+const snapInline = 1 << 20
+
+// featureSnapInline: the controller can send a small snapshot's parts in
+// the snapshot op's done frame (ctlRequest.InlineMax).
+const featureSnapInline = "snap_inline"
+
 // snapOpTimeout bounds the snapshot and restore ops (dill on a large
 // namespace); the controller's own bound in the kernel is 300 s.
 const snapOpTimeout = 330 * time.Second
@@ -30,16 +38,25 @@ func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes
 	}
 	ss.snapMu.Lock()
 	defer ss.snapMu.Unlock()
+	ss.inUse.Add(1)
+	defer ss.inUse.Add(-1)
 	e.sessions.touch(ss)
-	f, err := e.snapOp(ctx, ss, ctlRequest{Op: "snapshot", MaxBytes: maxBytes}, snapOpTimeout)
+	req := ctlRequest{Op: "snapshot", MaxBytes: maxBytes}
+	if ss.box.has(featureSnapInline) {
+		req.InlineMax = snapInline
+	}
+	f, err := e.snapOp(ctx, ss, req, snapOpTimeout)
 	if err != nil {
 		return core.SnapshotReport{}, err
 	}
-	defer func() { _, _ = e.snapOp(context.WithoutCancel(ctx), ss, ctlRequest{Op: "snapclear"}, time.Minute) }()
 	rep := core.SnapshotReport{Names: f.Names, Modules: f.Modules, Skipped: f.Skipped, Entries: f.SnapEntries}
 	if rep.Skipped == nil {
 		rep.Skipped = []core.SnapshotSkip{}
 	}
+	if f.Inline != nil { // the controller removed its files
+		return inlineSnapshot(f, rep, sink)
+	}
+	defer func() { _, _ = e.snapOp(context.WithoutCancel(ctx), ss, ctlRequest{Op: "snapclear"}, time.Minute) }()
 	for _, part := range core.SnapshotParts {
 		want, ok := f.Parts[part]
 		if !ok {
@@ -73,6 +90,27 @@ func (e *Engine) SnapshotSession(ctx context.Context, owner, id string, maxBytes
 	return rep, nil
 }
 
+// inlineSnapshot hands the parts a snapshot's done frame carried (a
+// small snapshot: one round trip, no snapread or snapclear) to sink,
+// checked against the frame's sizes and digests.
+func inlineSnapshot(f ctlFrame, rep core.SnapshotReport, sink core.SnapshotSink) (core.SnapshotReport, error) {
+	for _, part := range core.SnapshotParts {
+		want, ok := f.Parts[part]
+		data, got := f.Inline[part]
+		if !ok || !got || int64(len(data)) != want.Size || len(data) > snapInline {
+			return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, "bad inline "+part+" part from the controller")
+		}
+		if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != want.SHA256 {
+			return core.SnapshotReport{}, core.Errorf("sandbox.snapshot", core.ErrInternal, "the inline "+part+" part does not match its digest")
+		}
+		if err := sink(part, want.Size, data); err != nil {
+			return core.SnapshotReport{}, err
+		}
+		rep.Bytes += want.Size
+	}
+	return rep, nil
+}
+
 // RestoreSession loads a snapshot into session id of owner: src writes
 // each part into the container, then the controller unpacks the work
 // folder into the emptied /work and, with mode core.RestoreNamespace, has
@@ -84,6 +122,8 @@ func (e *Engine) RestoreSession(ctx context.Context, owner, id, mode string, max
 	}
 	ss.snapMu.Lock()
 	defer ss.snapMu.Unlock()
+	ss.inUse.Add(1)
+	defer ss.inUse.Add(-1)
 	e.sessions.touch(ss)
 	for _, part := range core.SnapshotParts {
 		var off int64

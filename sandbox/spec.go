@@ -28,11 +28,13 @@ const (
 // containerSpec is everything needed to create one sandbox container. Its
 // main process is always the image's controller (RunnerPath, set as the
 // entrypoint, whatever the image's own). It runs as
-// pid 1 (no docker-init, which user code could use to reach the
-// controller's stdio), its stdin closes when Airlock's attach goes away
-// (StdinOnce: the dead man's switch) and a stopped container removes itself
-// (AutoRemove). No host path is ever mounted: a call's input is copied into
-// the container's own /workspace tmpfs (input.go).
+// pid 1 (no docker-init: Airlock accepts the link only from pid 1), talks
+// to Airlock over its link (link.go: a unix socket whose closing is the dead
+// man's switch; no stdin, no attach: its stdout and stderr only reach the
+// container's log, never read) and a stopped container removes itself
+// (AutoRemove). No host folder is ever mounted: only the link's socket and
+// an egress door's; a call's input is copied into the container's own
+// /workspace tmpfs (input.go).
 type containerSpec struct {
 	Image   string
 	Env     []string
@@ -49,6 +51,9 @@ type containerSpec struct {
 	// Door is the host path of the container's egress door (egress.go),
 	// bind-mounted read-only at DoorPath; "" for none (no network at all).
 	Door string
+	// Link is the host path of the container's link socket (link.go),
+	// bind-mounted read-only at LinkPath.
+	Link string
 }
 
 // build turns a spec into the Docker create payloads. Every isolation
@@ -65,11 +70,6 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 		WorkingDir:      "/work",
 		Labels:          s.Labels,
 		NetworkDisabled: true,
-		AttachStdin:     true,
-		AttachStdout:    true,
-		AttachStderr:    true,
-		OpenStdin:       true,
-		StdinOnce:       true,
 		Tty:             false,
 		StopSignal:      "SIGKILL",
 	}
@@ -106,10 +106,16 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 			},
 		},
 	}
+	if s.Link != "" {
+		// Airlock's link: a unix socket private to this container, listened
+		// on until its controller has connected (connect works on a
+		// read-only mount).
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.Link, Target: LinkPath, ReadOnly: true})
+	}
 	if s.Door != "" {
-		// The only host path ever mounted: a unix socket of the egress
-		// proxy, private to this container. NetworkMode stays none.
-		host.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: s.Door, Target: DoorPath, ReadOnly: true}}
+		// A unix socket of the egress proxy, private to this container.
+		// NetworkMode stays none.
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.Door, Target: DoorPath, ReadOnly: true})
 	}
 	// Issue 10: per-container uid, OomScoreAdj, capped /dev/shm (tenant.go).
 	s.isolateTenant(cfg, host)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -140,28 +139,35 @@ func TestHeadTailKeepsBothEnds(t *testing.T) {
 	}
 }
 
-func TestLineReaderAcrossFrames(t *testing.T) {
-	var raw []byte
+func TestLineReaderAcrossReads(t *testing.T) {
 	line := `{"t":"out","id":"x","s":"stdout","d":"hi"}` + "\n" + `{"t":"done","id":"x"}` + "\n"
-	for i := 0; i < len(line); i += 7 {
-		raw = append(raw, frame(streamStdout, line[i:min(i+7, len(line))])...)
-		raw = append(raw, frame(streamStderr, "log")...)
+	lr := lineReader{r: &slowReader{data: []byte(line)}}
+	var got []string
+	for len(got) < 2 {
+		l, err := lr.next(1 << 10)
+		if errors.Is(err, errTick) {
+			continue // a deadline fired mid-line: the place is kept
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(l))
 	}
-	lr := lineReader{dm: demux{r: bytes.NewReader(raw)}, log: capped{limit: 100}}
-	a, err := lr.next(1 << 10)
-	if err != nil || !strings.Contains(string(a), `"out"`) {
-		t.Fatalf("first line %q %v", a, err)
+	if !strings.Contains(got[0], `"out"`) || got[1] != `{"t":"done","id":"x"}` {
+		t.Fatalf("lines %q", got)
 	}
-	b, err := lr.next(1 << 10)
-	if err != nil || string(b) != `{"t":"done","id":"x"}` {
-		t.Fatalf("second line %q %v", b, err)
+	if _, err := lr.next(1 << 10); !errors.Is(err, io.EOF) && !errors.Is(err, errTick) {
+		t.Fatalf("after the last line: %v", err)
 	}
-	if !strings.HasPrefix(lr.log.text(), "loglog") {
-		t.Fatalf("controller log %q", lr.log.text())
-	}
-	long := lineReader{dm: demux{r: bytes.NewReader(frame(streamStdout, strings.Repeat("x", 5000)))}}
+	long := lineReader{r: bytes.NewReader([]byte(strings.Repeat("x", 5000)))}
 	if _, err := long.next(100); !errors.Is(err, errLineTooLong) {
 		t.Fatalf("unbounded line: %v", err)
+	}
+	many := lineReader{r: bytes.NewReader(bytes.Repeat([]byte("ab\n"), 100000))}
+	for i := 0; i < 100000; i++ {
+		if l, err := many.next(10); err != nil || string(l) != "ab" {
+			t.Fatalf("line %d: %q %v", i, l, err)
+		}
 	}
 }
 
@@ -227,33 +233,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	return 1, nil
 }
 
-func TestDemuxResumesAfterErrors(t *testing.T) {
-	data := append(frame(streamStdout, "out"), frame(streamStderr, "err!")...)
-	d := demux{r: &slowReader{data: data}}
-	var got []string
-	for len(got) < 2 {
-		s, p, err := d.next()
-		if errors.Is(err, errTick) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(rune('0'+s))+string(p))
-	}
-	if got[0] != "1out" || got[1] != "2err!" {
-		t.Fatalf("frames %q", got)
-	}
-}
-
-func TestCappedNeverGrows(t *testing.T) {
-	c := capped{limit: 10}
-	for i := 0; i < 1000; i++ {
-		_, _ = c.Write(bytes.Repeat([]byte("x"), 1000))
-	}
-	if c.buf.Len() != 10 || !c.over() || c.total != 1_000_000 {
-		t.Fatalf("kept %d bytes, total %d", c.buf.Len(), c.total)
-	}
+func TestSafeUTF8(t *testing.T) {
 	if safeUTF8([]byte("a\xffb\x00")) != "a\uFFFDb\uFFFD" {
 		t.Fatal("invalid UTF-8 not replaced")
 	}
@@ -302,17 +282,15 @@ func TestExecWithFakeDocker(t *testing.T) {
 			cfg, host = c, h
 			return container.CreateResponse{ID: "c1"}, nil
 		},
-		attach: func(string) (types.HijackedResponse, error) {
-			return fakeController(func(req ctlRequest) []ctlFrame {
-				got = req
-				return []ctlFrame{{T: "out", S: "stdout", D: "hi\n"}, {T: "out", S: "stderr", D: "oops\n"}, {T: "done", Status: "error", ExitCode: 3}}
-			}), nil
-		},
+		serve: fakeController(func(req ctlRequest) []ctlFrame {
+			got = req
+			return []ctlFrame{{T: "out", S: "stdout", D: "hi\n"}, {T: "out", S: "stderr", D: "oops\n"}, {T: "done", Status: "error", ExitCode: 3}}
+		}),
 		start: func(string) error { return nil },
 	}
 	ecfg := DefaultConfig()
 	ecfg.Runtime = "runsc"
-	e := New(ecfg, f, nil)
+	e := newFakeEngine(ecfg, f)
 	mnt := t.TempDir()
 	if err := os.WriteFile(filepath.Join(mnt, "in.txt"), []byte("input"), 0o644); err != nil {
 		t.Fatal(err)
@@ -337,11 +315,11 @@ func TestExecWithFakeDocker(t *testing.T) {
 		t.Fatalf("in.txt arrived as %q", data)
 	}
 	if cfg.User != cfg.Labels[LabelUID]+":"+cfg.Labels[LabelUID] || !DefaultUIDRange.contains(atoiOr0(cfg.Labels[LabelUID])) || !cfg.NetworkDisabled ||
-		cfg.Image != "airlock/shell:latest" || strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 || !cfg.StdinOnce || !cfg.OpenStdin {
+		cfg.Image != "airlock/shell:latest" || strings.Join(cfg.Entrypoint, " ") != "python3 "+RunnerPath || len(cfg.Cmd) != 0 || cfg.StdinOnce || cfg.OpenStdin || cfg.AttachStdin {
 		t.Fatalf("config %+v", cfg)
 	}
 	env := strings.Join(cfg.Env, " ")
-	if !strings.Contains(env, "AIRLOCK_PRELOAD=0") || !strings.Contains(env, "AIRLOCK_WORKSPACE=tmpfs") || strings.Contains(env, "TZ=") || cfg.Labels[LabelManaged] != "true" {
+	if !strings.Contains(env, "AIRLOCK_PRELOAD=0") || !strings.Contains(env, "AIRLOCK_LINK="+LinkPath) || !strings.Contains(env, "AIRLOCK_WORKSPACE=tmpfs") || strings.Contains(env, "TZ=") || cfg.Labels[LabelManaged] != "true" {
 		t.Fatalf("env %v labels %v: the call's env goes with the call, not the container", cfg.Env, cfg.Labels)
 	}
 	r := host.Resources
@@ -351,7 +329,7 @@ func TestExecWithFakeDocker(t *testing.T) {
 		!strings.Contains(strings.Join(host.SecurityOpt, ","), "no-new-privileges"),
 		strings.Contains(strings.Join(host.SecurityOpt, ","), "unconfined"),
 		r.Memory != 64<<20 || r.MemorySwap != 64<<20, r.NanoCPUs != 5e8, r.PidsLimit == nil || *r.PidsLimit != 10,
-		len(r.Devices) != 0, len(host.Binds) != 0, len(host.Mounts) != 0, host.IpcMode != "private", host.PidMode != "", host.UTSMode != "",
+		len(r.Devices) != 0, len(host.Binds) != 0, len(host.Mounts) != 1 || host.Mounts[0].Target != LinkPath || !host.Mounts[0].ReadOnly, host.IpcMode != "private", host.PidMode != "", host.UTSMode != "",
 		host.LogConfig.Config["max-size"] == "", host.Tmpfs[WorkspacePath] == "":
 		t.Fatalf("host config %+v", host)
 	}
@@ -369,7 +347,7 @@ func TestExecWithFakeDocker(t *testing.T) {
 // to do) before any container is created; so is one whose label names
 // another runner.
 func TestImageWithoutController(t *testing.T) {
-	for _, labels := range []map[string]string{nil, {LabelRunner: "/opt/airlock/runner.py"}} {
+	for _, labels := range []map[string]string{nil, {LabelRunner: "/opt/airlock/runner.py", LabelWire: WireLink}, {LabelRunner: RunnerPath}} {
 		f := &fakeDocker{image: func(string) (image.InspectResponse, error) {
 			return image.InspectResponse{Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: labels}}}, nil
 		}}
@@ -400,8 +378,7 @@ func TestDaemonErrorsLeaveNothing(t *testing.T) {
 		create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
 			return container.CreateResponse{ID: "c1"}, nil
 		},
-		attach: func(string) (types.HijackedResponse, error) { return pipeAttach(nil), nil },
-		start:  func(string) error { return errors.New("daemon exploded") },
+		start: func(string) error { return errors.New("daemon exploded") },
 	}
 	e := New(Config{}, f, nil)
 	_, err := e.Exec(context.Background(), core.Request{Language: core.Shell, Code: "true"})

@@ -7,14 +7,19 @@
 
 The container gets the same hardening Airlock uses; the controller code is mounted
 from this checkout (images/python/rootfs/opt/airlock), so no image rebuild is needed.
+Like Airlock, the driver listens on a link socket of the container's own (a private
+folder, bind-mounted at /run/airlock/link.sock), takes the controller's one connection,
+removes the socket and speaks the protocol on that connection.
 """
 
 import base64
-import io
 import json
 import os
 import queue
+import shutil
+import socket
 import statistics
+import tempfile
 import subprocess
 import sys
 import threading
@@ -25,23 +30,24 @@ AIRLOCK_DIR = os.path.normpath(os.path.join(HERE, "..", "rootfs", "opt", "airloc
 IMAGE = os.environ.get("IMAGE", "airlock/python:latest")
 
 
-def host_cmd(env=None):
+LINK_PATH = "/run/airlock/link.sock"
+
+
+def host_cmd(env=None, link=None):
     """DRIVE_HOST=1: a private pid+mount namespace on the host (no numpy; quick checks only)."""
-    envs = " ".join("%s=%s" % kv for kv in (env or {}).items())
+    envs = " ".join("%s=%s" % kv for kv in dict(env or {}, AIRLOCK_LINK=link).items())
     script = ("mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm && mkdir /tmp/w && chown 10001:10001 /tmp/w"
               " && exec setpriv --reuid 10001 --regid 10001 --clear-groups env AIRLOCK_WORK=/tmp/w MPLCONFIGDIR=/tmp/.mpl "
               + envs + " python3 " + AIRLOCK_DIR + "/controller.py")
     return ["unshare", "--fork", "--pid", "--mount-proc", "--mount", "sh", "-c", script]
 
 
-def docker_cmd(env=None, name=None):
+def docker_cmd(env=None, name=None, link=None):
     if os.environ.get("DRIVE_HOST"):
-        return host_cmd(env)
-    # No --init: the controller must be pid 1. Under docker-init, pid 1 (tini, same uid,
-    # dumpable) holds the container's stdin/stdout, and user code can open /proc/1/fd/0 and 1
-    # to steal requests and forge frames. DRIVE_INIT=1 shows that.
+        return host_cmd(env, link)
+    # No --init: the controller must be pid 1 (Airlock takes the link only from pid 1).
     init = ["--init"] if os.environ.get("DRIVE_INIT") else []
-    cmd = ["docker", "run", "--rm", "-i"] + init + ["--network", "none", "--read-only", "--cap-drop", "ALL",
+    cmd = ["docker", "run", "--rm"] + init + ["-v", link + ":" + LINK_PATH + ":ro", "-e", "AIRLOCK_LINK=" + LINK_PATH, "--network", "none", "--read-only", "--cap-drop", "ALL",
            "--security-opt", "no-new-privileges", "--user", "10001:10001", "--pids-limit", "128",
            "-m", "512m", "--memory-swap", "512m",
            "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m",
@@ -59,8 +65,22 @@ class Client:
 
     def __init__(self, env=None, name=None):
         self.t_start = time.monotonic()
-        self.proc = subprocess.Popen(docker_cmd(env, name), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     bufsize=0)
+        # The link: a socket in a private folder; one connection taken, then removed.
+        folder = tempfile.mkdtemp(prefix="airlock-drive-link-")
+        path = os.path.join(folder, "link.sock")
+        ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ln.bind(path)
+        os.chmod(path, 0o666)
+        ln.listen(1)
+        ln.settimeout(120)
+        self.proc = subprocess.Popen(docker_cmd(env, name, path), stdin=subprocess.DEVNULL)
+        try:
+            self.sock, _ = ln.accept()
+        finally:
+            ln.close()
+            shutil.rmtree(folder, ignore_errors=True)
+        self.sock.settimeout(None)
+        self.wfile = self.sock.makefile("wb", buffering=0)
         self.queues = {}
         self.lock = threading.Lock()
         self.n = 0
@@ -75,7 +95,7 @@ class Client:
             return self.queues.setdefault(rid, queue.Queue())
 
     def _read(self):
-        f = io.BufferedReader(self.proc.stdout, 1 << 20)  # the raw pipe would read byte by byte
+        f = self.sock.makefile("rb", buffering=1 << 20)
         for line in f:
             m = json.loads(line)
             if m.get("t") == "ready":
@@ -88,8 +108,7 @@ class Client:
         self.n += 1
         req.setdefault("id", "r%d" % self.n)
         self._q(req["id"])
-        self.proc.stdin.write((json.dumps(req) + "\n").encode())
-        self.proc.stdin.flush()
+        self.wfile.write((json.dumps(req) + "\n").encode())
         return req["id"]
 
     def wait(self, rid, timeout=60):
@@ -119,7 +138,8 @@ class Client:
 
     def close(self):
         try:
-            self.proc.stdin.close()
+            self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
         except OSError:
             pass
         try:
@@ -477,6 +497,52 @@ def t_jupyter(c):
     c.call({"op": "restart"})
 
 
+ORDER_CASES = [("print('a'); clear_output(); print('b')", [("out", "a\n"), ("clear_output", None), ("out", "b\n")]),
+               ("print('a'); display(1); print('b')", [("out", "a\n"), ("display", "1"), ("out", "b\n")]),
+               ("import sys\nprint('a', file=sys.stderr); display(2); print('b')",
+                [("err", "a\n"), ("display", "2"), ("out", "b\n")])]
+
+
+def t_notebook_order(c, n=20):
+    """Output before and after a display / clear_output keeps its exact order (the messages
+    carry the byte counts written before them)."""
+    for code, want in ORDER_CASES:
+        bad = []
+        for _ in range(n):
+            frames, _ = c.call({"op": "exec", "mode": "session", "notebook": True, "timeout_ms": 30000, "code": code})
+            got = []
+            for f in frames:
+                if f["t"] == "out":
+                    kind = "out" if f["s"] == "stdout" else "err"
+                    if got and got[-1][0] == kind:
+                        got[-1] = (kind, got[-1][1] + f["d"])
+                    else:
+                        got.append((kind, f["d"]))
+                elif f["t"] == "display":
+                    got.append(("display", f["data"].get("text/plain")))
+                else:
+                    got.append((f["t"], None))
+            if got != want:
+                bad.append(got)
+        check("exact order x%d: %s" % (n, code.replace("\n", "; ")), not bad, "%d wrong, e.g. %r" % (len(bad), bad[:1]))
+
+
+MPL_LINK = ("import glob, os\nprint(' '.join('image' if open(p, 'rb').read() == open('/usr/local/share/airlock/mpl/' + "
+            "os.path.basename(p), 'rb').read() else 'other' for p in glob.glob('/tmp/.mpl/fontlist-*.json')))")
+
+
+def t_notebook_libs(c):
+    """matplotlib's font cache is the image's (copied into /tmp/.mpl at start and again after
+    each one-shot cleanup), and IPython.display (the shim) gives the right mime bundles."""
+    links = [c.exec(MPL_LINK)[0].strip() for _ in range(2)]
+    check("the image's font cache in /tmp/.mpl, also after a one-shot cleanup",
+          links == ["image", "image"], repr(links))
+    _, _, done, disp = c.exec("from IPython.display import display, HTML, Markdown\ndisplay(HTML('<b>x</b>'), Markdown('*m*'))",
+                              mode="session", notebook=True)
+    check("IPython.display shim", done["status"] == "ok" and [d.get("text/html", d.get("text/markdown")) for d in disp]
+          == ["<b>x</b>", "*m*"], repr((done["status"], disp))[:300])
+
+
 def t_pilshow(c):
     for mode in ("oneshot", "session"):
         out, err, done, disp = c.exec("from PIL import Image\nImage.new('RGB', (4, 4), 'red').show()", mode=mode)
@@ -498,16 +564,17 @@ def t_eof():
     name = "airlock-drive-eof-%d" % os.getpid()
     c = Client(name=name)
     c.exec("import subprocess\nsubprocess.Popen(['sleep', '1000'], start_new_session=True)", mode="session", background=True)
-    # Simulate the driver's death: close our end of the container's stdin abruptly.
+    # Simulate the driver's death: its end of the link closes (as on kill -9).
     t = time.monotonic()
-    os.kill(c.proc.pid, 9)
+    c.sock.shutdown(socket.SHUT_RDWR)  # the reader thread's file keeps the fd itself open
+    c.sock.close()
     while time.monotonic() - t < 10:
         r = subprocess.run(["docker", "ps", "-q", "--filter", "name=" + name], capture_output=True, text=True)
         if not r.stdout.strip():
             break
         time.sleep(0.1)
     dt = time.monotonic() - t
-    check("stdin EOF (docker client killed -9) -> container gone", dt < 3, "%.2f s" % dt)
+    check("link EOF (the driver gone) -> container gone", dt < 3, "%.2f s" % dt)
 
 
 def t_maxlife(life=30):
@@ -530,7 +597,7 @@ def burner():
 
 
 ALL = ["boot", "latency", "isolation", "session", "forgery", "interrupt", "timeout", "death", "rich", "error", "misc",
-       "hooked", "ipc", "background", "jupyter", "pilshow", "envstdin", "ordering", "eof", "maxlife"]
+       "hooked", "ipc", "background", "jupyter", "pilshow", "envstdin", "ordering", "notebook_order", "notebook_libs", "eof", "maxlife"]
 
 
 def main(argv):
@@ -572,6 +639,10 @@ def main(argv):
                 t_misc(c)
             elif name == "jupyter":
                 t_jupyter(c)
+            elif name == "notebook_order":
+                t_notebook_order(c)
+            elif name == "notebook_libs":
+                t_notebook_libs(c)
             elif name == "hooked":
                 t_hooked(c)
             elif name == "ipc":

@@ -39,13 +39,17 @@ class CpuMeter:
             call.spare0 = {}
         else:
             call.spare0 = {sp.pid: proc.thread_cpu(sp.pid) or 0.0 for sp in spares if sp.pid is not None}
+        # Spares still being forked (a one-shot call does not wait for them): all their
+        # CPU is their set-up, none of it the call's.
+        call.spares_forking = [sp for sp in spares if sp.pid is None and sp.dead is None]
         call.cg = self.own_cpu()
 
     def stop(self, call):
         """Readings when the kernel answered or died."""
         if call.cg is not None:
             call.cg_end = self.own_cpu()
-            call.spare_used = self.spare_cpu_since(call.spare0)
+            born = {sp.pid: 0.0 for sp in call.spares_forking if sp.pid is not None and sp.pid not in call.spare0}
+            call.spare_used = self.spare_cpu_since({**call.spare0, **born})
 
     def own_cpu(self):
         """[container, controller, zygote] CPU seconds now; None if the cgroup is unreadable."""
@@ -76,15 +80,18 @@ class CpuMeter:
             return max(0.0, (b[0] - a[0]) - (b[1] - a[1]) - max(0.0, b[2] - a[2]) - call.spare_used)
         return self.proc_call_cpu(call)
 
-    def proc_call_cpu(self, call):
+    def proc_call_cpu(self, call, wait=True):
         """The kernel's own accounting (what it waited for included) plus the orphans the
-        controller reaped during the call; None if unknown."""
+        controller reaped during the call; None if unknown. wait=False (the trace's
+        cpu_proc_ms) never waits for a dead kernel's exit report: that wait is two process
+        wake-ups (the zygote's wait4, its report read here) before the done frame, which
+        on a loaded machine cost the call milliseconds."""
         k = call.kernel
         self.reap()
         if k.dead is not None:
             # It exited: the zygote's exit report carries its rusage (wait4).
             end = now() + 0.2
-            while k.cpu_s is None and k.pid is not None and k.pid in self.kernels.by_pid and now() < end:
+            while wait and k.cpu_s is None and k.pid is not None and k.pid in self.kernels.by_pid and now() < end:
                 self.loop.poll(0.01)
             total = k.cpu_s
         else:

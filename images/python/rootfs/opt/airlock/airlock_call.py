@@ -79,6 +79,7 @@ class Call:
         self.cg_end = None  # ... and when the kernel answered or died
         self.spare0 = {}  # spare pid -> its CPU seconds at the call's start ...
         self.spare_used = 0.0  # ... and how much they used during it (a spare's set-up)
+        self.spares_forking = []  # spares without a pid yet at the call's start
         self.unpack = None  # {"format", "entries", "bytes", "unpack_ms"} of the call's archive
 
     def mark(self, name, t=None):
@@ -158,6 +159,19 @@ def capped(warnings):
     return warnings[:MAX_WARNINGS] + (["... and %d more warnings" % more] if more > 0 else [])
 
 
+def output_marks(msg):
+    """A call's message's "o": [stdout bytes, stderr bytes] the code had written through
+    sys.stdout/sys.stderr when it sent it, as {stream: n}; None if absent or not two
+    non-negative ints (a done, or the code's own). Per call pipes: wrong marks only reorder
+    that call's own output around its own message."""
+    o = msg.get("o")
+    if msg.get("t") == "done" or type(o) is not list or len(o) != 2:
+        return None
+    if any(type(n) is not int or n < 0 for n in o):
+        return None
+    return {"stdout": o[0], "stderr": o[1]}
+
+
 class Runner:
     """Runs exec requests, one at a time, to their done frames."""
 
@@ -223,13 +237,23 @@ class Runner:
         return kind, k, restarted
 
     def _begin(self, req, unpacked):
+        # The previous one-shot call's kernel gone (its exit reported), and the children
+        # it had, handed to the controller by that exit, reaped: nothing of it is listed.
+        if self.kernels.retired:
+            self.kernels.wait_retired()
+            self.reap()
         kind, k, restarted = self._choose(req)
         self.kernels.wait_ready(k)
         t_kernel = now()
         call = Call(req, k, self.next_seq(), kind)
         call.unpack, call.restarted = unpacked, restarted
         call.mark("kernel_ready", t_kernel)
-        self.kernels.wait_forks()
+        if kind != "oneshot":
+            # A session's snapshot of its processes must not see a spare being forked.
+            self.kernels.wait_forks()
+        # A one-shot call does not wait for the previous call's refill: the zygote forks
+        # while the call runs (that fork's pid is awaited before the teardown's listing),
+        # and the spare's CPU is kept out of the call's count (CpuMeter).
         call.mark("forks_begin")
         if kind == "tool":
             call.snapshot = self.session.freeze_for(k)
@@ -307,8 +331,14 @@ class Runner:
             return  # not this call's: a kernel only ever speaks for its current call
         if msg.get("t") == "done" and msg.get("token") != call.token:
             return  # not written by the kernel's reporting code
-        call.output.drain_available()
-        call.output.flush_pending()
+        marks = output_marks(msg)
+        if marks is None:
+            call.output.drain_available()
+            call.output.flush_pending()
+        else:
+            # Exactly what the code wrote before this message goes before it; what it wrote
+            # after (already in the pipe or read) follows it.
+            call.output.flush_to(marks)
         t = msg.get("t")
         if t == "display":
             self._display(call, msg.get("data"), call.notebook and msg.get("result") is True)
@@ -419,15 +449,19 @@ class Runner:
         k = call.kernel
         if call.kind in ("oneshot", "tool") and k.dead is None:
             self.kernels.kill(k, {"message": "done", "exit_code": 0, "retired": True})
+        if call.kind == "oneshot" and k.direct is None and k.pid is not None:
+            self.kernels.retired.append(k)  # the next call waits for its exit (wait_retired)
         if call.kind == "oneshot":
             call.mark("retired")
+            # Every spare asked for has its pid first (the call did not wait for the
+            # refill's fork): a spare still forking would be neither kept nor listed.
+            self.kernels.wait_forks()
+            call.mark("forks")
             # A session's kernel is kept too (and left stopped if it was), should one-shot
             # and session calls ever share a container.
             keep = self.kernels.protected(also=[self.session.live()])
             thaw = keep - {self.session.pid()} if self.session.stopped else keep
             call.mark("kept")
-            self.kernels.wait_forks()
-            call.mark("forks")
             also = [self.session.live()]
             if k.direct is None:
                 cleanup.stop_all()
@@ -472,7 +506,7 @@ class Runner:
             done["archive"] = call.unpack
         if TRACE:
             done["trace"] = {name: round((t - call.t_recv) * 1000, 3) for name, t in call.marks}
-            pc = self.meter.proc_call_cpu(call)
+            pc = self.meter.proc_call_cpu(call, wait=False)  # null if the exit report is not in yet
             done["trace"]["cpu_proc_ms"] = round(pc * 1000, 3) if pc is not None else None
             for name, secs in self.after.items():
                 done["trace"]["prev_" + name] = round(secs * 1000, 3)

@@ -158,24 +158,45 @@ def clear_ipc():
     """Remove every SysV IPC object of the container's IPC namespace (shared memory,
     semaphore sets, message queues; the controller's uid created them, so it may, even if
     their owner was changed). A segment still attached goes when its last process is gone.
-    POSIX message queues are files in /dev/mqueue: clear_dirs removes them."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return
-    for kind, rmid in (("shm", lambda i: libc.shmctl(i, IPC_RMID, None)),
-                       ("sem", lambda i: libc.semctl(i, 0, IPC_RMID)),
-                       ("msg", lambda i: libc.msgctl(i, IPC_RMID, None))):
+    POSIX message queues are files in /dev/mqueue: clear_dirs removes them. The three
+    listings are read first; libc is loaded only when one of them lists an object (after
+    nearly every call none does)."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
         try:
-            with open("/proc/sysvipc/" + kind) as f:
-                lines = f.read().splitlines()[1:]
+            lines = _read_small("/proc/sysvipc/" + kind).splitlines()[1:]
         except OSError:
             continue
         for line in lines:
             try:
-                rmid(int(line.split()[1]))
+                found.append((kind, int(line.split()[1])))
             except (ValueError, IndexError):
                 pass
+    if not found:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    rmid = {"shm": lambda i: libc.shmctl(i, IPC_RMID, None),
+            "sem": lambda i: libc.semctl(i, 0, IPC_RMID),
+            "msg": lambda i: libc.msgctl(i, IPC_RMID, None)}
+    for kind, ident in found:
+        rmid[kind](ident)
+
+
+def _read_small(path):
+    """A /proc file's text, read with raw syscalls (no buffered text file per read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                return b"".join(chunks).decode("ascii", "replace")
+            chunks.append(b)
+    finally:
+        os.close(fd)
 
 
 def clear_dirs(dirs):
@@ -191,3 +212,41 @@ def make_dirs(dirs):
             os.makedirs(d, exist_ok=True)
         except OSError:
             pass
+
+
+def read_prebuilt(src):
+    """The files of folder src (read-only, from the image) as [(name, bytes)], read once
+    when the controller starts: matplotlib's font cache built at image build time
+    (write_prebuilt puts it back after every one-shot call without reading the image
+    again)."""
+    out = []
+    try:
+        names = sorted(os.listdir(src))
+    except OSError:
+        return out
+    for name in names:
+        try:
+            with open(os.path.join(src, name), "rb") as f:
+                out.append((name, f.read(8 << 20)))
+        except OSError:
+            continue
+    return out
+
+
+def write_prebuilt(prebuilt, dst):
+    """Write each (name, bytes) of prebuilt (read_prebuilt) into folder dst where it is
+    missing: matplotlib's font cache found in its MPLCONFIGDIR (an empty tmpfs) so that no
+    kernel rebuilds it (FontManager(), seconds). A copy, not a symlink: matplotlib
+    rewrites the file when it rebuilds (a font gone), and a symlink to a read-only file
+    made that open fail and the import with it."""
+    for name, data in prebuilt:
+        try:
+            fd = os.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError:
+            continue  # there already (a file of the session's own stays) or dst is gone
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

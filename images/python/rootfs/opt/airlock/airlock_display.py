@@ -40,8 +40,55 @@ _pending = b""  # bytes read from it past the last answer
 _saved_input = None  # (builtins.input, the getpass module, its getpass) while ours replace them
 
 
+class _Counted(io.RawIOBase):
+    """fd 1 or 2 under sys.stdout/sys.stderr, counting the bytes written in the running
+    call: the messages carry the counts ("o"), so the controller puts exactly what was
+    written before a message before it (not what a print right after it wrote)."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self.fd = fd
+        self.n = 0
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.fd
+
+    def isatty(self):
+        return False
+
+    def write(self, b):
+        n = _os_write(self.fd, b)
+        self.n += n
+        return n
+
+    def close(self):
+        pass  # fd 1 and 2 stay open (the kernel puts /dev/null there between calls)
+
+
+_os_write = os.write
+_counted = (_Counted(1), _Counted(2))
+
+
+def _count_output():
+    """Put counting writers under sys.stdout and sys.stderr (and __stdout__/__stderr__),
+    line-buffered, with the streams' encoding and error handler."""
+    for i, name in enumerate(("stdout", "stderr")):
+        old = getattr(sys, name)
+        try:
+            new = io.TextIOWrapper(io.BufferedWriter(_counted[i]), encoding=old.encoding, errors=old.errors,
+                                   line_buffering=True)
+        except Exception:
+            continue
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
 def _send(obj):
     obj["seq"] = _seq
+    obj["o"] = [_counted[0].n, _counted[1].n]
     try:
         _wire.send(_sock, obj)
     except OSError:
@@ -84,6 +131,7 @@ def install(ns, sock):
     viewers (now or when imported)."""
     global _sock
     _sock = sock
+    _count_output()
     ns["display"] = display
     builtins.display = display  # also for the user's own modules, as in IPython
     builtins.clear_output = clear_output
@@ -101,6 +149,8 @@ def begin(seq, notebook=False, answers=None):
     getpass.getpass() ask Airlock until after_call()."""
     global _seq, _figures, _notebook, _answers, _pending
     _seq, _figures, _notebook, _answers, _pending = seq, 0, notebook, answers, b""
+    for c in _counted:
+        c.n = 0  # the call's pipes are new
     if answers is not None:
         _hook_input()
 
@@ -164,11 +214,12 @@ def mime_bundle(obj):
         out["text/plain"] = repr(obj)
     except Exception as exc:
         out["text/plain"] = "<repr failed: %s>" % exc
+    _mimebundle(obj, out)
     for meth, mime, binary in (("_repr_html_", "text/html", False), ("_repr_png_", "image/png", True),
                                ("_repr_jpeg_", "image/jpeg", True), ("_repr_svg_", "image/svg+xml", False),
                                ("_repr_markdown_", "text/markdown", False), ("_repr_latex_", "text/latex", False)):
         f = getattr(obj, meth, None)
-        if f is None or not callable(f):
+        if f is None or not callable(f) or mime in out:
             continue
         try:
             v = f()
@@ -188,6 +239,33 @@ def mime_bundle(obj):
         except Exception:
             pass
     return out
+
+
+def _mimebundle(obj, out):
+    """What obj's _repr_mimebundle_ (IPython's protocol: plotly, altair, the IPython shim's
+    JSON and Javascript) gives, into out: str values as they are, bytes as base64, other
+    values (a JSON mime's object) as JSON text."""
+    f = getattr(obj, "_repr_mimebundle_", None)
+    if f is None or not callable(f):
+        return
+    try:
+        v = f(include=None, exclude=None)
+    except Exception:
+        return
+    if isinstance(v, tuple) and v:
+        v = v[0]
+    if not isinstance(v, dict):
+        return
+    for mime, val in v.items():
+        if isinstance(val, str):
+            out[str(mime)] = val
+        elif isinstance(val, (bytes, bytearray)):
+            out[str(mime)] = base64.b64encode(bytes(val)).decode("ascii")
+        else:
+            try:
+                out[str(mime)] = _wire.dumps(val)
+            except Exception:
+                pass
 
 
 # --- input() answered by Airlock (Jupyter's stdin channel) --------------------------

@@ -24,6 +24,7 @@ from airlock_loop import now
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SPARES = 2
 EXIT_REPORT_WAIT_S = 0.2  # after a kernel's channel breaks, how long its exit report may take
+RETIRED_WAIT_S = 2.0  # how long the next call waits for a retired kernel's exit report
 
 
 def spares_wanted():
@@ -72,6 +73,8 @@ class Kernels:
         self.by_pid = {}
         self.spares = collections.deque()
         self.eof_pending = {}  # Kernel -> time to give up waiting for its exit report
+        # Kernels killed after their one-shot call whose exit the next call waits for.
+        self.retired = []
         loop.tickers.append(self)
 
     # --- the zygote -----------------------------------------------------------------
@@ -217,6 +220,21 @@ class Kernels:
                 self.signal(k, signal.SIGCONT)
                 return k
             self.loop.poll(0.05)
+
+    def wait_retired(self, limit_s=RETIRED_WAIT_S):
+        """Wait (at most limit_s) until the zygote has reported the exit of every kernel
+        retired after a one-shot call (it reaped it), then forget them. Until then the
+        killed kernel may still be tearing down its address space: its /proc entry (an
+        empty command line) and its own children, not yet handed to the controller to
+        reap, would be visible to the next call. The done frame does not wait for this; the
+        next call does, only for what is left of it."""
+        end = now() + limit_s
+        while self.retired and now() < end:
+            self.retired = [k for k in self.retired
+                            if k.pid is not None and self.by_pid.get(k.pid) is k and self.zsock is not None]
+            if self.retired:
+                self.loop.poll(min(0.01, max(0.0, end - now())))
+        self.retired = []
 
     def wait_ready(self, k, limit_s=2.0):
         """Let a kernel that has run nothing yet finish setting itself up (copy-on-write

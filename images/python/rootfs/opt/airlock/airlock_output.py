@@ -43,7 +43,7 @@ class Output:
         self.counts = {"stdout": 0, "stderr": 0}
         self.watched = set()  # pipe fds in the loop's selector
         self.nap = {}  # pipe fd -> monotonic time until which it is not read (coalescing)
-        self.pend = []  # [(stream, [text])] output not yet sent, in order
+        self.pend = []  # [[stream, start, bytearray]] output read, not yet sent, in order (start: byte offset in its stream)
         self.pend_bytes = 0
         self.pend_since = 0.0
         self.paused = False
@@ -129,9 +129,9 @@ class Output:
             self.nap[fd] = now() + COALESCE_S
             self.sync()
 
-    def _read_once(self, fd):
+    def _read_once(self, fd, size=1 << 16):
         try:
-            data = os.read(fd, 1 << 16)
+            data = os.read(fd, size)
         except BlockingIOError:
             return False
         except OSError:
@@ -146,7 +146,7 @@ class Output:
             data = data[:max(0, self.hard - before)]
             self.on_over(stream)
         if data:
-            self.forward(stream, self.decoders[stream].decode(data))
+            self.forward(stream, before, data)
         return True
 
     def drain_available(self):
@@ -158,35 +158,71 @@ class Output:
                 if fd not in self.pipes or not self._read_once(fd):
                     break
 
+    def read_to(self, marks):
+        """Read each stream's pipe up to its mark (the bytes the kernel had written to it
+        when it sent a message), never past it: what it wrote after is read later. Only
+        what the pipe holds now is read (a mark past it is the code's own doing)."""
+        for fd in list(self.pipes):
+            stream = self.pipes[fd]
+            for _ in range(64):
+                want = marks[stream] - self.counts[stream]
+                if want <= 0 or fd not in self.pipes or not self._read_once(fd, min(want, 1 << 16)):
+                    break
+
+    def flush_to(self, marks):
+        """Send the output before marks ({stream: byte offset}) now; keep what was read
+        past them (written after the kernel's message) pending, to follow the message."""
+        self.read_to(marks)
+        before, after = [], []
+        for stream, start, buf in self.pend:
+            k = max(0, min(len(buf), marks[stream] - start))
+            if k:
+                before.append([stream, start, buf[:k]])
+            if k < len(buf):
+                after.append([stream, start + k, buf[k:]])
+        self.pend = before
+        self.flush_pending()
+        for stream, start, buf in after:
+            self.forward(stream, start, buf)
+
     def _close_pipe(self, fd):
         stream = self.pipes.pop(fd)
         if fd in self.watched:
             self.loop.unwatch(fd)
             self.watched.discard(fd)
         os.close(fd)
-        self.forward(stream, self.decoders[stream].decode(b"", final=True))
 
     # --- sending --------------------------------------------------------------------
-    def forward(self, stream, text):
-        """Queue output; small writes are coalesced for up to COALESCE_S into one frame."""
-        if not text:
+    def forward(self, stream, start, data):
+        """Queue output read from stream at byte offset start; small writes are coalesced
+        for up to COALESCE_S into one frame."""
+        if not data:
             return
-        if self.pend and self.pend[-1][0] == stream:
-            self.pend[-1][1].append(text)
+        last = self.pend[-1] if self.pend else None
+        if last is not None and last[0] == stream and last[1] + len(last[2]) == start:
+            last[2] += data
         else:
-            self.pend.append((stream, [text]))
+            self.pend.append([stream, start, bytearray(data)])
         if not self.pend_bytes:
             self.pend_since = now()
-        self.pend_bytes += len(text)
+        self.pend_bytes += len(data)
         if self.pend_bytes >= COALESCE_BYTES:
             self.flush_pending()
 
-    def flush_pending(self):
-        """Send every pending piece now, in order."""
-        for stream, parts in self.pend:
-            self.link.emit({"t": "out", "id": self.id, "s": stream, "d": "".join(parts).replace("\x00", "\ufffd")})
+    def flush_pending(self, final=False):
+        """Send every pending piece now, in order (final: the streams' ends, so a
+        truncated UTF-8 sequence at the end is sent too, replaced)."""
+        for stream, _, buf in self.pend:
+            self._emit(stream, self.decoders[stream].decode(bytes(buf)))
         self.pend = []
         self.pend_bytes = 0
+        if final:
+            for stream in ("stdout", "stderr"):
+                self._emit(stream, self.decoders[stream].decode(b"", final=True))
+
+    def _emit(self, stream, text):
+        if text:
+            self.link.emit({"t": "out", "id": self.id, "s": stream, "d": text.replace("\x00", "\ufffd")})
 
     # --- stdin and answers ----------------------------------------------------------
     def answer(self, value):
@@ -221,7 +257,7 @@ class Output:
         self.drain_available()
         for fd in list(self.pipes):
             self._close_pipe(fd)
-        self.flush_pending()
+        self.flush_pending(final=True)
         self.loop.tickers.remove(self)
 
 

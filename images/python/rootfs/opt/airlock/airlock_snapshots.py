@@ -71,9 +71,18 @@ class Snapshots:
         except ValueError:
             cleanup.clear_dirs([SNAP_DIR])
             raise
-        return {"names": reply.get("names") or [], "modules": reply.get("modules") or {},
-                "skipped": reply.get("skipped") or [], "work_entries": entries,
-                "parts": {p: self._digest(p) for p in PARTS}}
+        out = {"names": reply.get("names") or [], "modules": reply.get("modules") or {},
+               "skipped": reply.get("skipped") or [], "work_entries": entries,
+               "parts": {p: self._digest(p) for p in PARTS}}
+        inline = req.get("inline_max")
+        if type(inline) is int and inline > 0 and sum(d["size"] for d in out["parts"].values()) <= min(inline, CHUNK):
+            # Small enough to go in this done frame: no snapread or snapclear round trips.
+            out["inline"] = {}
+            for p in PARTS:
+                with open(self.path(p), "rb") as f:
+                    out["inline"][p] = base64.b64encode(f.read()).decode("ascii")
+            cleanup.clear_dirs([SNAP_DIR])
+        return out
 
     def _digest(self, part):
         h = hashlib.sha256()

@@ -1,7 +1,7 @@
 """JSON messages over a unix SOCK_SEQPACKET socket, with fds passed by SCM_RIGHTS.
 
 Used between the controller, the zygote and the kernels (never on the controller's
-stdin/stdout, which speak newline-delimited JSON). A message is UTF-8 JSON cut into
+link to Airlock, which speaks newline-delimited JSON). A message is UTF-8 JSON cut into
 datagrams of at most CHUNK bytes, each prefixed by one byte: b"M" (more follows) or
 b"E" (last). Datagram boundaries are kept by the socket, so bytes written to the
 socket by anything else (user code doing os.write on every fd) form datagrams of

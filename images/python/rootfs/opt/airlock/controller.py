@@ -1,6 +1,7 @@
 """Airlock's in-container controller: the container's main process, pid 1 (see PROTOCOL.md).
 
-It speaks newline-delimited JSON with Airlock on its own stdin/stdout, starts the
+It speaks newline-delimited JSON with Airlock on its link (a unix socket Airlock
+listens on, connected to first thing; airlock_link.py), starts the
 zygote (which forks kernels), runs every call in a kernel (or a bash of its own) with
 fresh per-call pipes, and builds each reply from what it observes itself: output read
 from those pipes up to EOF, exit and death of the kernel, the deadline, the output cap,
@@ -24,12 +25,13 @@ import sys
 
 import airlock_cleanup as cleanup
 import airlock_egress as egress
+import airlock_sched as sched
 from airlock_accounting import CpuMeter
 from airlock_artifacts import Artifacts
 from airlock_call import Runner
 from airlock_kernelops import KernelOps
 from airlock_kernels import Kernels
-from airlock_link import Link
+from airlock_link import Link, connect
 from airlock_loop import Loop, now
 from airlock_ops import Ops
 from airlock_session import Session
@@ -43,16 +45,18 @@ WORK = os.environ.get("AIRLOCK_WORK", "/work")
 WORKSPACE_OWNED = os.environ.get("AIRLOCK_WORKSPACE") == "tmpfs"
 CLEAN_DIRS = (WORK, "/tmp", "/dev/shm", "/dev/mqueue")
 MADE_DIRS = (os.path.join(WORK, "outputs"), "/tmp/.mpl") + tuple(d for d in [egress.user_site()] if d)
+# matplotlib's font cache built into the image (images/build.sh), copied into /tmp/.mpl.
+MPL_PREBUILT = "/usr/local/share/airlock/mpl"
 PR_SET_DUMPABLE = 4
 
 
 class Controller:
     """The container's controller: every piece, the main loop and the way out."""
 
-    def __init__(self, oom):
+    def __init__(self, oom, link_fd):
         self.work = WORK
         self.loop = Loop(float(os.environ.get("AIRLOCK_MAX_LIFE_S") or 0) or None, lambda: self.shutdown(0))
-        self.link = Link(self.loop, self.on_line, lambda: self.shutdown(0))
+        self.link = Link(self.loop, link_fd, self.on_line, lambda: self.shutdown(0))
         self.loop.watch_children(self.reap)
         self.workspace = Workspace(WORKSPACE_OWNED)
         # While the zygote preloads, off every call's path.
@@ -62,6 +66,8 @@ class Controller:
         self.shells = Shells(oom, lambda k: self.runner.call_of(k))
         self.meter = CpuMeter(self.loop, self.kernels, self.reap)
         self.artifacts = Artifacts(WORK)
+        # The image's font cache, read once: put back into /tmp/.mpl after every one-shot call.
+        self.mpl_prebuilt = cleanup.read_prebuilt(MPL_PREBUILT)
         self.runner = Runner(self)
         self.kernelops = KernelOps(self.loop, self.kernels, self.session, self.runner.next_seq)
         self.snapshots = Snapshots(self.kernelops, WORK)
@@ -106,6 +112,7 @@ class Controller:
         cleanup.clear_ipc()
         self.workspace.clean()
         cleanup.make_dirs(MADE_DIRS)
+        cleanup.write_prebuilt(self.mpl_prebuilt, "/tmp/.mpl")
 
     def shutdown(self, code):
         """Kill every process and exit (Airlock gone, the maximum life, SIGTERM)."""
@@ -118,6 +125,7 @@ class Controller:
     def run(self):
         """Boot (the zygote preloaded, the first spare forked), say ready, serve forever."""
         cleanup.make_dirs(MADE_DIRS)
+        cleanup.write_prebuilt(self.mpl_prebuilt, "/tmp/.mpl")
         if self.workspace.owned:
             self.workspace.seal()
         # Before any user code: the relay's port is then ours (a door only with a policy).
@@ -127,13 +135,12 @@ class Controller:
         if self.kernels.spares:
             self.kernels.wait_pid(self.kernels.spares[0])
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.loop.t0) * 1000, 3),
-                 "features": ["cpu_seconds"] + (["archive", "archive_stream"] if self.workspace.owned else [])
+                 "features": ["cpu_seconds", "snap_inline"] + (["archive", "archive_stream"] if self.workspace.owned else [])
                  + (["egress"] if egress_port else [])}
         if os.getpid() != 1:
-            # pid 1 (docker-init) holds the container's stdin/stdout and, being of our uid
-            # and dumpable, lets user code open /proc/1/fd/0 and /proc/1/fd/1.
-            ready["warnings"] = ["the controller is not pid 1: user code can reach the container's "
-                                 "stdin/stdout through /proc/1/fd; run it without --init"]
+            # Airlock accepts the link only from the container's pid 1; a pid 1 of our uid
+            # (docker-init) would also be dumpable, its /proc/1/fd open to user code.
+            ready["warnings"] = ["the controller is not pid 1: run it without --init"]
         self.link.emit(ready)
         while True:
             if self.ops.queue:
@@ -145,6 +152,11 @@ class Controller:
 def main():
     if os.getuid() == 0:
         sys.exit("controller: refusing to run as root (it kills every process of its uid)")
+    # First thing, before any other process exists in the container: the link to Airlock
+    # (Airlock accepts one connection, from this pid, then removes the socket).
+    link_fd = connect()
+    # Inherited by the zygote and kernels forked from here on (airlock_sched).
+    sched.request_slice(os.environ.get("AIRLOCK_SCHED_SLICE_US"))
     # Opened while still dumpable (afterwards /proc/self is root's): a shell call's spawn
     # raises the controller's own score so the shell inherits 1000, then puts it back.
     oom = OomScore()
@@ -156,7 +168,7 @@ def main():
     # ignored in the shells the controller starts, and interrupts could not stop them.
     signal.signal(signal.SIGINT, lambda *_: None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    c = Controller(oom)
+    c = Controller(oom, link_fd)
     # As pid 1 (no docker-init) a signal without a handler is ignored: docker stop's SIGTERM
     # must end the container at once. Orphans are reaped in Controller.reap.
     signal.signal(signal.SIGTERM, lambda *_: c.shutdown(143))

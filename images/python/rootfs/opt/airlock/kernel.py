@@ -440,7 +440,10 @@ def child_main(ctl_fd):
         sock.setblocking(True)
         for name in _OUR_MODULES:
             sys.modules.pop(name, None)
-        sys.path[:] = [p for p in sys.path if p not in ("", os.path.dirname(os.path.abspath(__file__)))]
+        here = os.path.dirname(os.path.abspath(__file__))
+        # The IPython shim (IPython.display mapped to display() & co) last: read-only, and a
+        # real IPython installed in the session's user site is found first.
+        sys.path[:] = [p for p in sys.path if p not in ("", here)] + [os.path.join(here, "shim")]
         for s in (sys.stdout, sys.stderr):
             try:
                 s.reconfigure(line_buffering=True)
