@@ -31,7 +31,7 @@ func (o *batchOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.full, "batch-full", o.full, "section 8: run the sequential loops over every item, no extrapolation (env BENCH_BATCH_FULL=1; about 20 min per 1,000 items each on fuse-overlayfs)")
 	fs.IntVar(&o.concurrency, "batch-concurrency", o.concurrency, "section 8: the batch's concurrency, 0 for the server's default (env BENCH_BATCH_CONCURRENCY)")
 	fs.IntVar(&o.idleCycles, "batch-idle-cycles", o.idleCycles, "section 8: interactive probe cycles (5 paced rounds + 10 back-to-back calls) on the idle server (env BENCH_BATCH_IDLE_CYCLES)")
-	fs.StringVar(&o.shellImg, "shell-image", o.shellImg, "execute_shell image of the docker run baseline (env BENCH_SHELL_IMAGE)")
+	fs.StringVar(&o.shellImg, "shell-image", o.shellImg, "execute_shell image: the servers the bench starts and section 8's docker run baseline (env BENCH_SHELL_IMAGE)")
 }
 
 // loopSize is how many items the sequential loops run.

@@ -16,6 +16,9 @@ type figure struct {
 	quiet float64
 	hog   float64
 	isHog bool // a value for the hog pass was recorded
+	// isQuiet: a value for the quiet pass was recorded (a section that
+	// failed in the quiet pass has none: the table shows "—", not 0).
+	isQuiet bool
 }
 
 // figure records a headline number of the current pass (quiet or hog).
@@ -25,7 +28,7 @@ func (r *report) figure(name, unit string, v float64) {
 			if r.hogPass {
 				f.hog, f.isHog = v, true
 			} else {
-				f.quiet = v
+				f.quiet, f.isQuiet = v, true
 			}
 			return
 		}
@@ -34,7 +37,7 @@ func (r *report) figure(name, unit string, v float64) {
 	if r.hogPass {
 		f.hog, f.isHog = v, true
 	} else {
-		f.quiet = v
+		f.quiet, f.isQuiet = v, true
 	}
 	r.figs = append(r.figs, f)
 }
@@ -53,17 +56,21 @@ func (r *report) figuresTable() *table {
 	t := &table{title: "Headline figures — quiet against a two-core CPU hog (scripts/busy.sh), in one run",
 		head: []string{"figure", "quiet", "with CPU hog", "slowdown (hog / quiet)"}}
 	for _, f := range r.figs {
-		hog, slow := "—", "—"
+		quiet, hog, slow := "—", "—", "—"
+		if f.isQuiet {
+			quiet = fmt.Sprintf("%.1f %s", f.quiet, f.unit)
+		}
 		if f.isHog {
 			hog = fmt.Sprintf("%.1f %s", f.hog, f.unit)
 			switch {
+			case !f.isQuiet:
 			case f.unit == "calls/s" && f.hog > 0:
 				slow = times(f.quiet / f.hog)
 			case f.unit != "calls/s" && f.quiet > 0:
 				slow = times(f.hog / f.quiet)
 			}
 		}
-		t.row(f.name, fmt.Sprintf("%.1f %s", f.quiet, f.unit), hog, slow)
+		t.row(f.name, quiet, hog, slow)
 	}
 	t.note("Slowdown: how many times worse the figure is with the hog (for calls/s, quiet over hog). The hog is scripts/busy.sh with AIRLOCK_BUSY_HOGS=2 (two busy loops at normal priority) running for the whole second pass.")
 	return t

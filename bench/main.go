@@ -13,7 +13,8 @@
 // small items against the same items through /v1/tool-calls and a
 // `docker run --rm` loop, with interactive latency and server RSS while it
 // runs, 9 the state store (a warm session call with the embedded store and
-// with Redis). Variants are
+// with Redis), 14 whole `airlock serve` binaries side by side (-airlock
+// against BENCH_AIRLOCK_BASE): session and paced one-shot calls. Variants are
 // interleaved; sections 1-5 start each measured call on a quiet machine (see
 // quiet.go), section 6 deliberately does not. With -hog (BENCH_HOG=1) the
 // chosen sections run a second time beside a two-core CPU hog and a last
@@ -69,6 +70,7 @@ func run() int {
 		{"11", "snapshots", sectionSnapshots},
 		{"12", "environments", sectionEnv},
 		{"13", "session resume", sectionResume},
+		{"14", "whole servers side by side", sectionServe},
 	}
 	failed := 0
 	passes := 1

@@ -41,7 +41,7 @@ func admissionRows(ctx context.Context, o options, q *quieter, rep *report, t *t
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	base := "http://" + addr
-	args := []string{o.airlock, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--python-image", o.pythonImg, "--addr", addr,
+	args := []string{o.airlock, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--python-image", o.pythonImg, "--shell-image", o.batch.shellImg, "--addr", addr,
 		"--data-dir", filepath.Join(o.workdir, "admission-data")}
 	srv, err := startServer(filepath.Join(o.workdir, "serve-admission.log"), childEnv(), args...)
 	if err != nil {

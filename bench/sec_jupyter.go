@@ -26,7 +26,7 @@ func sectionJupyter(ctx context.Context, o options, q *quieter, rep *report) err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	base := "http://" + addr
-	args := []string{o.airlock, "serve", "--insecure-local", "--rate", "-1", "--python-image", o.pythonImg, "--addr", addr}
+	args := []string{o.airlock, "serve", "--insecure-local", "--rate", "-1", "--python-image", o.pythonImg, "--shell-image", o.batch.shellImg, "--addr", addr}
 	srv, err := startServer(filepath.Join(o.workdir, "serve-jupyter.log"), childEnv(), args...)
 	if err != nil {
 		return err

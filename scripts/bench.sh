@@ -8,7 +8,10 @@
 # concurrency level, 100), BENCH_QUEUE_N (no-op jobs per queue backend, 500),
 # BENCH_QUEUE_MS (ms per throughput run, 2000), BENCH_SECTIONS (e.g. 1,3),
 # BENCH_HOG=1 (run the sections again beside a two-core CPU hog and print the
-# headline figures side by side with the slowdown). The server's Go profiles:
+# headline figures side by side with the slowdown), BENCH_AIRLOCK_BASE (a
+# baseline airlock binary that section 14 runs as a whole server beside
+# BENCH_AIRLOCK's, calls alternating; BENCH_PPROF_0/1 give each a pprof
+# listener). The server's Go profiles:
 # AIRLOCK_PPROF=127.0.0.1:6060 on `airlock serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
