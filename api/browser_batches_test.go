@@ -84,6 +84,7 @@ func batchLine(id, code string) string {
 // "cancelled"; text contrast is AA in both themes and 390 px has no page
 // overflow. The screenshot goes to $AIRLOCK_SCREENSHOTS/ui-batches.png.
 func TestBrowserBatches(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1200, 1400, 3*time.Minute)
 	g := &gatedItems{release: make(chan struct{}), stopped: make(chan struct{})}
 	var stopOnce sync.Once
@@ -94,7 +95,7 @@ func TestBrowserBatches(t *testing.T) {
 	})
 	h.disp.run = g.run
 	ts := httptest.NewServer(h.srv)
-	defer ts.Close()
+	defer browsertest.CloseServer(ts)
 	ctx := br.Ctx
 	eval := func(expr string) string {
 		t.Helper()

@@ -18,13 +18,14 @@ import (
 // earlier answer in the goal on a server without follow-ups); Cancel ends
 // in "cancelled", not "running".
 func TestBrowserConversation(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1100, 1200, 2*time.Minute)
 	h := newHarness(t, nil)
 	h.runs.mu.Lock()
 	h.runs.script = approvalScript
 	h.runs.mu.Unlock()
 	ts := httptest.NewServer(h.srv)
-	defer ts.Close()
+	defer browsertest.CloseServer(ts)
 	eval := func(expr string) string {
 		t.Helper()
 		v, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](expr))

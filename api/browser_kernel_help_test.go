@@ -23,6 +23,7 @@ import (
 // session's variables after a cell. The screenshot goes to
 // $AIRLOCK_SCREENSHOTS/ui-completion.png.
 func TestBrowserCompletionUI(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 900, nil)
 	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
 	w.setCell(0, "x = 1")

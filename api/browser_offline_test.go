@@ -15,6 +15,7 @@ import (
 // banner, and when it comes back on the same address the page reconnects
 // by itself and the banner goes.
 func TestBrowserOffline(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1000, 900, 2*time.Minute)
 	h := newHarness(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -102,6 +102,7 @@ func answerScript(agent.RunRequest) [][]wire.RunEvent {
 // code and its output) and in an answer scrolls inside its box: the page
 // never scrolls sideways, and a resize from desktop does not zoom out.
 func TestBrowserPhoneFits(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 900, func(h *harness) {
 		h.runs.script = answerScript
 		h.disp.run = func(_ context.Context, call dispatcher.Call) dispatcher.Result {
@@ -165,6 +166,7 @@ func kernelLike(_ context.Context, call dispatcher.Call) dispatcher.Result {
 // once, as its table (the cell runs with the notebook convention, so the
 // server sends the value once).
 func TestBrowserValueShownOnce(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.disp.run = kernelLike })
 	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
 	w.setCell(0, "x = 41\nx + 1")
@@ -189,6 +191,7 @@ func TestBrowserValueShownOnce(t *testing.T) {
 // TestBrowserAnswerOnce: the model's last message is shown once, in the
 // Answer box, not also as the last step's message.
 func TestBrowserAnswerOnce(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.runs.script = answerScript })
 	w.Do("ask", chromedp.SendKeys(chromedp.ID("question"), "what?"), chromedp.Click(chromedp.ID("ask")))
 	w.Poll("answer", `!!document.querySelector('.turn .final .md') && document.getElementById('run-status').textContent.startsWith('done')`)
@@ -206,6 +209,7 @@ func TestBrowserAnswerOnce(t *testing.T) {
 // own limit, named in the cell, and the UI sends none, so a 40 s cell
 // (here: a call that times out when given any limit under 40 s) finishes.
 func TestBrowserCellTimeoutIsTheSessions(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, func(h *harness) {
 		h.disp.run = func(_ context.Context, call dispatcher.Call) dispatcher.Result {
 			if call.Limits.Timeout > 0 && call.Limits.Timeout < 40*time.Second {
@@ -241,6 +245,7 @@ func TestBrowserCellTimeoutIsTheSessions(t *testing.T) {
 // re-attaches to it and shows its output when it ends, and the variable
 // it set exists afterwards.
 func TestBrowserReloadReattaches(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	release := make(chan struct{})
 	var mu sync.Mutex
 	vars := map[string]bool{}
@@ -322,6 +327,7 @@ func TestBrowserReloadReattaches(t *testing.T) {
 // cell; both cells remain on the server and in both tabs (a save on a
 // stale version merges instead of overwriting).
 func TestBrowserTwoTabsKeepBothCells(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
 	w.setCell(0, "first = 1")
@@ -380,6 +386,7 @@ func TestBrowserTwoTabsKeepBothCells(t *testing.T) {
 // Notebook's Files panel, the header names the session, the assistant's
 // run uses it; restored cell editors render at full height.
 func TestBrowserOneWorkspaceSession(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	csv := filepath.Join(t.TempDir(), "sales.csv")
 	if err := os.WriteFile(csv, []byte("month,sales\njan,10\n"), 0o644); err != nil {
@@ -424,6 +431,7 @@ func TestBrowserOneWorkspaceSession(t *testing.T) {
 // ends it), and the Files panel shows a file a cell wrote without a
 // manual refresh.
 func TestBrowserCellControl(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 700, nil)
 	h := w.h
 	h.disp.run = func(ctx context.Context, call dispatcher.Call) dispatcher.Result {
@@ -503,6 +511,7 @@ func (f *fakeDispatcher) RejectFor(_ context.Context, owner, token, reason strin
 // TestBrowserCellApproval: with approvals on, a notebook cell held at
 // pending_approval is approved in place and shows its output.
 func TestBrowserCellApproval(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
 	w.setCell(0, "# approval needed\nprint('hi')")
@@ -533,6 +542,7 @@ func sortScript(agent.RunRequest) [][]wire.RunEvent {
 // TestBrowserAnswerTableSorts: a table in an answer sorts by a column on
 // a click of its header, numbers as numbers.
 func TestBrowserAnswerTableSorts(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.runs.script = sortScript })
 	w.Do("ask", chromedp.SendKeys(chromedp.ID("question"), "sales?"), chromedp.Click(chromedp.ID("ask")))
 	w.Poll("answer", `!!document.querySelector('.turn .final table th button.sort')`)
@@ -550,6 +560,7 @@ func TestBrowserAnswerTableSorts(t *testing.T) {
 // TestBrowserMarkdownCell: a Markdown cell renders (sanitised) without a
 // call to the server, and renders again after a reload.
 func TestBrowserMarkdownCell(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	w.Do("notebook", chromedp.Click(chromedp.ID("tab-notebook")))
 	w.setCell(0, "print(1)")
@@ -581,6 +592,7 @@ func TestBrowserMarkdownCell(t *testing.T) {
 // TestBrowserIpynb: a Jupyter notebook imports as cells (Markdown, Python,
 // %%bash as shell) and the cells export as nbformat 4 with their outputs.
 func TestBrowserIpynb(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, func(h *harness) { h.disp.run = kernelLike })
 	nb := filepath.Join(t.TempDir(), "analysis.ipynb")
 	src := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
@@ -628,6 +640,7 @@ func TestBrowserIpynb(t *testing.T) {
 // TestBrowserConversationList: past conversations are listed and one
 // reopens with its questions and answers.
 func TestBrowserConversationList(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	w := openWorkbench(t, 1200, 1000, nil)
 	ask := func(q string) {
 		t.Helper()

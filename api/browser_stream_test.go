@@ -19,6 +19,7 @@ import (
 // call emits it, long before the call ends; Interrupt reaches the session
 // while the cell runs, and Restart restarts it.
 func TestBrowserNotebookLiveOutput(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1000, 1200, 2*time.Minute)
 	h := newHarness(t, nil)
 	step := make(chan struct{})
@@ -42,7 +43,7 @@ func TestBrowserNotebookLiveOutput(t *testing.T) {
 				Error: &core.ExecError{Name: "KeyboardInterrupt", Value: "", Traceback: []string{"KeyboardInterrupt"}}}}
 	}
 	ts := httptest.NewServer(h.srv)
-	defer ts.Close()
+	defer browsertest.CloseServer(ts)
 
 	br.Do("open the notebook",
 		chromedp.Navigate(ts.URL+"/"),

@@ -19,11 +19,12 @@ import (
 // upload, an assistant run with steps and a final answer, an approval, and
 // the no-model banner.
 func TestBrowserUI(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1000, 1500, 3*time.Minute)
 	ctx := br.Ctx
 	h := newHarness(t, nil)
 	ts := httptest.NewServer(h.srv)
-	defer ts.Close()
+	defer browsertest.CloseServer(ts)
 
 	do := br.Do
 	poll := br.Poll

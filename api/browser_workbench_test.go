@@ -44,6 +44,7 @@ func markdownScript(req agent.RunRequest) [][]wire.RunEvent {
 // and takes a reason; text contrast is AA in both themes; 390 px has no
 // page overflow. Screenshots go to $AIRLOCK_SCREENSHOTS when set.
 func TestBrowserWorkbench(t *testing.T) {
+	t.Parallel() // its own harness and Chromium; no timing or heap assertion
 	br := browsertest.Start(t, 1200, 1400, 3*time.Minute)
 	h := newHarness(t, nil)
 	table := "<table class=\"dataframe\"><thead><tr><th></th><th>month</th><th>sales</th></tr></thead><tbody>"
@@ -70,7 +71,7 @@ func TestBrowserWorkbench(t *testing.T) {
 	h.runs.script = markdownScript
 	h.runs.mu.Unlock()
 	ts := httptest.NewServer(h.srv)
-	defer ts.Close()
+	defer browsertest.CloseServer(ts)
 	ctx := br.Ctx
 	eval := func(expr string) string {
 		t.Helper()

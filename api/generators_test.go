@@ -25,6 +25,7 @@ const (
 // builds it. It needs the Go module proxy (or a warm GOMODCACHE); it is
 // skipped with -short, except in CI (CI=true), where it always runs.
 func TestGeneratedClientsCompile(t *testing.T) {
+	t.Parallel() // a compiler run: overlaps the browser tests, not the serial heap tests
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip(generatorsSkip)
 	}

@@ -95,11 +95,18 @@ func (s *Server) completeSession(c *gin.Context) {
 }
 
 // sessionVariables answers GET /v1/sessions/{id}/variables: the session's
-// globals with type, shape and size.
+// globals with type, shape and size; 409 conflict for a hibernated
+// session, which this does not wake.
 func (s *Server) sessionVariables(c *gin.Context) {
 	// Not a use of the session: a panel refreshing does not keep it alive.
 	rec, ok := s.ownedSession(c, false, true)
 	if !ok {
+		return
+	}
+	if s.sessions.Hibernated(c.Request.Context(), rec) {
+		// Asking the kernel would wake it: a container start for a panel.
+		fail(c, newError(core.ErrConflict, fmt.Sprintf("session %s is hibernated: its variables are in its snapshot and come back with its next call; listing them does not wake it", rec.ID)).
+			withDetails(map[string]any{"state": wire.SessionHibernated}))
 		return
 	}
 	out := wire.VariableList{Variables: []wire.Variable{}}

@@ -41,11 +41,20 @@ func (s *Server) mountJupyter(r *gin.Engine) {
 }
 
 // jupyterScheme accepts Jupyter's `Authorization: token KEY` as the
-// Bearer key authenticate reads.
+// Bearer key authenticate reads, and, with no Authorization header,
+// Jupyter's `?token=KEY` (how a browser's websocket carries it); the
+// parameter is taken out of the URL so nothing after logs the key.
 func jupyterScheme(c *gin.Context) {
 	h := strings.TrimSpace(c.GetHeader("Authorization"))
 	if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "token") {
 		c.Request.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	}
+	if q := c.Request.URL.Query(); q.Has("token") {
+		if h == "" && q.Get("token") != "" {
+			c.Request.Header.Set("Authorization", "Bearer "+q.Get("token"))
+		}
+		q.Del("token")
+		c.Request.URL.RawQuery = q.Encode()
 	}
 	c.Next()
 }

@@ -44,11 +44,14 @@ var wireSchemas = map[string]any{
 	"EnvironmentEvent": wire.EnvironmentEvent{},
 	"CompleteRequest":  wire.CompleteRequest{}, "Signature": wire.Signature{}, "Completion": wire.Completion{},
 	"Variable": wire.Variable{}, "VariableList": wire.VariableList{},
+	"JupyterAPI": wire.JupyterAPI{}, "KernelSpecFile": wire.KernelSpecFile{}, "KernelSpec": wire.KernelSpec{},
+	"KernelSpecs": wire.KernelSpecs{}, "Kernel": wire.Kernel{}, "StartKernelRequest": wire.StartKernelRequest{},
 }
 
 // notBodies are schemas without a Go struct: the tool arguments (any JSON
-// object the tool's own schema describes).
-var notBodies = []string{"ToolCallArguments"}
+// object the tool's own schema describes; CodeToolArguments is checked
+// against the registry by TestOpenAPIDocumentsCodeToolArguments).
+var notBodies = []string{"ToolCallArguments", "CodeToolArguments"}
 
 // goField is one JSON field of a Go struct.
 type goField struct {

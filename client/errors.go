@@ -46,11 +46,14 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("airlock: %s %s: %d %s: %s", e.Method, e.Path, e.StatusCode, code, e.Message)
 }
 
-// Temporary reports whether retrying later may succeed: rate limited,
-// busy, over quota, unavailable, not ready or past a deadline.
+// Temporary reports whether retrying the same request later may succeed
+// on its own: rate limited, busy, unavailable, not ready or past a
+// deadline. A quota refusal is not temporary: a quota does not free itself
+// (the caller must close a session, delete artifacts or snapshots), and
+// the server sends no Retry-After for it.
 func (e *APIError) Temporary() bool {
 	switch e.Code {
-	case core.ErrRateLimited, core.ErrBusy, core.ErrQuota, core.ErrUnavailable, core.ErrNotReady, core.ErrDeadline:
+	case core.ErrRateLimited, core.ErrBusy, core.ErrUnavailable, core.ErrNotReady, core.ErrDeadline:
 		return true
 	}
 	return false

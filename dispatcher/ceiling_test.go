@@ -28,9 +28,18 @@ func TestTimeoutArgumentCeiling(t *testing.T) {
 				t.Errorf("%s over the ceiling: %s %s %q: %s", tool, r.Status, r.Reason, r.Code, r.Content)
 			}
 		}
-		r := d.Run(context.Background(), call(tool, map[string]any{toolArg(tool): "x", "timeout_seconds": 9.3e9}))
-		if r.Status != StatusRejected || r.Reason != "invalid_arguments" || !strings.Contains(r.Fields["/timeout_seconds"], "maximum") {
-			t.Errorf("%s absurd timeout: %s %s %v", tool, r.Status, r.Reason, r.Fields)
+		// Past the schemas' maximum (300) too, the answer names the
+		// ceiling, not the schema: the same 400 as any value over it.
+		for _, asked := range []any{301, 1000, 9.3e9} {
+			r := d.Run(context.Background(), call(tool, map[string]any{toolArg(tool): "x", "timeout_seconds": asked}))
+			if r.Status != StatusRejected || r.Reason != "over_ceiling" || r.Code != core.ErrInvalid || !strings.Contains(r.Content, "is over 10") {
+				t.Errorf("%s timeout %v past the schema: %s %s %q: %s", tool, asked, r.Status, r.Reason, r.Code, r.Content)
+			}
+		}
+		// A timeout that is no number is the schema's to refuse.
+		r := d.Run(context.Background(), call(tool, map[string]any{toolArg(tool): "x", "timeout_seconds": "soon"}))
+		if r.Status != StatusRejected || r.Reason != "invalid_arguments" || r.Fields["/timeout_seconds"] == "" {
+			t.Errorf("%s timeout not a number: %s %s %v", tool, r.Status, r.Reason, r.Fields)
 		}
 	}
 	if n := ex.calls(); n != 0 {

@@ -197,6 +197,9 @@ func (d *Dispatcher) parse(call Call) (rt *registered, args Args, normalized []b
 		}
 		return nil, nil, nil, &Result{Status: StatusRejected, Reason: aerr.Reason, Content: content, Fields: aerr.Fields}
 	}
+	if res := d.timeoutPastSchema(rt, call, raw); res != nil {
+		return nil, nil, nil, res
+	}
 	if fields := validateArgs(rt, raw); fields != nil {
 		return nil, nil, nil, &Result{Status: StatusRejected, Reason: "invalid_arguments", Fields: fields,
 			Content: "invalid arguments for " + rt.Name + "; fix these and call again:\n" + describeFields(fields)}
@@ -245,6 +248,12 @@ func (d *Dispatcher) overCeiling(call Call, asked core.Limits) *Result {
 	if len(over) == 0 {
 		return nil
 	}
+	return ceilingRefusal(over)
+}
+
+// ceilingRefusal is the rejection of arguments past the call's ceiling,
+// naming each limit asked for and the ceiling it is over.
+func ceilingRefusal(over []string) *Result {
 	msg := "the arguments may only lower this key's ceiling (the server defaults, unless the key's policy in the keys file grants more): " +
 		strings.Join(over, "; ") + ". The call did not run."
 	return &Result{Status: StatusRejected, Reason: "over_ceiling", Content: msg, Code: core.ErrInvalid}

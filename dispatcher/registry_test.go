@@ -163,7 +163,10 @@ func TestOpenAIToolsAreValidSchemas(t *testing.T) {
 			for _, rq := range req {
 				args[rq.(string)] = "x"
 			}
-			if r := d.Run(context.Background(), call(fn.Name, args)); r.Fields["/"+name] == "" {
+			// timeout_seconds past the maximum is refused as over the
+			// ceiling (which is never above it), naming the ceiling.
+			r := d.Run(context.Background(), call(fn.Name, args))
+			if r.Fields["/"+name] == "" && !(name == "timeout_seconds" && r.Reason == "over_ceiling") {
 				t.Errorf("%s.%s=%v accepted: %s %q", fn.Name, name, bad, r.Status, r.Reason)
 			}
 		}

@@ -32,7 +32,7 @@ func TestRunRefusals(t *testing.T) {
 		{"missing all required", Call{Name: ToolWriteFile, Arguments: json.RawMessage(`"{}"`)}, "invalid_arguments", "/content", "/path"},
 		{"wrong type", Call{Name: ToolRunPython, Arguments: json.RawMessage(`{"code": 42}`)}, "invalid_arguments", "/code", "want string"},
 		{"empty code", Call{Name: ToolRunPython, Arguments: json.RawMessage(`{"code": ""}`)}, "invalid_arguments", "/code", "minLength"},
-		{"out of range", Call{Name: ToolRunPython, Arguments: json.RawMessage(`{"code": "1", "timeout_seconds": 100000}`)}, "invalid_arguments", "/timeout_seconds", "maximum"},
+		{"out of range", Call{Name: ToolRunPython, Arguments: json.RawMessage(`{"code": "1", "timeout_seconds": 100000}`)}, "over_ceiling", "", "timeout_seconds 100000 is over 300"},
 		{"zero timeout", Call{Name: ToolExecuteShell, Arguments: json.RawMessage(`{"command": "ls", "timeout_seconds": 0}`)}, "invalid_arguments", "/timeout_seconds", "minimum"},
 		{"non-integer", Call{Name: ToolExecuteShell, Arguments: json.RawMessage(`{"command": "ls", "timeout_seconds": 1.5}`)}, "invalid_arguments", "/timeout_seconds", "want integer"},
 		{"bad enum", Call{Name: ToolWriteFile, Arguments: json.RawMessage(`{"path": "a", "content": "b", "mode": "truncate"}`)}, "invalid_arguments", "/mode", "overwrite"},

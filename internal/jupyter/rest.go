@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/wire"
 )
 
 // routes is the gateway's REST API, as Kernel Gateway serves it and
@@ -38,18 +39,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // apiInfo answers GET /api.
 func (g *Gateway) apiInfo(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": "airlock", "protocol_version": ProtocolVersion})
+	writeJSON(w, http.StatusOK, wire.JupyterAPI{Version: "airlock", ProtocolVersion: ProtocolVersion})
 }
 
 // specJSON is one kernelspec as Jupyter lists it.
-func specJSON(s Spec) map[string]any {
-	return map[string]any{
-		"name": s.Name,
-		"spec": map[string]any{
-			"argv": []string{}, "display_name": s.DisplayName, "language": s.Language,
-			"interrupt_mode": "message", "env": map[string]string{}, "metadata": map[string]any{"airlock": map[string]any{"environment": s.environment()}},
+func specJSON(s Spec) wire.KernelSpec {
+	return wire.KernelSpec{
+		Name: s.Name,
+		Spec: wire.KernelSpecFile{
+			Argv: []string{}, DisplayName: s.DisplayName, Language: s.Language,
+			InterruptMode: "message", Env: map[string]string{}, Metadata: map[string]any{"airlock": map[string]any{"environment": s.environment()}},
 		},
-		"resources": map[string]string{},
+		Resources: map[string]string{},
 	}
 }
 
@@ -57,7 +58,7 @@ func specJSON(s Spec) map[string]any {
 // may use.
 func (g *Gateway) listSpecs(w http.ResponseWriter, r *http.Request) {
 	specs := g.backend.Specs(ownerOf(r))
-	out := map[string]any{}
+	out := map[string]wire.KernelSpec{}
 	def := ""
 	for i, s := range specs {
 		if i == 0 {
@@ -65,7 +66,7 @@ func (g *Gateway) listSpecs(w http.ResponseWriter, r *http.Request) {
 		}
 		out[s.Name] = specJSON(s)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"default": def, "kernelspecs": out})
+	writeJSON(w, http.StatusOK, wire.KernelSpecs{Default: def, Kernelspecs: out})
 }
 
 // findSpec returns owner's spec called name ("" is the default). A
@@ -110,11 +111,8 @@ func (g *Gateway) specResource(w http.ResponseWriter, r *http.Request) {
 }
 
 // model is a kernel as the REST API shows it.
-func (g *Gateway) model(owner string, s Session, name string) map[string]any {
-	state, conns, last := s.State, 0, s.LastUsed
-	if state == "" {
-		state = "idle"
-	}
+func (g *Gateway) model(owner string, s Session, name string) wire.Kernel {
+	state, conns, last := executionState(s.State), 0, s.LastUsed
 	if k := g.lookup(owner, s.ID); k != nil {
 		busy, n, kl := k.state()
 		conns = n
@@ -128,7 +126,19 @@ func (g *Gateway) model(owner string, s Session, name string) map[string]any {
 	if last.IsZero() {
 		last = time.Now()
 	}
-	return map[string]any{"id": kernelID(s.ID), "name": name, "last_activity": isoTime(last), "execution_state": state, "connections": conns}
+	return wire.Kernel{ID: kernelID(s.ID), Name: name, LastActivity: isoTime(last), ExecutionState: state, Connections: conns}
+}
+
+// executionState is a session's state as Jupyter's execution_state,
+// which knows no hibernation: a hibernated session answers its next
+// request (it wakes first), so it is idle to Jupyter, as is an unknown
+// ("") one.
+func executionState(state string) string {
+	switch state {
+	case "", "hibernated":
+		return "idle"
+	}
+	return state
 }
 
 // defaultName is the kernel name of owner's sessions.
@@ -147,23 +157,17 @@ func (g *Gateway) listKernels(w http.ResponseWriter, r *http.Request) {
 		g.cfg.WriteError(w, r, err)
 		return
 	}
-	out := make([]map[string]any, 0, len(ss))
+	out := make([]wire.Kernel, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, g.model(owner, s, g.kernelName(owner, s)))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// startRequest is the body of POST /api/kernels.
-type startRequest struct {
-	Name string            `json:"name"`
-	Env  map[string]string `json:"env"` // accepted and ignored: a sandbox's env comes from the server's allowlist
-}
-
 // startKernel answers POST /api/kernels with 201 and the new kernel.
 func (g *Gateway) startKernel(w http.ResponseWriter, r *http.Request) {
 	owner := ownerOf(r)
-	var req startRequest
+	var req wire.StartKernelRequest
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		g.cfg.WriteError(w, r, err)

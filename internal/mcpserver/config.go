@@ -102,4 +102,11 @@ type Deps struct {
 	// Environments resolves a session-wide environment for the local
 	// Backend's sessions (the dispatcher's resolver); nil: built-in only.
 	Environments dispatcher.EnvironmentResolver
+	// Snapshots gives the local Backend's sessions snapshot_session and
+	// fork_session (nil: not offered).
+	Snapshots *SnapshotOptions
+	// Egress is the network policy of owner's sessions for the local
+	// Backend (LocalOptions.Egress): the key's egress= on serve's /mcp, as
+	// its REST sessions get it. nil: none.
+	Egress func(owner string, envEgress []string) string
 }

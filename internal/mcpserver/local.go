@@ -33,6 +33,9 @@ type local struct {
 	// envs resolves a session-wide environment (LocalOptions; nil: the
 	// built-in ones only).
 	envs dispatcher.EnvironmentResolver
+	// snaps takes snapshots and forks (LocalOptions.Snapshots; nil: no
+	// snapshot_session or fork_session tools).
+	snaps *localSnaps
 }
 
 // NewLocal returns the Backend over disp (every tool call) and exec
@@ -86,21 +89,12 @@ func (l *local) OpenSession(ctx context.Context, owner string, limits core.Limit
 	if l.egress != nil {
 		req.Egress = l.egress(owner, nil)
 	}
-	res, err := l.exec.Exec(ctx, req)
-	if err != nil {
-		return "", fmt.Errorf("mcpserver: open session: %w", err)
-	}
-	if res.Status == core.StatusRejected {
-		return "", fmt.Errorf("mcpserver: open session: %w: %s", core.ErrInvalid, res.Message)
-	}
-	if res.SessionID == "" {
-		return "", errors.New("mcpserver: open session: the sandbox returned no session id")
-	}
-	return res.SessionID, nil
+	return l.openWith(ctx, req)
 }
 
 // CloseSession implements Backend.
 func (l *local) CloseSession(ctx context.Context, owner, id string) error {
+	l.forgetOpen(id)
 	if _, err := l.exec.Exec(ctx, core.Request{Op: core.OpSessionClose, Owner: owner, SessionID: id}); err != nil {
 		return fmt.Errorf("mcpserver: close session %s: %w", id, err)
 	}

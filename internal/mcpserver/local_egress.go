@@ -18,6 +18,17 @@ type LocalOptions struct {
 	// Environments resolves a session-wide environment (nil: the
 	// built-in ones only).
 	Environments dispatcher.EnvironmentResolver
+	// Snapshots, when set, gives the MCP sessions the snapshot_session and
+	// fork_session tools (issue 30), as `airlock mcp --server` has them.
+	Snapshots *SnapshotOptions
+}
+
+// SnapshotOptions is what snapshot_session and fork_session need of a
+// local stack: the worker's snapshots (the jobs client) and the store the
+// fork's passing snapshot is deleted from.
+type SnapshotOptions struct {
+	Snapshotter Snapshotter
+	Store       SnapshotDeleter
 }
 
 // NewLocalWith is NewLocal with options.
@@ -31,5 +42,8 @@ func NewLocalWith(disp Dispatcher, exec dispatcher.Executor, opts LocalOptions) 
 		return nil, errors.New("mcpserver: local backend: unexpected type")
 	}
 	l.egress, l.envs = opts.Egress, opts.Environments
+	if o := opts.Snapshots; o != nil && o.Snapshotter != nil && o.Store != nil {
+		l.snaps = &localSnaps{snap: o.Snapshotter, store: o.Store}
+	}
 	return l, nil
 }

@@ -102,9 +102,10 @@ func TestRemoteToolsCallsAndSessionClose(t *testing.T) {
 	var deleted atomic.Int32
 	_, cs := remoteSession(t, cannedAPI(t, 0, "", "", &deleted))
 	lt, err := cs.ListTools(context.Background(), nil)
-	// The server's one tool, and the session snapshot tools of the remote backend.
-	if err != nil || len(lt.Tools) != 3 || lt.Tools[0].Name != "fork_session" || lt.Tools[1].Name != "run_python" ||
-		lt.Tools[1].Description != "Run Python." || lt.Tools[2].Name != "snapshot_session" {
+	// The server's one tool, and the session tools of the remote backend
+	// (snapshot, fork, variables).
+	if err != nil || len(lt.Tools) != 4 || lt.Tools[0].Name != "fork_session" || lt.Tools[1].Name != "list_variables" ||
+		lt.Tools[2].Name != "run_python" || lt.Tools[2].Description != "Run Python." || lt.Tools[3].Name != "snapshot_session" {
 		t.Fatalf("tools: %v %+v", err, lt)
 	}
 	res := call(t, cs, "run_python", map[string]any{"code": "print(1)"})

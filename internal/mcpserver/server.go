@@ -34,7 +34,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return nil, errors.New("mcpserver: Deps.Backend, or Deps.Dispatcher and Deps.Executor, are required")
 		}
 		var err error
-		if be, err = NewLocalWith(deps.Dispatcher, deps.Executor, LocalOptions{Environments: deps.Environments}); err != nil {
+		if be, err = NewLocalWith(deps.Dispatcher, deps.Executor, LocalOptions{Environments: deps.Environments, Snapshots: deps.Snapshots, Egress: deps.Egress}); err != nil {
 			return nil, err
 		}
 	}

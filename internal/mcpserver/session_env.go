@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -87,17 +86,11 @@ func (l *local) OpenSessionIn(ctx context.Context, owner, env string, may func(s
 	if l.egress != nil {
 		req.Egress = l.egress(owner, t.Egress)
 	}
-	res, err := l.exec.Exec(ctx, req)
+	id, err := l.openWith(ctx, req)
 	if err != nil {
-		return "", fmt.Errorf("mcpserver: open session in %s: %w", env, err)
+		return "", fmt.Errorf("in environment %s: %w", env, err)
 	}
-	if res.Status == core.StatusRejected {
-		return "", fmt.Errorf("mcpserver: open session in %s: %w: %s", env, core.ErrInvalid, res.Message)
-	}
-	if res.SessionID == "" {
-		return "", errors.New("mcpserver: open session: the sandbox returned no session id")
-	}
-	return res.SessionID, nil
+	return id, nil
 }
 
 // OpenSessionIn implements EnvSessionOpener: POST /v1/sessions with the

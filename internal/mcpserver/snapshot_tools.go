@@ -20,13 +20,18 @@ const (
 )
 
 // SnapshotBackend is a Backend that can snapshot and fork its sessions
-// (the remote one: a server's POST /v1/sessions/{id}/snapshot and /fork).
+// (the remote one: a server's POST /v1/sessions/{id}/snapshot and /fork;
+// the local one with LocalOptions.Snapshots: the worker's snapshots).
 type SnapshotBackend interface {
 	// Snapshot saves owner's session id: its namespace, files and calls.
 	Snapshot(ctx context.Context, owner, id string) (wire.SnapshotCreated, error)
 	// Fork opens a new session with the state of owner's session id.
 	Fork(ctx context.Context, owner, id string) (wire.Session, error)
 }
+
+// snapshotCapable is a SnapshotBackend that may lack snapshots (the local
+// one without LocalOptions.Snapshots).
+type snapshotCapable interface{ canSnapshot() bool }
 
 // Snapshot implements SnapshotBackend over the server's route.
 func (r *remote) Snapshot(ctx context.Context, _, id string) (wire.SnapshotCreated, error) {
@@ -56,6 +61,9 @@ func (s *Server) addSnapshotTools(srv *mcp.Server, owner string) {
 	if !ok {
 		return
 	}
+	if c, ok := s.be.(snapshotCapable); ok && !c.canSnapshot() {
+		return
+	}
 	srv.AddTool(&mcp.Tool{Name: ToolSnapshotSession, InputSchema: noArgs,
 		Description: "Save this session (its Python variables, /work files and call log) as a snapshot that can be restored later or elsewhere. Answers snapshot_id, bytes and the variables that could not be saved (open files, generators, ...), by name."},
 		s.snapshotHandler(owner, func(ctx context.Context, sid string, _ *session) (any, error) { return sb.Snapshot(ctx, owner, sid) }))
@@ -77,7 +85,8 @@ func (s *Server) addSnapshotTools(srv *mcp.Server, owner string) {
 }
 
 // snapshotHandler runs fn on the MCP session's Airlock session and
-// answers its result as JSON text.
+// answers its result as JSON text (the frame of every session tool that
+// takes no arguments: snapshot, fork, variables).
 func (s *Server) snapshotHandler(owner string, fn func(ctx context.Context, sid string, st *session) (any, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if msg := unexpectedArgs(req.Params.Name, req.Params.Arguments); msg != "" {
@@ -89,7 +98,7 @@ func (s *Server) snapshotHandler(owner string, fn func(ctx context.Context, sid 
 		}
 		sid, err := s.ensure(ctx, st)
 		if err != nil || sid == "" {
-			return errorResult("this server has no sandbox sessions to snapshot"), nil
+			return errorResult("this server has no sandbox sessions, so " + req.Params.Name + " has nothing to act on"), nil
 		}
 		out, err := fn(ctx, sid, st)
 		if err != nil {

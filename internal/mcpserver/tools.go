@@ -28,6 +28,7 @@ func (s *Server) addTools(srv *mcp.Server, owner string) {
 		}, h)
 	}
 	s.addSnapshotTools(srv, owner)
+	s.addVariablesTool(srv, owner)
 }
 
 // callTool returns the tools/call handler of owner's server: open the MCP

@@ -275,6 +275,13 @@ func (s *Service) forget(ctx context.Context, rec sessionrecords.Record, err err
 // resume record is hibernated, not gone. Call before the service is used.
 func (s *Service) SetResumes(r *snapshots.Resumes) { s.resumes = r }
 
+// Hibernated reports whether rec's session is hibernated: its container
+// freed on purpose and its state kept in a snapshot, so that anything
+// that asks its kernel wakes it.
+func (s *Service) Hibernated(ctx context.Context, rec sessionrecords.Record) bool {
+	return rec.Hibernated && s.hibernated(ctx, rec)
+}
+
 // hibernated reports whether rec's session's resume record says its
 // container was freed on purpose (and not woken since).
 func (s *Service) hibernated(ctx context.Context, rec sessionrecords.Record) bool {

@@ -126,7 +126,11 @@ func (l *CallLog) Append(ctx context.Context, owner, session string, c Call) err
 			return fmt.Errorf("call log: encode: %w", err)
 		}
 	}
-	if _, err := l.st.Append(ctx, logKey(owner, session), b, MaxCalls, logTTL); err != nil {
+	// Lazy (state.LazyAppender): the embedded store answers without a disk
+	// sync, so the call's answer does not wait for one; a crash loses at
+	// most the store's flush interval of log entries (1 s), and none a
+	// later synced write (an automatic snapshot) followed.
+	if _, err := state.AppendWith(ctx, l.st, logKey(owner, session), b, MaxCalls, logTTL, true); err != nil {
 		return fmt.Errorf("call log: append to %s: %w", session, err)
 	}
 	return nil

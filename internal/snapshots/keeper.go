@@ -67,7 +67,12 @@ func (k *Keeper) Handle(ctx context.Context, req core.Request) (core.Result, err
 		res, err := k.engine.Handle(ctx, req)
 		if err == nil || errors.Is(err, core.ErrNotFound) {
 			bg := context.WithoutCancel(ctx)
+			o := k.session(req.SessionID)
 			k.forget(req.SessionID)
+			if o != nil { // an automatic snapshot being stored lands before the drop
+				o.persist.Lock()
+				o.persist.Unlock()
+			}
 			if k.res != nil {
 				if _, gerr := k.res.cfg.Resumes.Get(bg, req.Owner, req.SessionID); gerr == nil && err != nil {
 					res, err = core.Result{Status: core.StatusOK}, nil // a hibernated session closes by losing its snapshot

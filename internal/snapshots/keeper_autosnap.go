@@ -9,9 +9,10 @@ import (
 )
 
 // autosnap saves session id after a call that ran, off the caller's path:
-// at most one at a time per session, a call ending meanwhile asking for
-// one more after it; a namespace over AutoMaxBytes is not tried again for
-// autoRetry.
+// once the session has had no call end for AutoQuiet (autoMaxWait at
+// most), at most one at a time per session, a call ending meanwhile
+// asking for one more after it; a namespace over AutoMaxBytes is not
+// tried again for autoRetry.
 func (k *Keeper) autosnap(owner, id string) {
 	if k.res == nil || k.res.cfg.AutoMaxBytes <= 0 {
 		return
@@ -25,6 +26,10 @@ func (k *Keeper) autosnap(owner, id string) {
 		k.res.mu.Unlock()
 		return
 	}
+	o.lastEnd = k.now()
+	if o.unsaved.IsZero() {
+		o.unsaved = o.lastEnd
+	}
 	if o.autoRunning {
 		o.autoAgain = true
 		k.res.mu.Unlock()
@@ -36,14 +41,27 @@ func (k *Keeper) autosnap(owner, id string) {
 	go func() {
 		defer k.res.wg.Done()
 		for {
+			k.quiet(o)
 			o.gate.Lock()
+			o.persist.Lock()
+			k.res.mu.Lock()
+			o.unsaved = time.Time{}
+			k.res.mu.Unlock()
 			var err error
 			if k.session(id) == o {
+				// The gate is released once the snapshot has left the
+				// sandbox: the next call need not wait for the store's
+				// disk sync. What a kill -9 can lose is unchanged: the
+				// snapshot being stored, as when it comes before a call
+				// (README); resume records follow the order of the
+				// snapshots (persist).
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				err = k.save(ctx, owner, id, o, min(k.res.cfg.AutoMaxBytes, k.store.cfg.MaxBytes), false)
+				err = k.save(ctx, owner, id, o, min(k.res.cfg.AutoMaxBytes, k.store.cfg.MaxBytes), false, o.gate.Unlock)
 				cancel()
+			} else {
+				o.gate.Unlock()
 			}
-			o.gate.Unlock()
+			o.persist.Unlock()
 			k.res.mu.Lock()
 			if err != nil {
 				o.autoAgain = false
@@ -63,6 +81,28 @@ func (k *Keeper) autosnap(owner, id string) {
 			k.res.mu.Unlock()
 		}
 	}()
+}
+
+// quiet waits until session o has had no call end for AutoQuiet, or
+// autoMaxWait has passed since the first call its snapshot will hold.
+func (k *Keeper) quiet(o *opened) {
+	q := k.res.cfg.AutoQuiet
+	if q <= 0 {
+		return
+	}
+	for {
+		k.res.mu.Lock()
+		due := o.lastEnd.Add(q)
+		if last := o.unsaved.Add(autoMaxWait); last.Before(due) {
+			due = last
+		}
+		k.res.mu.Unlock()
+		wait := due.Sub(k.now())
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
 }
 
 // WaitAutosnapshots waits for the automatic snapshots running now.

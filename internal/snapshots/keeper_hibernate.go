@@ -26,7 +26,9 @@ func (k *Keeper) Hibernate(ctx context.Context, owner, id string, wait bool) (bo
 	if k.session(id) != o { // closed or hibernated meanwhile
 		return false, nil
 	}
-	if err := k.save(ctx, owner, id, o, k.store.cfg.MaxBytes, true); err != nil {
+	o.persist.Lock()
+	defer o.persist.Unlock()
+	if err := k.save(ctx, owner, id, o, k.store.cfg.MaxBytes, true, nil); err != nil {
 		return false, fmt.Errorf("snapshots: hibernate %s: %w", id, err)
 	}
 	return true, nil

@@ -28,6 +28,12 @@ type ResumeConfig struct {
 	// ran (0: none are taken): a namespace and work folder over it are not
 	// saved after calls (tried again at most once a minute).
 	AutoMaxBytes int64
+	// AutoQuiet is how long a session goes without a call ending before
+	// its automatic snapshot is taken, so a burst of calls is saved once,
+	// after its last call, and a snapshot never holds up the next call
+	// of a burst (0: at once). A session whose calls keep coming is saved
+	// at the latest autoMaxWait after the first call not yet saved.
+	AutoQuiet time.Duration
 }
 
 // RecordMarker marks a session's API record hibernated or awake
@@ -40,6 +46,10 @@ type RecordMarker interface {
 type SessionLister interface {
 	Sessions(owner string) []core.SessionInfo
 }
+
+// autoMaxWait bounds how long AutoQuiet may hold back the automatic
+// snapshot of a session whose calls keep ending.
+const autoMaxWait = 5 * time.Second
 
 // autoRetry is how long a session whose namespace was over AutoMaxBytes
 // goes without automatic snapshots.
@@ -55,10 +65,18 @@ type opened struct {
 	// gate keeps calls, files and snapshots of the session apart from its
 	// hibernation: a session is saved and closed with no call in between.
 	gate sync.Mutex
+	// persist is held while a snapshot of the session is being made its
+	// resume record (taken after gate; an automatic snapshot stores its
+	// bytes with gate released, so resume records are written one at a
+	// time, in the order their snapshots were taken).
+	persist sync.Mutex
 	// auto* coalesce automatic snapshots: one runs at a time, and a call
 	// ending while it runs asks for one more after it.
 	autoRunning, autoAgain bool
 	tooBig                 time.Time
+	// lastEnd is when its last call ended, unsaved when the first call
+	// not yet in a snapshot ended (zero: none).
+	lastEnd, unsaved time.Time
 }
 
 // resumeState is the Keeper's side of ResumeConfig.
@@ -175,16 +193,30 @@ func (k *Keeper) wake(ctx context.Context, req core.Request) (core.Result, error
 
 // save takes an internal snapshot of session id of owner within maxBytes
 // and makes it the session's resume record; with hibernate the session's
-// container is then freed. The session's gate must be held.
-func (k *Keeper) save(ctx context.Context, owner, id string, o *opened, maxBytes int64, hibernate bool) error {
+// container is then freed. The session's gate and persist lock must be
+// held. release (nil: none) is called once the snapshot has left the
+// sandbox, before it is stored: the caller may then let the session's
+// next call run while the snapshot is written and synced (a snapshot of
+// up to heldBytes is held in memory until then; a larger one is streamed
+// into the store before release).
+func (k *Keeper) save(ctx context.Context, owner, id string, o *opened, maxBytes int64, hibernate bool, release func()) error {
+	if release == nil {
+		release = func() {}
+	}
 	snapID := "hib-" + randomHex()
 	w, err := k.store.CreateInternal(ctx, owner, snapID, o.expiresAt.Sub(k.now())+time.Minute)
 	if err != nil {
+		release()
 		return err
 	}
+	held := &heldParts{w: w, max: heldBytes}
 	rep, err := k.engine.SnapshotSession(ctx, owner, id, maxBytes, func(part string, _ int64, chunk []byte) error {
-		return w.Write(ctx, part, chunk)
+		return held.write(ctx, part, chunk)
 	})
+	release()
+	if err == nil {
+		err = held.spill(ctx)
+	}
 	if err == nil {
 		for _, part := range core.SnapshotParts {
 			if err = w.Write(ctx, part, nil); err != nil {

@@ -27,14 +27,15 @@ func Notebook(calls []Call) ([]byte, error) {
 		if c.ExecutionCount > 0 {
 			count = c.ExecutionCount
 		}
+		stdout, display := valueOnce(c)
 		outs := []map[string]any{}
-		if c.Stdout != "" {
-			outs = append(outs, map[string]any{"output_type": "stream", "name": "stdout", "text": lines(c.Stdout)})
+		if stdout != "" {
+			outs = append(outs, map[string]any{"output_type": "stream", "name": "stdout", "text": lines(stdout)})
 		}
 		if c.Stderr != "" && c.Error == nil {
 			outs = append(outs, map[string]any{"output_type": "stream", "name": "stderr", "text": lines(c.Stderr)})
 		}
-		for _, d := range c.Display {
+		for _, d := range display {
 			data := map[string]any{}
 			for mime, v := range d.Data {
 				if strings.HasPrefix(mime, "text/") || mime == "image/svg+xml" {
@@ -80,6 +81,39 @@ func Notebook(calls []Call) ([]byte, error) {
 		return nil, fmt.Errorf("notebook: encode: %w", err)
 	}
 	return b, nil
+}
+
+// valueOnce returns c's stdout and displays with its value shown once: a
+// call outside notebook mode prints the value's repr as the last of its
+// stdout and sends the value's rich form as a display, so the last display
+// whose text/plain ends stdout is the cell's value. It becomes the
+// execute_result (after the other outputs, as Jupyter shows it) and its
+// repr leaves stdout. Otherwise both are returned as they are.
+func valueOnce(c Call) (string, []core.Display) {
+	if c.Language == core.Shell {
+		return c.Stdout, c.Display
+	}
+	for _, d := range c.Display {
+		if d.Result {
+			return c.Stdout, c.Display
+		}
+	}
+	for i := len(c.Display) - 1; i >= 0; i-- {
+		text := c.Display[i].Data["text/plain"]
+		if text == "" || !strings.HasSuffix(c.Stdout, text+"\n") {
+			continue
+		}
+		if before := strings.TrimSuffix(c.Stdout, text+"\n"); before != "" && !strings.HasSuffix(before, "\n") {
+			continue // the repr is the end of a longer line, not a line of its own
+		}
+		out := make([]core.Display, 0, len(c.Display))
+		out = append(out, c.Display[:i]...)
+		out = append(out, c.Display[i+1:]...)
+		value := c.Display[i]
+		value.Result = true
+		return strings.TrimSuffix(c.Stdout, text+"\n"), append(out, value)
+	}
+	return c.Stdout, c.Display
 }
 
 // lines splits text into nbformat's list of lines, each keeping its "\n".

@@ -141,12 +141,14 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.st.Delete(ctx, metaKey(owner, id), 0); err != nil {
+	// An internal snapshot goes lazily (state.LazyDeleter): one a crash
+	// keeps expires with its session all the same.
+	if err := state.DeleteWith(ctx, s.st, metaKey(owner, id), 0, m.Internal); err != nil {
 		return fmt.Errorf("snapshots: delete %s: %w", id, err)
 	}
 	for part, p := range m.Parts {
 		for n := range p.Chunks {
-			_ = s.st.Delete(ctx, chunkKey(owner, id, part, n), 0)
+			_ = state.DeleteWith(ctx, s.st, chunkKey(owner, id, part, n), 0, m.Internal)
 		}
 	}
 	if !m.Internal {
@@ -191,7 +193,15 @@ type Writer struct {
 	// bytes are not counted in the owner's usage.
 	ttl      time.Duration
 	internal bool
+	// lazyBytes are the bytes of an internal snapshot written lazily so
+	// far (see store).
+	lazyBytes int64
 }
+
+// maxLazyBytes bounds the chunk bytes an internal snapshot writes lazily
+// (state.PutOptions.Lazy, held in the embedded store's memory until the
+// next synced write); past it chunks are written synced.
+const maxLazyBytes = ChunkBytes
 
 // Create starts snapshot id of owner; Commit or Abort it. An id that
 // exists is a conflict.
@@ -265,7 +275,16 @@ func (w *Writer) store(ctx context.Context, b []byte) error {
 	}
 	w.bytes += n
 	p := w.parts[w.part]
-	if _, err := w.s.st.Put(ctx, chunkKey(w.owner, w.id, w.part, p.Chunks), b, state.PutOptions{TTL: w.ttl}); err != nil {
+	// An internal snapshot (a session's automatic one, or its
+	// hibernation) is durable once the resume record naming it is: its
+	// chunks and record are written lazily, so the resume record's one
+	// synced write commits them all (one disk sync per snapshot, not one
+	// per chunk); a crash before it leaves at most chunks that expire.
+	lazy := w.internal && w.lazyBytes+n <= maxLazyBytes
+	if lazy {
+		w.lazyBytes += n
+	}
+	if _, err := w.s.st.Put(ctx, chunkKey(w.owner, w.id, w.part, p.Chunks), b, state.PutOptions{TTL: w.ttl, Lazy: lazy}); err != nil {
 		return fmt.Errorf("snapshots: write %s: %w", w.id, err)
 	}
 	p.Chunks++
@@ -295,7 +314,7 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("snapshots: encode %s: %w", w.id, err)
 	}
-	if _, err := w.s.st.Put(ctx, metaKey(w.owner, w.id), b, state.PutOptions{IfVersion: -1, TTL: w.ttl}); err != nil {
+	if _, err := w.s.st.Put(ctx, metaKey(w.owner, w.id), b, state.PutOptions{IfVersion: -1, TTL: w.ttl, Lazy: w.internal}); err != nil {
 		return Meta{}, fmt.Errorf("snapshots: record %s: %w", w.id, err)
 	}
 	return m, nil
@@ -305,7 +324,7 @@ func (w *Writer) Commit(ctx context.Context, m Meta) (Meta, error) {
 func (w *Writer) Abort(ctx context.Context) {
 	for part, p := range w.parts {
 		for n := range p.Chunks {
-			_ = w.s.st.Delete(ctx, chunkKey(w.owner, w.id, part, n), 0)
+			_ = state.DeleteWith(ctx, w.s.st, chunkKey(w.owner, w.id, part, n), 0, w.internal)
 		}
 	}
 	if w.bytes > 0 && !w.internal {
