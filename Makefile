@@ -6,13 +6,16 @@ ADDR    ?= 127.0.0.1:8080
 # package count in flight low on small machines.
 TESTFLAGS ?= -race -count=1 -timeout 25m -p 2
 
-.PHONY: build images run test test-busy test-unit vet tidy-check deps-run deps-test fmt bench compose-config compose-images compose-up compose-down clean
+.PHONY: build images images-service run test test-busy test-unit vet tidy-check deps-run deps-test fmt bench compose-config compose-images compose-up compose-down clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/airlock
 
 images:
 	bash images/build.sh python shell
+
+images-service:
+	bash images/build.sh service
 
 # scripts/deps.sh installs what is missing (debootstrap; for the tests
 # redis-server and chromium) or prints the one command to run.
@@ -34,8 +37,11 @@ vet: tidy-check
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 
+# The compose test's service base (debootstrap, minutes on a first run) is
+# built beside the sandbox images, with its progress shown, not in the e2e run.
 test: deps-test
-	@$(MAKE) --no-print-directory images vet
+	@$(MAKE) --no-print-directory -j2 images images-service
+	@$(MAKE) --no-print-directory vet
 	$(GO) test $(TESTFLAGS) ./...
 
 # The suite on a busy machine: the tests of BUSY_PKGS (default all) beside a

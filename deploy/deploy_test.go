@@ -134,20 +134,26 @@ func TestComposeEgressDoors(t *testing.T) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	const dir = "${AIRLOCK_EGRESS_DOOR_DIR:-/run/airlock-egress}"
+	// The sandboxes' link sockets (AIRLOCK_LINK_DIR) likewise.
+	dirs := map[string]string{
+		"AIRLOCK_EGRESS_DOOR_DIR": "${AIRLOCK_EGRESS_DOOR_DIR:-/run/airlock-egress}",
+		"AIRLOCK_LINK_DIR":        "${AIRLOCK_LINK_DIR:-/run/airlock-link}",
+	}
 	for name, s := range doc.Services {
 		if len(s.Command) == 0 || s.Command[0] != "worker" {
 			continue
 		}
-		if s.Environment["AIRLOCK_EGRESS_DOOR_DIR"] != dir {
-			t.Errorf("worker %s: AIRLOCK_EGRESS_DOOR_DIR = %q, want %q", name, s.Environment["AIRLOCK_EGRESS_DOOR_DIR"], dir)
-		}
-		found := false
-		for _, v := range s.Volumes {
-			found = found || v == dir+":"+dir
-		}
-		if !found {
-			t.Errorf("worker %s does not mount %s at the same path: %v", name, dir, s.Volumes)
+		for env, dir := range dirs {
+			if s.Environment[env] != dir {
+				t.Errorf("worker %s: %s = %q, want %q", name, env, s.Environment[env], dir)
+			}
+			found := false
+			for _, v := range s.Volumes {
+				found = found || v == dir+":"+dir
+			}
+			if !found {
+				t.Errorf("worker %s does not mount %s at the same path: %v", name, dir, s.Volumes)
+			}
 		}
 	}
 }

@@ -30,6 +30,8 @@ type batchLine struct {
 	Attempt    int    `json:"attempt"`
 	InputMode  string `json:"input_mode"`
 	InputNote  string `json:"input_note"`
+	Error      any    `json:"error"`
+	Content    string `json:"content"`
 }
 
 type repoTruth struct{ lines, warnings int }
@@ -149,10 +151,15 @@ func TestBatchMapOverRepos(t *testing.T) {
 	id := b["id"].(string)
 	b = waitBatch(t, s.URL, id, testscale.D(10*time.Minute), "completed", "failed")
 	t.Logf("%d repos in %s", n, time.Since(start).Round(time.Millisecond))
+	lines := results(t, s.URL+"/v1/batches/"+id+"/results")
 	if tot, ok, bad := counts(b); tot != n || ok != n || bad != 0 {
+		for _, l := range lines {
+			if l.Status != "ok" {
+				t.Errorf("%s: status %s stdout %q stderr %q error %v content %q", l.CustomID, l.Status, l.Stdout, l.Stderr, l.Error, l.Content)
+			}
+		}
 		t.Fatalf("request_counts %d/%d/%d, want %d completed", tot, ok, bad, n)
 	}
-	lines := results(t, s.URL+"/v1/batches/"+id+"/results")
 	if len(lines) != n {
 		t.Fatalf("%d result lines, want %d", len(lines), n)
 	}

@@ -140,12 +140,19 @@ func labelled(t *testing.T, dc *client.Client, kv string) []container.Summary {
 	return list
 }
 
-// busyCall posts the tool call of a busy loop to url (a tool-calls route)
-// and ignores the answer: the process serving it is killed mid-call.
-func busyCall(url, tool string, args map[string]any) {
+// busyCall posts, in the background, the tool call of a busy loop to url
+// (a tool-calls route) and ignores the answer: the process serving it is
+// killed mid-call. The call hangs up at the end of the test, before the
+// processes started earlier are stopped: a serve still holding it (its
+// worker killed) would otherwise drain it for the whole stop grace (30 s)
+// before its SIGKILL.
+func busyCall(t *testing.T, url, tool string, args map[string]any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, _ = send(ctx, "POST", url, toolCall("call_busy", tool, args))
+	t.Cleanup(cancel)
+	go func() {
+		defer cancel()
+		_, _ = send(ctx, "POST", url, toolCall("call_busy", tool, args))
+	}()
 }
 
 // killOutcome is what killMidCall saw.

@@ -62,7 +62,7 @@ func TestDeadManWorker(t *testing.T) {
 			"--pool", "1", "--reap-interval", noReap)
 		w.waitLog("worker started", startTimeout)
 		tag := busyTag()
-		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
+		busyCall(t, srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
 		return killMidCall(t, dc, w, tag, issue13Bound)
 	})
 }
@@ -74,7 +74,7 @@ func TestDeadManServe(t *testing.T) {
 	conclusive(t, func(t *testing.T) killOutcome {
 		srv := startServe(t, "--reap-interval", noReap)
 		tag := busyTag()
-		go busyCall(srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
+		busyCall(t, srv.URL+"/v1/tool-calls", "run_python", map[string]any{"code": busyLoop(tag), "timeout_seconds": 120})
 		return killMidCall(t, dc, srv.proc, tag, issue13Bound)
 	})
 }
@@ -100,7 +100,7 @@ func TestDeadManShell(t *testing.T) {
 			srv := startServe(t, "--reap-interval", noReap)
 			sid, _ := do(t, "POST", srv.URL+"/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
 			tag := busyTag()
-			go busyCall(srv.URL+"/v1/sessions/"+sid+"/tool-calls", "execute_shell", map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120})
+			busyCall(t, srv.URL+"/v1/sessions/"+sid+"/tool-calls", "execute_shell", map[string]any{"command": shellBusyLoop(tag), "timeout_seconds": 120})
 			return killMidCall(t, dc, srv.proc, tag, issue26Bound)
 		})
 	})
@@ -112,6 +112,7 @@ func TestDeadManShell(t *testing.T) {
 // is kept. The worker under test labels its own containers with the id its
 // liveness key uses.
 func TestDeadWorkerContainersReaped(t *testing.T) {
+	t.Parallel() // its own queue and worker; the serial kill tests (whose outcome another reaper spoils) have finished before parallel tests start
 	dc := requireDocker(t)
 	rs := redistest.Start(t, false)
 	rdb := rs.Client(t)
@@ -124,7 +125,12 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 	w.waitLog("worker started", startTimeout)
 
 	// The worker's own warm container names it as its liveness key does.
-	alive := scanKeys(t, rdb, keys+"alive:*")
+	// The key may land a moment after the "worker started" line.
+	var alive []string
+	poll(t, startTimeout, "the worker's liveness key", func() bool {
+		alive = scanKeys(t, rdb, keys+"alive:*")
+		return len(alive) > 0
+	})
 	if len(alive) != 1 {
 		t.Fatalf("liveness keys %v, want the one worker's", alive)
 	}
@@ -185,6 +191,7 @@ func TestDeadWorkerContainersReaped(t *testing.T) {
 // its state; the ended session, saved after its last call, wakes on its
 // next call.
 func TestUnboundSessionReaped(t *testing.T) {
+	t.Parallel() // its own queue and worker; the serial kill tests (whose outcome another reaper spoils) have finished before parallel tests start
 	dc := requireDocker(t)
 	rs := redistest.Start(t, false)
 	rdb := rs.Client(t)

@@ -79,7 +79,12 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		p.stop(testscale.D(30 * time.Second))
+		began := time.Now()
+		if p.stop(testscale.D(30*time.Second)) || time.Since(began) > 5*time.Second {
+			// A slow stop is test time spent on nothing: say so, so the
+			// test that causes it (a call left in flight?) can be found.
+			t.Logf("stopping %s (pid %d) took %s", name, p.pid(), time.Since(began).Round(100*time.Millisecond))
+		}
 		if t.Failed() {
 			t.Logf("--- %s (pid %d) stderr ---\n%s", name, p.pid(), tail(p.stderr.String(), 6000))
 		}
@@ -142,18 +147,21 @@ func (p *proc) wait(d time.Duration) int {
 	return 0
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after grace.
-func (p *proc) stop(grace time.Duration) {
+// stop ends the process group: SIGTERM, then SIGKILL after grace. It
+// reports whether the grace ran out.
+func (p *proc) stop(grace time.Duration) (killed bool) {
 	if p.exited() {
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL) // stray children, if any
-		return
+		return false
 	}
 	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
+		return false
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done
+		return true
 	}
 }
 

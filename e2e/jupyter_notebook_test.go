@@ -18,6 +18,8 @@ import (
 // Chromium: open a notebook, run its cells, see the table and the plot,
 // computed in an Airlock session of the gateway key.
 func TestJupyterClassicNotebook(t *testing.T) {
+	// Serial: a browser, a Notebook server and a kernel side by side with
+	// other parallel tests' left its page without a kernel under CI's load.
 	requireDocker(t)
 	requireJupyter(t, "notebook")
 	srv := startKeyedServe(t, jupyterKeys)

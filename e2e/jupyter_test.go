@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,10 +23,12 @@ const (
 	bobKey   = "bob-key-0123456789abcdef01"
 )
 
-// jupyterKeys are two keys; alice may run cells for 30 s with memory for
+// jupyterKeys are two keys; alice may run cells for 30 s (scaled by
+// testscale: a ceiling no test asserts on, and a first `import pandas`
+// beside other tests on a loaded machine took longer) with memory for
 // pandas, matplotlib and Jedi.
 var jupyterKeys = []string{
-	"alice:" + aliceKey + " timeout_seconds=30 memory_bytes=768m",
+	"alice:" + aliceKey + fmt.Sprintf(" timeout_seconds=%d", int(testscale.D(30*time.Second).Seconds())) + " memory_bytes=768m",
 	"bob:" + bobKey,
 }
 
@@ -36,6 +39,7 @@ var jupyterKeys = []string{
 // time.sleep(60), restart, complete, inspect, stop_on_error, shut down;
 // the kernel is an Airlock session of its key only.
 func TestJupyterServerGateway(t *testing.T) {
+	t.Parallel() // functional: its own serve and Jupyter; no timing bound of its own
 	requireDocker(t)
 	requireJupyter(t, "jupyter_server")
 	srv := startKeyedServe(t, jupyterKeys)
@@ -271,6 +275,7 @@ websocket.create_connection = create_connection
 // executed notebook holds the printed text, the DataFrame's HTML, the
 // plot's PNG and the execution counts, and the session is gone after.
 func TestJupyterNbconvertExecute(t *testing.T) {
+	t.Parallel() // functional: its own serve and Jupyter; no timing bound of its own
 	requireDocker(t)
 	requireJupyter(t, "jupyter_server", "nbclient", "nbconvert", "websocket")
 	srv := startKeyedServe(t, jupyterKeys)
@@ -329,6 +334,7 @@ func TestJupyterNbconvertExecute(t *testing.T) {
 // TestJupyterKernelCull: with --kernel-cull-idle a kernel that runs
 // nothing ends (its session too); one that keeps running cells stays.
 func TestJupyterKernelCull(t *testing.T) {
+	t.Parallel() // its own serve; the busy kernel's cells come 1 s apart against a 3 s cull
 	requireDocker(t)
 	srv := startKeyedServe(t, jupyterKeys, "--kernel-cull-idle", "3s")
 	auth := "token " + aliceKey

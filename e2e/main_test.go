@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func TestMain(m *testing.M) {
 // runMain builds the binary, runs the tests and removes the build folder.
 func runMain(m *testing.M) int {
 	flag.Parse()
+	defaultParallel()
 	if testing.Short() {
 		fmt.Println("e2e: skipped under -short: every test here drives the real binary, Docker, Redis or Chromium")
 		return 0
@@ -58,6 +60,32 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// e2eParallel is how many parallel e2e tests run at once unless -parallel
+// is given. The tests wait on processes, Docker and Redis far more than
+// they compute (a run used under a quarter of its wall time in CPU), so
+// -parallel's default, GOMAXPROCS (2 on a small machine), left the cores
+// idle; the timing-sensitive tests (the kill tests, the print round trip)
+// do not call t.Parallel and run alone before any parallel one starts.
+const e2eParallel = 4
+
+// defaultParallel raises -parallel to e2eParallel when the command line
+// did not set it (testing reads it in m.Run, after TestMain's flag.Parse)
+// and timing bounds are not stretched: on a busy machine or in CI
+// (testscale.Factor() > 1) the default stays, so `make test-busy` runs as
+// before.
+func defaultParallel() {
+	if testscale.Factor() > 1 {
+		return
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < e2eParallel {
+			_ = f.Value.Set(strconv.Itoa(e2eParallel))
+		}
+	}
 }
 
 // staleStackAge is how old a compose test project must be before a new run

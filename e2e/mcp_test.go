@@ -57,8 +57,8 @@ func mcpOK(t *testing.T, res *mcp.CallToolResult) string {
 
 // toolSchemas maps tool names to their JSON-decoded input schemas.
 // mcpOnlyTools are MCP tools that are no dispatcher tool (the remote
-// backend's session snapshot and fork).
-var mcpOnlyTools = map[string]bool{"snapshot_session": true, "fork_session": true}
+// backend's session snapshot, fork and variables).
+var mcpOnlyTools = map[string]bool{"snapshot_session": true, "fork_session": true, "list_variables": true}
 
 func toolSchemas(t *testing.T, tools []*mcp.Tool) map[string]any {
 	t.Helper()

@@ -64,6 +64,11 @@ func TestRedisDeployment(t *testing.T) {
 	for _, w := range workers {
 		w.waitLog("worker started", startTimeout)
 	}
+	// A worker writes its liveness key a moment after it logs "worker
+	// started": wait for /readyz to see them.
+	poll(t, startTimeout, "/readyz 200 with the workers live", func() bool {
+		return do(t, "GET", srv.URL+"/readyz", nil).Status == http.StatusOK
+	})
 	ready := do(t, "GET", srv.URL+"/readyz", nil).must(t, http.StatusOK).JSON(t)
 	if checks, _ := ready["checks"].(map[string]any); checks["queue"] != "ok" {
 		t.Errorf("/readyz %v", ready)

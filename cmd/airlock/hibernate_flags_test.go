@@ -16,6 +16,7 @@ func TestNegativeHibernationFlagsRefused(t *testing.T) {
 	}{
 		{sandboxFlags{hibernateAfter: -5 * time.Second}, "--hibernate-after"},
 		{sandboxFlags{autoSnapMax: -1}, "--session-autosnapshot-max-bytes"},
+		{sandboxFlags{autoSnapQuiet: -time.Millisecond}, "--session-autosnapshot-quiet"},
 	} {
 		_, err := c.f.engine(logger(new(strings.Builder), false), nil)
 		if err == nil || !strings.Contains(err.Error(), c.flag) {

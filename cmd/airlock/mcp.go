@@ -16,6 +16,8 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
+	"github.com/airlock-dev/airlock/internal/snapshots"
+	"github.com/airlock-dev/airlock/state"
 )
 
 // mcpOwner owns the sandboxes of `airlock mcp`.
@@ -94,6 +96,12 @@ func mcpBackend(ctx context.Context, sf *stackFlags, url, key, env string, log *
 		}
 		return be, func() {}, nil
 	}
+	// Snapshots (snapshot_session, fork_session) live in memory for as
+	// long as this process: a host runs one `airlock mcp` per
+	// conversation, and an on-disk store would be locked by the first.
+	if sf.snapState == nil {
+		sf.snapState, sf.snapConfig = state.NewMemory(time.Now), snapshots.DefaultConfig()
+	}
 	st, err := buildStack(ctx, sf, log)
 	if err != nil {
 		return nil, nil, err
@@ -106,6 +114,7 @@ func mcpBackend(ctx context.Context, sf *stackFlags, url, key, env string, log *
 		}
 	}
 	opts := mcpserver.LocalOptions{Egress: sessionEgress(sf.keys, sf.egress.local)}
+	opts.Snapshots = &mcpserver.SnapshotOptions{Snapshotter: st.client, Store: snapshots.New(sf.snapState, sf.snapConfig, nil)}
 	if env != "" {
 		opts.Environments = st.envs
 	}

@@ -37,11 +37,19 @@ type sandboxFlags struct {
 	worker, queue string
 	// egress configures the network leash (egressflags.go).
 	egress egressFlags
-	// hibernateAfter and autoSnapMax are --hibernate-after and
-	// --session-autosnapshot-max-bytes (hibernate_flags.go); a session
-	// hibernates before the sandbox would end it for being idle.
+	// hibernateAfter, autoSnapMax and autoSnapQuiet are --hibernate-after,
+	// --session-autosnapshot-max-bytes and --session-autosnapshot-quiet
+	// (hibernate_flags.go); a session hibernates before the sandbox would
+	// end it for being idle.
 	hibernateAfter time.Duration
 	autoSnapMax    int64
+	autoSnapQuiet  time.Duration
+	// linkDir is --link-dir: where each sandbox's link socket is made
+	// (sandbox.Config.LinkDir; "": a private folder under the temp dir).
+	linkDir string
+	// schedSlice is --sched-slice: the scheduler time slice this process
+	// and its sandboxes' controllers ask for (internal/schedslice).
+	schedSlice time.Duration
 }
 
 // register adds the flags; pool is the default warm-pool size (long-lived
@@ -49,7 +57,7 @@ type sandboxFlags struct {
 func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.IntVar(&f.pool, "pool", envInt("AIRLOCK_POOL_SIZE", pool), "warm containers kept per runner image (0 disables; env AIRLOCK_POOL_SIZE)")
 	fs.IntVar(&f.poolMax, "pool-max", envInt("AIRLOCK_POOL_MAX", 0), "most generic warm containers the demand-driven refill keeps per image (0: the default; env AIRLOCK_POOL_MAX)")
-	fs.BoolVar(&f.singleUse, "single-use", os.Getenv("AIRLOCK_SINGLE_USE") == "1", "one container per one-shot call, destroyed after it, instead of per-owner warm containers (env AIRLOCK_SINGLE_USE=1)")
+	fs.BoolVar(&f.singleUse, "single-use", envBool("AIRLOCK_SINGLE_USE", false), "one container per one-shot call, destroyed after it, instead of per-owner warm containers (env AIRLOCK_SINGLE_USE=1)")
 	fs.BoolVar(&f.spread, "owner-spread", envOr("AIRLOCK_OWNER_SPREAD", "1") != "0", "let an owner's back-to-back interactive calls alternate between two warm containers, so each finds a spare kernel ready (one more warm container per such owner; env AIRLOCK_OWNER_SPREAD=0 turns it off)")
 	fs.DurationVar(&f.ownerIdle, "owner-idle", 0, "how long an owner's idle warm container is kept before it is destroyed (0: the default, 2m)")
 	fs.IntVar(&f.batchCPU, "batch-cpu-shares", envInt("AIRLOCK_BATCH_CPU_SHARES", 2), "cgroup cpu.shares of the containers that run batch-lane calls, against 1024 for interactive ones, so a batch that fills the cores yields them to interactive calls (2 is cgroup v1's minimum; 0 leaves them at 1024; env AIRLOCK_BATCH_CPU_SHARES)")
@@ -58,8 +66,10 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
 	f.egress.register(fs)
+	fs.StringVar(&f.linkDir, "link-dir", os.Getenv("AIRLOCK_LINK_DIR"), "host folder for each sandbox's link socket, the controller's only line to Airlock (a path the Docker daemon sees: mount it at the same path when Airlock runs in a container; default: a private folder under the temp dir; env AIRLOCK_LINK_DIR)")
 	fs.StringVar(&f.inputMaxBytes, "input-max-bytes", os.Getenv("AIRLOCK_INPUT_MAX_BYTES"), "largest input folder (--mount, a batch item's folder) copied into a sandbox, as the tar it packs to, e.g. 512m (default 256m; the call's tmpfs and memory must also hold it; env AIRLOCK_INPUT_MAX_BYTES)")
 	fs.IntVar(&f.inputMaxEntries, "input-max-entries", envInt("AIRLOCK_INPUT_MAX_ENTRIES", 0), fmt.Sprintf("most files, folders and links of an input folder copied into a sandbox (0: the default, %d; env AIRLOCK_INPUT_MAX_ENTRIES)", sandbox.DefaultInputMaxEntries))
+	fs.DurationVar(&f.schedSlice, "sched-slice", envDuration("AIRLOCK_SCHED_SLICE", schedSliceDefault), "time slice this process and each sandbox's controller ask Linux's fair scheduler for (kernel 6.12+; 100us..100ms): a woken thread preempts other work at once instead of waiting out its slice, which keeps calls fast beside CPU-bound work; the CPU share is unchanged (0: the kernel's default; env AIRLOCK_SCHED_SLICE)")
 	fs.DurationVar(&f.reapEvery, "reap-interval", envDuration("AIRLOCK_REAP_INTERVAL", 15*time.Second), "how often leftover sandbox containers are looked for: those of dead processes on this host and, with --redis, of dead workers and unbound sessions (env AIRLOCK_REAP_INTERVAL)")
 }
 
@@ -97,6 +107,10 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	}
 	cfg.InputMaxEntries = f.inputMaxEntries
 	cfg.Runtime = f.runtime
+	if err := f.applySchedSlice(log); err != nil {
+		return nil, err
+	}
+	cfg.SchedSlice = f.schedSlice
 	if f.reapEvery > 0 {
 		cfg.ReapInterval = f.reapEvery
 	}
@@ -106,6 +120,9 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 	}
 	if f.autoSnapMax < 0 {
 		return nil, fmt.Errorf("--session-autosnapshot-max-bytes %d: must not be negative (0 turns the snapshots after calls off)", f.autoSnapMax)
+	}
+	if f.autoSnapQuiet < 0 {
+		return nil, fmt.Errorf("--session-autosnapshot-quiet %v: must not be negative (0 saves right after each call)", f.autoSnapQuiet)
 	}
 	if f.hibernateAfter > 0 && cfg.SessionIdle <= f.hibernateAfter {
 		cfg.SessionIdle += time.Minute // hibernated first (at most at the idle time), never ended idle
@@ -120,6 +137,12 @@ func (f *sandboxFlags) engine(log *slog.Logger, reg prometheus.Registerer) (*san
 		return nil, err
 	}
 	cfg.Egress = eg
+	if f.linkDir != "" {
+		if err := os.MkdirAll(f.linkDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--link-dir: %w", err)
+		}
+		cfg.LinkDir = f.linkDir
+	}
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/api"
 	"github.com/airlock-dev/airlock/batch"
 	"github.com/airlock-dev/airlock/internal/mcpserver"
+	"github.com/airlock-dev/airlock/internal/snapshots"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -58,7 +59,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	// embedded store keeps them across a restart.
 	runs := st.runManager(agent.ManagerConfig{Loop: agent.Config{MaxSteps: o.maxSteps}, Caller: "api", Store: store}, o.provider, o.api.Keys)
 	defer closeWithin(runs.Close)
-	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL, Environments: keyEnvironments(o.api.Keys, o.api.InsecureLocal)}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log, Environments: st.envs})
+	mcpSrv, err := mcpserver.New(mcpserver.Config{IdleTimeout: o.api.SessionIdleTTL, Environments: keyEnvironments(o.api.Keys, o.api.InsecureLocal)}, mcpserver.Deps{Dispatcher: st.disp, Executor: st.client, Logger: log, Environments: st.envs,
+		Snapshots: &mcpserver.SnapshotOptions{Snapshotter: st.client, Store: snapshots.New(store, o.stack.snapConfig, nil)},
+		Egress:    sessionEgress(o.stack.keys, o.stack.egress.local)})
 	if err != nil {
 		return cmd.fail(1, err)
 	}

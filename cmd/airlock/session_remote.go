@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/airlock-dev/airlock/client"
@@ -41,7 +42,7 @@ func runRemoteSub(name string, sub remoteSub, args []string, stdout, stderr io.W
 	if sub.flags != nil {
 		sub.flags(fs)
 	}
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, flagsFirst(fs, args)); !ok {
 		return code
 	}
 	if fs.NArg() < sub.args[0] || fs.NArg() > sub.args[1] {
@@ -71,6 +72,41 @@ func runRemoteSub(name string, sub remoteSub, args []string, stdout, stderr io.W
 		return cmd.fail(1, err)
 	}
 	return 0
+}
+
+// flagsFirst moves fs's flags (and their values) in args before the
+// positional arguments, so `export SID -o FILE` parses as `export -o
+// FILE SID` (Go's flag package stops at the first positional argument);
+// everything after "--", and an unknown -x after the first positional,
+// stays positional.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case len(a) > 1 && a[0] == '-':
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			f := fs.Lookup(name)
+			if f == nil && len(pos) > 0 {
+				pos = append(pos, a) // after the first positional an unknown -x is code (complete SID -x)
+				continue
+			}
+			flags = append(flags, a)
+			if f == nil || strings.Contains(a, "=") {
+				continue // parseFlags names an unknown flag
+			}
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !(ok && b.IsBoolFlag()) && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return append(append(flags, "--"), pos...)
 }
 
 // usageError is a subcommand's refusal of its own arguments (exit code 2).

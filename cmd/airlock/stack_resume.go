@@ -28,7 +28,7 @@ func (f *stackFlags) resumeConfig() snapshots.ResumeConfig {
 	// Past the session idle time the API's record is gone: hibernating
 	// later would save a session nobody can call.
 	after := min(f.hibernateAfter, d.SessionIdle)
-	return snapshots.ResumeConfig{Resumes: f.resumes(), Records: marker, HibernateAfter: after, AutoMaxBytes: f.autoSnapMax}
+	return snapshots.ResumeConfig{Resumes: f.resumes(), Records: marker, HibernateAfter: after, AutoMaxBytes: f.autoSnapMax, AutoQuiet: f.autoSnapQuiet}
 }
 
 // saveSessions is the worker's OnStop: it saves and frees every live

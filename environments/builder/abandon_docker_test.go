@@ -26,6 +26,7 @@ const abandonSpec = "name: %s\nbase: shell\napt: [tree]\n"
 // Build returns the cancellation, the build container goes away, no image
 // is left and the record says the build failed.
 func TestCanceledBuildLeavesNothing(t *testing.T) {
+	t.Parallel() // its own rig, store and name; no timing bound
 	r := newRig(t)
 	name := envtest.Name("t-cancel")
 	r.removeAtEnd(t, name)
@@ -33,7 +34,6 @@ func TestCanceledBuildLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := buildContainers(t, r.dc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec, built, err := r.m.Build(ctx, src, func(ev environments.Event) {
@@ -47,8 +47,12 @@ func TestCanceledBuildLeavesNothing(t *testing.T) {
 	if rec.Status != environments.StatusFailed || rec.Usable() {
 		t.Errorf("record %+v", rec)
 	}
-	if n := buildContainers(t, r.dc); n > before {
-		t.Errorf("%d build containers left after the cancel", n-before)
+	made := r.made.created()
+	if len(made) == 0 {
+		t.Fatal("the build created no container before its apt-update step")
+	}
+	if left := existing(t, r.dc, made); len(left) > 0 {
+		t.Errorf("%d of the build's %d containers left after the cancel: %.12v", len(left), len(made), left)
 	}
 	assertNoImages(t, r.dc, name)
 }
@@ -64,7 +68,6 @@ func TestKilledBuilderLeavesNothing(t *testing.T) {
 	name := envtest.Name("t-killed")
 	r.removeAtEnd(t, name)
 	path := writeSpec(t, fmt.Sprintf(abandonSpec, name), nil)
-	before := buildContainers(t, r.dc)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBuildChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "AIRLOCK_ENVTEST_CHILD="+path, "AIRLOCK_ENVTEST_STATE="+t.TempDir())
 	out, err := cmd.StdoutPipe()
@@ -76,21 +79,27 @@ func TestKilledBuilderLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// The child names the containers it creates (the build container) and
+	// each step as it begins; other builds on the daemon are not counted.
+	var made []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "CONTAINER "); ok {
+			made = append(made, id)
+		}
 		if strings.Contains(sc.Text(), "STEP apt-update") {
 			break
 		}
 	}
-	if n := buildContainers(t, r.dc); n != before+1 {
-		t.Fatalf("%d build containers during the build, want %d", n, before+1)
+	if left := existing(t, r.dc, made); len(made) != 1 || len(left) != 1 {
+		t.Fatalf("during the build the child created containers %.12v, of which %.12v exist; want one build container", made, left)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	deadline := time.Now().Add(testscale.D(30 * time.Second))
-	for buildContainers(t, r.dc) > before {
+	for len(existing(t, r.dc, made)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the build container outlived its killed builder by %s", testscale.D(30*time.Second))
 		}
@@ -112,7 +121,9 @@ func TestBuildChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = rigOn(dc, st, "").m.Build(context.Background(), src, func(ev environments.Event) {
+	r := rigOn(dc, st, "")
+	r.made.onCreate = func(id string) { fmt.Println("CONTAINER " + id) }
+	_, _, err = r.m.Build(context.Background(), src, func(ev environments.Event) {
 		if ev.Type == environments.EventStep {
 			fmt.Println("STEP " + ev.Step)
 		}

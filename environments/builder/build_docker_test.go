@@ -149,6 +149,8 @@ func TestUnchangedSpecIsNoop(t *testing.T) {
 // (no network), then changes one file: a new hash and image with the new
 // bytes, and the old image gone; then removes it.
 func TestShellFilesChangeRebuilds(t *testing.T) {
+	// Parallel: its own rig, store and environment name, no timing bound.
+	t.Parallel()
 	r := newRig(t)
 	name := envtest.Name("t-files")
 	r.removeAtEnd(t, name)
@@ -215,6 +217,9 @@ func TestShellFilesChangeRebuilds(t *testing.T) {
 // not exist: the build fails naming it, in the apt step, and leaves no
 // image and no container behind; the record says so and serves nothing.
 func TestMissingPackageFails(t *testing.T) {
+	// Parallel: its own rig, store and name, no timing bound; what it
+	// checks is gone are the containers its own build created.
+	t.Parallel()
 	// The mirror the base came from, given explicitly as a URL of its own
 	// (the port spelled out), so the build's sources.list is rewritten.
 	dc := envtest.Docker(t)
@@ -231,7 +236,6 @@ func TestMissingPackageFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := buildContainers(t, r.dc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var ev events
@@ -256,8 +260,12 @@ func TestMissingPackageFails(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 	assertNoImages(t, r.dc, name)
-	if n := buildContainers(t, r.dc); n > before {
-		t.Errorf("%d build containers left", n-before)
+	made := r.made.created()
+	if len(made) == 0 {
+		t.Error("the build created no container")
+	}
+	if left := existing(t, r.dc, made); len(left) > 0 {
+		t.Errorf("%d of the build's %d containers left: %.12v", len(left), len(made), left)
 	}
 	got, err := r.m.Get(ctx, name)
 	if err != nil || got.Status != environments.StatusFailed || got.Error != be.Msg {

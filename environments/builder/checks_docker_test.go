@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments/envtest"
+	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
 )
@@ -58,10 +59,15 @@ func craft(t *testing.T, dc *client.Client, base baseInfo, script string, mod fu
 // file, one whose user is root and one with an entrypoint, naming what is
 // wrong, whatever produced them.
 func TestChecksRefuseBadImages(t *testing.T) {
+	// Parallel, and so are its cases: each crafts its own image and checks
+	// it, with no timing bound.
+	t.Parallel()
 	dc := envtest.Docker(t)
 	m := New(Config{Bases: envtest.Bases()}, dc, state.NewMemory(nil), SandboxRunners(dc, sandbox.DefaultConfig(), nil), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// The cases run after this function returns: the context ends with
+	// the test, not with the function.
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(5*time.Minute))
+	t.Cleanup(cancel)
 	base, err := m.base(ctx, environments.Shell)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +83,7 @@ func TestChecksRefuseBadImages(t *testing.T) {
 		{"entrypoint", "true", func(c *container.Config) { c.Entrypoint = []string{"/bin/sh", "-c"} }, "check image: the image has an entrypoint"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			id := craft(t, dc, base, tc.script, tc.mod)
 			var lines []string
 			tr := newTracker(func(e environments.Event) {
@@ -100,6 +107,7 @@ func TestChecksRefuseBadImages(t *testing.T) {
 // passes every other check) a module that does not import and a command
 // that fails are named, with what went wrong.
 func TestChecksNameFailingImportsAndCommands(t *testing.T) {
+	t.Parallel() // its own manager and memory store; no timing bound
 	dc := envtest.Docker(t)
 	m := New(Config{Bases: envtest.Bases()}, dc, state.NewMemory(nil), SandboxRunners(dc, sandbox.DefaultConfig(), nil), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,10 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/environments"
@@ -30,6 +34,59 @@ type rig struct {
 	m     *builder.Manager
 	dc    *client.Client
 	store state.Store
+	// made records the containers the rig's manager and its check runners
+	// created: what a test checks is gone, whatever other builds (another
+	// test package's, in parallel) run on the same daemon.
+	made *recordingDocker
+}
+
+// recordingDocker is the Docker client recording the id of every
+// container created through it.
+type recordingDocker struct {
+	*client.Client
+	mu  sync.Mutex
+	ids []string
+	// onCreate, when set, is told each created container's id.
+	onCreate func(id string)
+}
+
+// ContainerCreate creates the container and records its id.
+func (r *recordingDocker) ContainerCreate(ctx context.Context, cfg *container.Config, host *container.HostConfig, nw *network.NetworkingConfig, pf *ocispec.Platform, name string) (container.CreateResponse, error) {
+	res, err := r.Client.ContainerCreate(ctx, cfg, host, nw, pf, name)
+	if err == nil {
+		r.mu.Lock()
+		r.ids = append(r.ids, res.ID)
+		r.mu.Unlock()
+		if r.onCreate != nil {
+			r.onCreate(res.ID)
+		}
+	}
+	return res, err
+}
+
+// created is the ids recorded so far.
+func (r *recordingDocker) created() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ids)
+}
+
+// existing is those of ids whose container still exists (in any state).
+func existing(t *testing.T, dc *client.Client, ids []string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var left []string
+	for _, id := range ids {
+		_, err := dc.ContainerInspect(ctx, id)
+		switch {
+		case err == nil:
+			left = append(left, id)
+		case !errdefs.IsNotFound(err):
+			t.Fatalf("inspect container %.12s: %v", id, err)
+		}
+	}
+	return left
 }
 
 func newRig(t *testing.T) *rig {
@@ -56,8 +113,9 @@ func rigOn(dc *client.Client, st state.Store, mirror string) *rig {
 	cfg.Mirror = mirror
 	scfg := sandbox.DefaultConfig()
 	scfg.ReapInterval = 0
-	m := builder.New(cfg, dc, st, builder.SandboxRunners(dc, scfg, nil), nil)
-	return &rig{m: m, dc: dc, store: st}
+	made := &recordingDocker{Client: dc}
+	m := builder.New(cfg, made, st, builder.SandboxRunners(made, scfg, nil), nil)
+	return &rig{m: m, dc: dc, store: st, made: made}
 }
 
 // baseMirror is the Debian mirror of the shell base image's
@@ -116,25 +174,6 @@ func assertNoImages(t *testing.T, dc *client.Client, name string) {
 	if len(imgs) > 0 {
 		t.Errorf("images of %s left: %v", name, imgs[0].RepoTags)
 	}
-}
-
-// buildContainers counts the containers made from a base image by a build
-// (the build container has no labels; it is recognised by its command).
-func buildContainers(t *testing.T, dc *client.Client) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	list, err := dc.ContainerList(ctx, container.ListOptions{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, c := range list {
-		if strings.Contains(c.Command, "/airlock-build/build.sh") || c.Labels[sandbox.LabelKind] == "envcheck" {
-			n++
-		}
-	}
-	return n
 }
 
 // writeSpec writes a spec file (and extra files beside it, executable

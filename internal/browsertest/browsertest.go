@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // Browser is one headless Chromium tab for one test.
@@ -52,7 +55,8 @@ func ArtifactDir(t testing.TB) string {
 }
 
 // Start launches Chromium with a window of width×height and returns a tab
-// whose context ends after guard (a hang guard, not a timing assertion).
+// whose context ends after guard, scaled by testscale (a hang guard, not a
+// timing assertion).
 // Everything is torn down at the end of the test.
 func Start(t testing.TB, width, height int, guard time.Duration) *Browser {
 	t.Helper()
@@ -81,7 +85,7 @@ func Start(t testing.TB, width, height int, guard time.Duration) *Browser {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, tcancel := context.WithTimeout(bctx, guard)
+	ctx, tcancel := context.WithTimeout(bctx, testscale.D(guard))
 	t.Cleanup(tcancel)
 	b.Ctx = ctx
 	return b
@@ -108,4 +112,13 @@ func (b *Browser) JSErrors() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.jsErrors...)
+}
+
+// CloseServer closes a test server the browser talks to: its client
+// connections first, so a handler the page still holds open (an SSE
+// stream) ends, then the server. A plain Close run while Chromium is
+// still connected (a test that failed before its cleanups) waits forever.
+func CloseServer(ts *httptest.Server) {
+	ts.CloseClientConnections()
+	ts.Close()
 }

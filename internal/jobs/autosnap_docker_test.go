@@ -60,3 +60,43 @@ func TestAutosnapshotBringsASessionBack(t *testing.T) {
 		t.Fatal("a session with no snapshot came back")
 	}
 }
+
+// TestAutosnapshotWaitsForAQuietSession: with AutoQuiet a burst of calls
+// back to back is not saved while it runs (no snapshot holds up its next
+// call); once the session is quiet, one snapshot holds the burst's last
+// state.
+func TestAutosnapshotWaitsForAQuietSession(t *testing.T) {
+	st := boltStore(t)
+	q, err := queue.NewMemory(queue.Config{}, queue.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	// Not scaled: the quiet time must stay under the 5 s most a session
+	// waits; a burst slower than it (a loaded machine) skips that check.
+	quiet := 2 * time.Second
+	k, _, _ := resumeWorker(t, q, st, "quiet", snapshots.ResumeConfig{AutoMaxBytes: 256 << 10, AutoQuiet: quiet})
+	c := jobs.NewClient(q, jobs.ClientConfig{})
+	res := snapshots.NewResumes(st, snapshots.New(st, snapshots.DefaultConfig(), nil))
+	ctx := context.Background()
+	sid, err := c.OpenSession(ctx, "alice", core.Limits{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run(t, c, "alice", sid, "n = 0")
+	for range 4 {
+		run(t, c, "alice", sid, "n += 1")
+	}
+	_, err = res.Get(ctx, "alice", sid)
+	if burst := time.Since(start); burst < quiet && err == nil {
+		t.Fatalf("the session was saved during a %s burst, within the %s quiet time", burst, quiet)
+	}
+	k.WaitAutosnapshots()
+	if _, err := res.Get(ctx, "alice", sid); err != nil {
+		t.Fatalf("no snapshot once the session was quiet: %v", err)
+	}
+	if waited := time.Since(start); waited < quiet {
+		t.Errorf("saved %s after the burst began, before the %s quiet time", waited, quiet)
+	}
+}
