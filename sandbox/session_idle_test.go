@@ -77,3 +77,40 @@ func TestSessionIdleBetweenCalls(t *testing.T) {
 		t.Errorf("with background the thread used %.0f ms of CPU in 2 s, want it running", used)
 	}
 }
+
+// TestSessionCallKeepsWhatItFound: a session call keeps the processes
+// that ran before it (left by a background call) and kills what it starts
+// itself, whether the sweep before it found the session quiet (then the
+// call skips its scan of /proc: nothing but the stopped kernel and the
+// controller's own can run) or not.
+func TestSessionCallKeepsWhatItFound(t *testing.T) {
+	e := newTestEngine(t, nil)
+	s := openSession(t, e, "o")
+	lim := core.Limits{Timeout: 30 * time.Second}
+	count := func(mark string) string {
+		t.Helper()
+		r := sexec(t, e, s.ID, "o", core.Python, "import os\nprint(sum(1 for p in os.listdir('/proc') if p.isdigit() and b'"+mark+"' in open('/proc/%s/cmdline' % p, 'rb').read()))", lim)
+		return r.Stdout
+	}
+	// Quiet calls: the next one takes no /proc scan; what it starts dies.
+	for i := 0; i < 2; i++ {
+		sexec(t, e, s.ID, "o", core.Python, "print(1)", lim)
+	}
+	sexec(t, e, s.ID, "o", core.Python, "import subprocess\nsubprocess.Popen(['sleep', '4323'])", lim)
+	if got := count("4323"); got != "0\n" {
+		t.Errorf("a process a call started after quiet calls survived it: %q processes", got)
+	}
+	// A background call's process is kept by the calls after it.
+	sexec(t, e, s.ID, "o", core.Python, "print(1)", lim)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if r, err := e.SessionExec(ctx, core.Request{SessionID: s.ID, Owner: "o", Language: core.Python, Background: true, Limits: lim,
+		Code: "import subprocess\nsubprocess.Popen(['sleep', '4322'])"}); err != nil || r.Status != core.StatusOK {
+		t.Fatalf("background call: %v %s", err, brief(r))
+	}
+	for i := 0; i < 3; i++ {
+		if got := count("4322"); got != "1\n" {
+			t.Fatalf("call %d after the background call: %q processes of it, want 1 kept", i+1, got)
+		}
+	}
+}

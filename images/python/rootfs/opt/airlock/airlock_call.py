@@ -259,7 +259,7 @@ class Runner:
             call.snapshot = self.session.freeze_for(k)
         elif kind in ("session", "shell"):
             # Before the kernel runs again: what its threads start from now on is the call's.
-            call.snapshot = proc.starts()
+            call.snapshot = self.session.processes()
             if kind == "session":
                 self.session.resume()
         if kind in ("session", "shell"):

@@ -17,7 +17,6 @@ bytes. See PROTOCOL.md "Jupyter operations".
 import json
 import os
 
-import airlock_proc as proc
 import airlock_wire as wire
 from airlock_loop import now
 
@@ -68,7 +67,7 @@ class KernelOps:
         k = self.session.kernel_for_question()
         self.kernels.wait_ready(k)
         stopped = self.session.stopped
-        snapshot = proc.starts() if stopped else None  # before the kernel runs again
+        snapshot = self.session.processes() if stopped else None  # before the kernel runs again
         self.session.resume()
         q = Question(k, self.next_seq())
         self.question = q

@@ -56,6 +56,17 @@ class Session:
         self.kernels.wait_pid(self.kernel)
         return self.kernel
 
+    def processes(self):
+        """pid -> start time of the processes before the session's code runs again: what
+        the sweep after the call may keep (it keeps the controller's own and the kernel
+        anyway). Read from /proc unless the last sweep found nothing but those (quick) and
+        the kernel has stayed stopped since: then nothing of the owner's has run and no
+        other process can exist, so there is nothing more to keep and the scan of every
+        process is skipped."""
+        if self.quick and self.stopped and self.live() is not None:
+            return {}
+        return proc.starts()
+
     def resume(self):
         """Let the kernel run again (it is stopped between calls without background)."""
         k = self.live()
