@@ -23,13 +23,11 @@ class CpuMeter:
         self.orphan_cpu = 0.0  # CPU seconds of reaped processes that were not our children
 
     def start(self, call):
-        """Readings at the call's start (its kernel chosen, nothing sent yet)."""
+        """Readings at the call's start (its kernel chosen, nothing sent yet). The call's
+        CPU comes from the container's cgroup; the kernel's own counters are read only
+        without one (proc_call_cpu): a session kernel's /proc/<pid>/stat, which sums every
+        thread, costs about a tenth of a millisecond."""
         k = call.kernel
-        if call.kind == "session":
-            c = proc.cpu(k.pid) if k.pid is not None else None
-            call.cpu0 = c[1] if c else None
-        elif k.pid is not None:
-            call.cpu0 = proc.thread_cpu(k.pid)  # the spare's own start-up is not the call's
         call.orphans0 = self.orphan_cpu
         spares = list(self.kernels.spares)
         if all(sp.ready and sp.dead is None for sp in spares):
@@ -43,6 +41,12 @@ class CpuMeter:
         # CPU is their set-up, none of it the call's.
         call.spares_forking = [sp for sp in spares if sp.pid is None and sp.dead is None]
         call.cg = self.own_cpu()
+        if call.cg is None and k.pid is not None:
+            if call.kind == "session":
+                c = proc.cpu(k.pid)
+                call.cpu0 = c[1] if c else None
+            else:
+                call.cpu0 = proc.thread_cpu(k.pid)  # the spare's own start-up is not the call's
 
     def stop(self, call):
         """Readings when the kernel answered or died."""
@@ -80,18 +84,15 @@ class CpuMeter:
             return max(0.0, (b[0] - a[0]) - (b[1] - a[1]) - max(0.0, b[2] - a[2]) - call.spare_used)
         return self.proc_call_cpu(call)
 
-    def proc_call_cpu(self, call, wait=True):
+    def proc_call_cpu(self, call):
         """The kernel's own accounting (what it waited for included) plus the orphans the
-        controller reaped during the call; None if unknown. wait=False (the trace's
-        cpu_proc_ms) never waits for a dead kernel's exit report: that wait is two process
-        wake-ups (the zygote's wait4, its report read here) before the done frame, which
-        on a loaded machine cost the call milliseconds."""
+        controller reaped during the call; None if unknown."""
         k = call.kernel
         self.reap()
         if k.dead is not None:
             # It exited: the zygote's exit report carries its rusage (wait4).
             end = now() + 0.2
-            while wait and k.cpu_s is None and k.pid is not None and k.pid in self.kernels.by_pid and now() < end:
+            while k.cpu_s is None and k.pid is not None and k.pid in self.kernels.by_pid and now() < end:
                 self.loop.poll(0.01)
             total = k.cpu_s
         else:

@@ -260,10 +260,11 @@ class Runner:
         elif kind in ("session", "shell"):
             # Before the kernel runs again: what its threads start from now on is the call's.
             call.snapshot = self.session.processes()
-            if kind == "session":
-                self.session.resume()
         if kind in ("session", "shell"):
             self.session.count += 1
+        # The readings, the pipes, then the session's kernel let run: read while it is
+        # stopped, its CPU is exactly where the call starts (and /proc/<pid>/stat of a
+        # process just woken is slower to read), and it wakes as its code arrives.
         self.meter.start(call)
         call.oom0 = proc.oom_kills()
         call.output = out = Output(self.loop, self.link, call.id, call.hard, call.running,
@@ -272,6 +273,8 @@ class Runner:
         k.count += 1
         self.call = call
         self.link.on_flush = out.update_pause
+        if kind == "session":
+            self.session.resume()
         self._send(call)
         out.start()
         call.mark("sent")
@@ -506,8 +509,6 @@ class Runner:
             done["archive"] = call.unpack
         if TRACE:
             done["trace"] = {name: round((t - call.t_recv) * 1000, 3) for name, t in call.marks}
-            pc = self.meter.proc_call_cpu(call, wait=False)  # null if the exit report is not in yet
-            done["trace"]["cpu_proc_ms"] = round(pc * 1000, 3) if pc is not None else None
             for name, secs in self.after.items():
                 done["trace"]["prev_" + name] = round(secs * 1000, 3)
         self.link.emit(done)
