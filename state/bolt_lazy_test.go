@@ -3,8 +3,6 @@ package state_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,15 +102,7 @@ func TestBoltLazyDelete(t *testing.T) {
 	if err != nil || len(items) != 1 || items[0].Key.ID != "c2" {
 		t.Fatalf("list after lazy delete: %+v, %v; want c2 alone", items, err)
 	}
-	crash := filepath.Join(t.TempDir(), "crash.db")
-	raw, err := os.ReadFile(b.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(crash, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := openBolt(t, crash)
+	c := openCrashCopy(t, b)
 	if _, err := c.Get(bctx(t), k); err != nil {
 		t.Fatalf("a crash before the flush keeps the record (the stated bound): %v", err)
 	}

@@ -3,8 +3,6 @@ package state_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -62,15 +60,7 @@ func TestBoltLazyAppend(t *testing.T) {
 		t.Fatalf("range before any commit: %q, want %q", got, want)
 	}
 	// A crash now: the file holds only the synced append.
-	crash := filepath.Join(t.TempDir(), "crash.db")
-	raw, err := os.ReadFile(b.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(crash, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := openBolt(t, crash)
+	c := openCrashCopy(t, b)
 	if got, want := rangeAll(t, c, k), "1:a "; got != want {
 		t.Fatalf("after a crash before the flush: %q, want %q", got, want)
 	}

@@ -27,6 +27,21 @@ func openBolt(t *testing.T, path string) *state.Bolt {
 	return b
 }
 
+// openCrashCopy opens a copy of b's file as it is on disk now: what a
+// kill -9 at this moment would leave (nothing not yet committed).
+func openCrashCopy(t *testing.T, b *state.Bolt) *state.Bolt {
+	t.Helper()
+	crash := filepath.Join(t.TempDir(), "crash.db")
+	raw, err := os.ReadFile(b.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(crash, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return openBolt(t, crash)
+}
+
 func TestBoltContract(t *testing.T) {
 	t.Parallel()
 	statetest.Run(t, func(t *testing.T) state.Store { return openBolt(t, t.TempDir()) })

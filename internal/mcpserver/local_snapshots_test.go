@@ -6,13 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
-	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // fakeSnaps records the snapshot side of a local stack.
@@ -58,15 +56,7 @@ func (f *fakeSnaps) Delete(_ context.Context, _, id string) error {
 func TestLocalSnapshotTools(t *testing.T) {
 	fe, fs := newFakeExec(), &fakeSnaps{}
 	d := dispatcher.New(dispatcher.DefaultConfig(), fe, nil)
-	srv, err := New(Config{Limits: core.Limits{Memory: 300 << 20}}, Deps{Dispatcher: d, Executor: fe, Snapshots: &SnapshotOptions{Snapshotter: fs, Store: fs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
-		defer cancel()
-		_ = srv.Close(ctx)
-	})
+	srv := startServer(t, Config{Limits: core.Limits{Memory: 300 << 20}}, Deps{Dispatcher: d, Executor: fe, Snapshots: &SnapshotOptions{Snapshotter: fs, Store: fs}})
 	h := &harness{srv: srv, exec: fe, disp: d}
 	cs := h.connect(t, "alice", nil)
 	names := toolNames(t, cs)

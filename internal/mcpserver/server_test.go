@@ -26,15 +26,10 @@ type harness struct {
 	disp *dispatcher.Dispatcher
 }
 
-func newHarness(t *testing.T, mod func(*dispatcher.Config)) *harness {
+// startServer makes a Server of cfg and deps, closed when t ends.
+func startServer(t *testing.T, cfg Config, deps Deps) *Server {
 	t.Helper()
-	fe := newFakeExec()
-	dcfg := dispatcher.DefaultConfig()
-	if mod != nil {
-		mod(&dcfg)
-	}
-	d := dispatcher.New(dcfg, fe, nil)
-	srv, err := New(Config{ProgressInterval: 20 * time.Millisecond}, Deps{Dispatcher: d, Executor: fe})
+	srv, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +38,18 @@ func newHarness(t *testing.T, mod func(*dispatcher.Config)) *harness {
 		defer cancel()
 		_ = srv.Close(ctx)
 	})
+	return srv
+}
+
+func newHarness(t *testing.T, mod func(*dispatcher.Config)) *harness {
+	t.Helper()
+	fe := newFakeExec()
+	dcfg := dispatcher.DefaultConfig()
+	if mod != nil {
+		mod(&dcfg)
+	}
+	d := dispatcher.New(dcfg, fe, nil)
+	srv := startServer(t, Config{ProgressInterval: 20 * time.Millisecond}, Deps{Dispatcher: d, Executor: fe})
 	return &harness{srv: srv, exec: fe, disp: d}
 }
 

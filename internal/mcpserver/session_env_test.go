@@ -7,14 +7,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/dispatcher"
 	"github.com/airlock-dev/airlock/environments"
-	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // fakeEnvs resolves geo and lint to images; anything else is unknown.
@@ -39,15 +37,7 @@ func envServer(t *testing.T, cfg Config) (*Server, *fakeExec) {
 	fe := newFakeExec()
 	dcfg := dispatcher.DefaultConfig()
 	dcfg.Environments = fakeEnvs{}
-	srv, err := New(cfg, Deps{Dispatcher: dispatcher.New(dcfg, fe, nil), Executor: fe, Environments: fakeEnvs{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(10*time.Second))
-		defer cancel()
-		_ = srv.Close(ctx)
-	})
+	srv := startServer(t, cfg, Deps{Dispatcher: dispatcher.New(dcfg, fe, nil), Executor: fe, Environments: fakeEnvs{}})
 	return srv, fe
 }
 
