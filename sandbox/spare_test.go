@@ -2,33 +2,43 @@ package sandbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
 // spareAttack is a one-shot call that goes after the spare kernels waiting
 // beside it (the zygote's other children): ptrace, their /proc files, their
 // oom_score_adj, then signals (SIGKILL after "KILL = True", else SIGSTOP
 // and a set of catchable ones). It prints what it found and what it reached.
+// The refill that follows a call forks while the next call runs, so on a
+// busy host the spares may not be there yet when it starts: it looks again
+// for up to WAIT seconds until it finds one.
 const spareAttack = `
 KILL = globals().get('KILL', False)
-import ctypes, json, os, signal
+import ctypes, json, os, signal, time
 libc = ctypes.CDLL(None, use_errno=True)
 me, zyg = os.getpid(), os.getppid()
-spares = []
-for n in os.listdir('/proc'):
-    if not n.isdigit() or int(n) == me:
-        continue
-    try:
-        for line in open('/proc/%s/status' % n):
-            if line.startswith('PPid:') and int(line.split()[1]) == zyg:
-                spares.append(int(n))
-    except OSError:
-        pass
+end = time.monotonic() + WAIT
+while True:
+    spares = []
+    for n in os.listdir('/proc'):
+        if not n.isdigit() or int(n) == me:
+            continue
+        try:
+            for line in open('/proc/%s/status' % n):
+                if line.startswith('PPid:') and int(line.split()[1]) == zyg:
+                    spares.append(int(n))
+        except OSError:
+            pass
+    if spares or time.monotonic() > end:
+        break
+    time.sleep(0.02)
 reached = []
 for pid in spares:
     if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
@@ -87,11 +97,12 @@ func TestSpareKernelsOutOfReach(t *testing.T) {
 	img := e.cfg.Images[core.Python]
 	call := func(lang core.Language, code string) core.Result {
 		return run(t, e, core.Request{Owner: "spare", Language: lang, Image: img, Code: code,
-			Limits: core.Limits{Timeout: 10 * time.Second}})
+			Limits: core.Limits{Timeout: testscale.D(10 * time.Second)}})
 	}
+	wait := fmt.Sprintf("WAIT = %.1f\n", testscale.D(3*time.Second).Seconds())
 	attack := func(prefix string) []int {
 		t.Helper()
-		r := call(core.Python, prefix+spareAttack)
+		r := call(core.Python, wait+prefix+spareAttack)
 		var out struct {
 			Spares  []int    `json:"spares"`
 			Reached []string `json:"reached"`
