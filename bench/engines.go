@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,9 +28,13 @@ var benchInstance = func() string {
 
 // startEngine builds and starts an in-process engine with a real Docker
 // client and the given warm pool size; with a pool it waits for the first
-// warm container and returns how long that took.
-func startEngine(ctx context.Context, o options, poolSize int) (*sandbox.Engine, time.Duration, error) {
+// warm container and returns how long that took. reg (nil: none) gets the
+// engine's metrics.
+func startEngine(ctx context.Context, o options, poolSize int, reg prometheus.Registerer) (*sandbox.Engine, time.Duration, error) {
 	cfg := sandbox.DefaultConfig()
+	if reg != nil {
+		cfg.Metrics = reg
+	}
 	cfg.PoolSize = poolSize
 	cfg.Instance = benchInstance
 	cfg.Images = map[core.Language]string{core.Python: o.pythonImg, core.Shell: "airlock/shell:latest"}
@@ -84,7 +89,7 @@ func checkResult(res core.Result, err error, wantStdout string) error {
 // o.workdir: what the snapshot and resume sections measure against. done
 // closes both and removes the folder.
 func engineWithStore(ctx context.Context, o options, prefix string) (eng *sandbox.Engine, st state.Store, done func(), err error) {
-	eng, _, err = startEngine(ctx, o, 0)
+	eng, _, err = startEngine(ctx, o, 0, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // phaseOrder is the order of airlock_sandbox_call_phase_seconds' phases in
@@ -12,11 +15,30 @@ var phaseOrder = []string{"begin", "run", "teardown", "relay", "after_clean", "a
 // phaseSums maps "mode/phase" to the histogram's [sum seconds, count].
 type phaseSums map[string][2]float64
 
+// phaseFamily is the phase histogram's name.
+const phaseFamily = "airlock_sandbox_call_phase_seconds"
+
 // scrapePhases reads airlock_sandbox_call_phase_seconds' sums and counts
 // from /metrics.
 func scrapePhases(ctx context.Context, base string) phaseSums {
+	return phasesOf(scrapeFamily(ctx, base, phaseFamily))
+}
+
+// gatherPhases reads the same from an in-process engine's registry.
+func gatherPhases(g prometheus.Gatherer) phaseSums {
+	fams, _ := g.Gather()
+	for _, f := range fams {
+		if f.GetName() == phaseFamily {
+			return phasesOf(f)
+		}
+	}
+	return phaseSums{}
+}
+
+// phasesOf turns the phase histogram's family into sums and counts.
+func phasesOf(f *dto.MetricFamily) phaseSums {
 	out := phaseSums{}
-	for _, m := range scrapeFamily(ctx, base, "airlock_sandbox_call_phase_seconds").GetMetric() {
+	for _, m := range f.GetMetric() {
 		mode, phase := label(m, "mode"), label(m, "phase")
 		if mode == "" || phase == "" {
 			continue

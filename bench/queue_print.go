@@ -13,7 +13,7 @@ import (
 // Redis → worker → jobs.NewRunner, interleaved with engine.Exec on the same
 // engine, and returns both series and the median paired difference.
 func printViaRedis(ctx context.Context, o options, q *quieter, url string) (*series, *series, time.Duration, error) {
-	warm, _, err := startEngine(ctx, o, 2)
+	warm, _, err := startEngine(ctx, o, 2, nil)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -54,7 +54,7 @@ func sectionEnv(ctx context.Context, o options, q *quieter, rep *report) error {
 	}
 	noop := time.Since(t1)
 
-	eng, _, err := startEngine(ctx, o, 2)
+	eng, _, err := startEngine(ctx, o, 2, nil)
 	if err != nil {
 		return err
 	}

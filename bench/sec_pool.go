@@ -16,12 +16,12 @@ const pandasSnippet = "import pandas as pd; pd.DataFrame({'a': range(1000)}).des
 // vs a cold runner container vs `docker run --rm`, the pandas snippet warm
 // vs `docker run --rm`, and the memory of an idle pooled container.
 func sectionPool(ctx context.Context, o options, q *quieter, rep *report) error {
-	warm, boot, err := startEngine(ctx, o, 2)
+	warm, boot, err := startEngine(ctx, o, 2, nil)
 	if err != nil {
 		return fmt.Errorf("warm engine: %w", err)
 	}
 	defer closeEngine(warm)
-	cold, _, err := startEngine(ctx, o, 0)
+	cold, _, err := startEngine(ctx, o, 0, nil)
 	if err != nil {
 		return fmt.Errorf("cold engine: %w", err)
 	}

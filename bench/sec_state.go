@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/queue"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/state"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // sectionState is issue 13's bench: the same warm session call (print(1)
@@ -30,7 +31,8 @@ import (
 // in-memory store. Calls rotate between them; it reports p50/p95 of each,
 // the differences, and the state store operations per call.
 func sectionState(ctx context.Context, o options, q *quieter, rep *report) error {
-	eng, _, err := startEngine(ctx, o, 0)
+	reg := prometheus.NewRegistry()
+	eng, _, err := startEngine(ctx, o, 0, reg)
 	if err != nil {
 		return err
 	}
@@ -116,9 +118,11 @@ func sectionState(ctx context.Context, o options, q *quieter, rep *report) error
 			return nil
 		}
 	}
+	phases0 := gatherPhases(reg)
 	if err := interleave(ctx, q, rounds, vs, pause); err != nil {
 		return err
 	}
+	phases := phaseCells(phases0, gatherPhases(reg), "session")
 	t := &table{title: "9. State store — warm session call print(1) (POST /v1/sessions/{id}/tool-calls), embedded vs Redis vs memory",
 		head: []string{"state store", "calls", "p50", "p95", "p99", "max", "store ops per call", "failed"}}
 	for i, v := range vs {
@@ -134,6 +138,8 @@ func sectionState(ctx context.Context, o options, q *quieter, rep *report) error
 	rep.figureMS("same, every touch synced (before), p50", sync0.pct(50))
 	t.note("Embedded, touches lazy (state.PutOptions.Lazy, committed within 1 s) against every touch synced: p50 %s vs %s (%s), p99 %s vs %s (issue 33's goal: p50 ≤ 2 ms, p99 ≤ 5 ms).",
 		ms(bolt0.pct(50)), ms(sync0.pct(50)), ratio(sync0.pct(50), bolt0.pct(50)), ms(bolt0.pct(99)), ms(sync0.pct(99)))
+	t.note("Inside the engine, mean per session call of all four (`airlock_sandbox_call_phase_seconds`): begin %s, run %s, teardown %s, relay %s; the rest of a call's time is the HTTP server, API, dispatcher, queue and worker around it.",
+		phases[0], phases[1], phases[2], phases[3])
 	t.note("Redis − memory: p50 %s, p95 %s, median paired difference %s (issue 13's goal: the state store adds ≤ 1 ms p50 through Redis). Redis − embedded: p50 %s, p95 %s, median paired difference %s.",
 		signedMS(redis0.pct(50)-mem0.pct(50)), signedMS(redis0.pct(95)-mem0.pct(95)), signedMS(pairedDiff(redis0, mem0)),
 		signedMS(redis0.pct(50)-bolt0.pct(50)), signedMS(redis0.pct(95)-bolt0.pct(95)), signedMS(pairedDiff(redis0, bolt0)))
