@@ -12,6 +12,7 @@ import signal
 import time
 
 import airlock_files as files
+import airlock_paths as paths
 import airlock_proc as proc
 
 IPC_RMID = 0
@@ -164,7 +165,7 @@ def clear_ipc():
     found = []
     for kind in ("shm", "sem", "msg"):
         try:
-            lines = _read_small("/proc/sysvipc/" + kind).splitlines()[1:]
+            lines = proc.read_bytes("/proc/sysvipc/" + kind).decode("ascii", "replace").splitlines()[1:]
         except OSError:
             continue
         for line in lines:
@@ -185,19 +186,6 @@ def clear_ipc():
         rmid[kind](ident)
 
 
-def _read_small(path):
-    """A /proc file's text, read with raw syscalls (no buffered text file per read)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 65536)
-            if not b:
-                return b"".join(chunks).decode("ascii", "replace")
-            chunks.append(b)
-    finally:
-        os.close(fd)
-
 
 def clear_dirs(dirs):
     """Empty each folder of dirs, never following a symlink."""
@@ -209,7 +197,7 @@ def make_dirs(dirs):
     """Make sure each folder of dirs exists."""
     for d in dirs:
         try:
-            os.makedirs(d, exist_ok=True)
+            paths.makedirs(d)
         except OSError:
             pass
 
@@ -241,7 +229,7 @@ def write_prebuilt(prebuilt, dst):
     made that open fail and the import with it."""
     for name, data in prebuilt:
         try:
-            fd = os.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd = paths.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         except OSError:
             continue  # there already (a file of the session's own stays) or dst is gone
         try:

@@ -9,6 +9,8 @@ way (tree). FIFOs and devices are refused without blocking (O_NONBLOCK).
 import os
 import stat
 
+import airlock_paths as paths
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -39,7 +41,7 @@ def open_dir(root, parts, create=False):
     if isinstance(root, int):
         fd = os.dup(root)
     else:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = paths.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for p in parts:
             if create:
@@ -237,7 +239,7 @@ def walk(work, max_entries=20000, max_depth=32):
     """Regular files under work: yields (dir_fd, name, rel_path, stat). dir_fd is valid only
     until the next item. Symlinks are never followed; deeper or further entries are skipped."""
     try:
-        root = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        root = paths.open(work, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return
     try:
@@ -253,20 +255,24 @@ def clear_dir(path):
     directories made unreadable by their owner are opened up first. Returns the
     number of entries that could not be removed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = paths.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return 0
     failed = 0
     try:
-        for kind, dfd, name, _, _, _ in tree(fd, max_depth=65):
+        for kind, dfd, name, _, st, _ in tree(fd, max_depth=65):
             try:
                 if kind == "file":
                     os.unlink(name, dir_fd=dfd)
                 elif kind == "enter":
-                    try:
-                        os.chmod(name, 0o700, dir_fd=dfd, follow_symlinks=False)
-                    except (OSError, NotImplementedError):
-                        pass
+                    # Only where needed: glibc makes a chmod that follows no link an
+                    # O_PATH open and a chmod of /proc/self/fd/N (a lookup from the
+                    # image's root folder, slow on fuse-overlayfs).
+                    if st.st_mode & 0o700 != 0o700:
+                        try:
+                            os.chmod(name, 0o700, dir_fd=dfd, follow_symlinks=False)
+                        except (OSError, NotImplementedError):
+                            pass
                 elif kind == "leave":
                     os.rmdir(name, dir_fd=dfd)
                 else:

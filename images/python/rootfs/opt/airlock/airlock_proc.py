@@ -4,10 +4,14 @@ The one parser of /proc/<pid>/stat (stat_fields; the fields after the command na
 which may itself hold spaces and parentheses), /proc/<pid>/status and /proc/<pid>/schedstat,
 and the cgroup counters (v1 and v2). The kernel keeps these numbers: user code cannot
 change them. Every reader returns None when the process or file is gone.
+Files are read with raw syscalls, their paths resolved from a kept descriptor of /proc
+or the cgroup folder (airlock_paths): a call reads a few dozen of them.
 """
 
 import os
 import signal
+
+import airlock_paths as paths
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PF_EXITING = 0x4  # stat flags: the process is exiting
@@ -15,16 +19,30 @@ PF_EXITING = 0x4  # stat flags: the process is exiting
 STATE, PPID, FLAGS, UTIME, STIME, CUTIME, CSTIME, START = 0, 1, 6, 11, 12, 13, 14, 19
 
 
+def read_bytes(path):
+    """The whole of a small file (a /proc or cgroup file). Raises OSError."""
+    fd = paths.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
 def read_int(path, key=None):
     """The first integer of a file, or the value of the "key value" line named key."""
     try:
-        with open(path) as f:
-            if key is None:
-                return int(f.read().split()[0])
-            for line in f:
-                k, _, v = line.partition(" ")
-                if k == key:
-                    return int(v)
+        s = read_bytes(path)
+        if key is None:
+            return int(s.split()[0])
+        k = key.encode() + b" "
+        for line in s.splitlines():
+            if line.startswith(k):
+                return int(line[len(k):])
     except (OSError, ValueError, IndexError):
         pass
     return None
@@ -32,14 +50,13 @@ def read_int(path, key=None):
 
 def pids():
     """Every pid in /proc."""
-    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    return [int(n) for n in paths.listdir("/proc") if n.isdigit()]
 
 
 def stat_fields(pid):
     """The fields of /proc/<pid>/stat after the command name (state, ppid, ...), or None."""
     try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            s = f.read()
+        s = read_bytes("/proc/%d/stat" % pid)
         return s[s.rindex(b")") + 2:].split()
     except (OSError, ValueError):
         return None
@@ -92,8 +109,7 @@ def thread_cpu(pid):
     """CPU seconds (ns resolution) of a process's main thread from /proc/<pid>/schedstat,
     else from /proc/<pid>/stat, or None."""
     try:
-        with open("/proc/%d/schedstat" % pid, "rb") as f:
-            return int(f.read().split()[0]) / 1e9
+        return int(read_bytes("/proc/%d/schedstat" % pid).split()[0]) / 1e9
     except (OSError, ValueError, IndexError):
         c = cpu(pid)
         return c[0] if c else None
@@ -106,8 +122,7 @@ def stays_alive(pid, parent):
     if not f:
         return False
     try:
-        with open("/proc/%d/status" % pid, "rb") as fh:
-            status = dict(line.split(b":", 1) for line in fh.read().splitlines() if b":" in line)
+        status = dict(line.split(b":", 1) for line in read_bytes("/proc/%d/status" % pid).splitlines() if b":" in line)
         pending = int(status[b"SigPnd"].strip(), 16) | int(status[b"ShdPnd"].strip(), 16)
         return (f[STATE] not in (b"Z", b"X") and int(f[PPID]) == parent
                 and not int(f[FLAGS]) & PF_EXITING and not pending & (1 << (signal.SIGKILL - 1)))

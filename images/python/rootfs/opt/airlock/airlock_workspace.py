@@ -9,6 +9,7 @@ import base64
 import os
 
 import airlock_files as files
+import airlock_paths as paths
 from airlock_loop import now
 
 PATH = "/workspace"
@@ -40,19 +41,19 @@ class Workspace:
     def reset(self):
         """Empty it and make it writable for unpacking; reports whether it is empty."""
         try:
-            os.chmod(self.path, 0o755)
+            paths.chmod(self.path, 0o755)
         except OSError:
             pass
         files.clear_dir(self.path)
         try:
-            return not os.listdir(self.path)
+            return not paths.listdir(self.path)
         except OSError:
             return False
 
     def seal(self):
         """An empty workspace is read-only, like the image's own /workspace folder."""
         try:
-            os.chmod(self.path, 0o555)
+            paths.chmod(self.path, 0o555)
         except OSError:
             pass
 
