@@ -16,7 +16,6 @@ instance and its class defined in the session) stay shared.
 import _thread
 import importlib
 import io
-import os
 import pickle
 import socket
 import sys
@@ -131,11 +130,12 @@ def save(ns, main, path, limit, own):
     with open(path, "wb") as f:
         pickle.dump({"version": VERSION, "plain": plain, "dill": rest, "modules": modules}, f,
                     protocol=pickle.HIGHEST_PROTOCOL)
+        size = f.tell()
     if len(skipped) > MAX_SKIPPED:
         extra = len(skipped) - MAX_SKIPPED
         skipped = skipped[:MAX_SKIPPED] + [{"name": "...", "type": "", "reason": "%d more names not saved" % extra}]
     return {"names": sorted(list(plain) + list(values)), "modules": modules, "skipped": skipped,
-            "bytes": os.path.getsize(path)}
+            "bytes": size}
 
 
 def _dill_bytes(dill, values, main, limit, skipped):

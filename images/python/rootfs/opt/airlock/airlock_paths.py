@@ -73,3 +73,9 @@ def chmod(path, mode):
     """os.chmod of path (links followed) through locate."""
     fd, rest = locate(path)
     os.chmod(rest, mode, dir_fd=fd)
+
+
+def lstat(path):
+    """os.lstat of path through locate."""
+    fd, rest = locate(path)
+    return os.stat(rest, dir_fd=fd, follow_symlinks=False)

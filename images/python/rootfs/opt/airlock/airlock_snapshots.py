@@ -21,6 +21,7 @@ import tarfile
 import airlock_archive as archive
 import airlock_cleanup as cleanup
 import airlock_files as files
+import airlock_paths as paths
 from airlock_kernelops import checked
 
 SNAP_DIR = "/tmp/.airlock-snapshot"
@@ -48,9 +49,13 @@ class Snapshots:
         cleanup.clear_dirs([SNAP_DIR])
         return {"cleared": True}
 
+    def _open(self, part, flags=os.O_RDONLY, mode=0o600):
+        """A part's file as a binary file object (opened through airlock_paths)."""
+        return os.fdopen(paths.open(self.path(part), flags | os.O_NOFOLLOW, mode), "rb" if flags == os.O_RDONLY else "wb")
+
     def _fresh_dir(self):
-        os.makedirs(SNAP_DIR, mode=0o700, exist_ok=True)
-        st = os.lstat(SNAP_DIR)
+        paths.makedirs(SNAP_DIR, 0o700)
+        st = paths.lstat(SNAP_DIR)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             raise ValueError("%s is not the controller's folder" % SNAP_DIR)
         cleanup.clear_dirs([SNAP_DIR])
@@ -65,7 +70,7 @@ class Snapshots:
         if reply.get("error"):
             cleanup.clear_dirs([SNAP_DIR])
             raise ValueError("the namespace could not be saved: %s" % reply["error"])
-        ns_bytes = os.path.getsize(self.path("ns"))
+        ns_bytes = paths.lstat(self.path("ns")).st_size
         try:
             entries = self._pack(limit - ns_bytes)
         except ValueError:
@@ -79,7 +84,7 @@ class Snapshots:
             # Small enough to go in this done frame: no snapread or snapclear round trips.
             out["inline"] = {}
             for p in PARTS:
-                with open(self.path(p), "rb") as f:
+                with self._open(p) as f:
                     out["inline"][p] = base64.b64encode(f.read()).decode("ascii")
             cleanup.clear_dirs([SNAP_DIR])
         return out
@@ -87,7 +92,7 @@ class Snapshots:
     def _digest(self, part):
         h = hashlib.sha256()
         n = 0
-        with open(self.path(part), "rb") as f:
+        with self._open(part) as f:
             while True:
                 b = f.read(1 << 20)
                 if not b:
@@ -97,23 +102,35 @@ class Snapshots:
         return {"size": n, "sha256": h.hexdigest()}
 
     def _pack(self, room):
-        """Tar /work (folders, regular files, links) into the work part within room bytes."""
-        n = 0
-        with tarfile.open(self.path("work"), "w", format=tarfile.PAX_FORMAT) as tar:
-            for top, dirs, names in _walk(self.work):
-                for name in sorted(dirs) + sorted(names):
-                    full = os.path.join(top, name)
-                    rel = os.path.relpath(full, self.work)
-                    st = os.lstat(full)
+        """Tar /work (folders, regular files, links; a file's further hard links as links)
+        into the work part within room bytes. Walked from a folder descriptor, no link
+        followed; entries carry numeric owners only (tarfile's own add looks each one up
+        in /etc/passwd and /etc/group, files of the image: 0.2 ms an entry)."""
+        n, seen, entered = 0, {}, None
+        root = paths.open(self.work, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with self._open("work", os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as raw, \
+                    tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for kind, dfd, name, rel, st, _ in files.tree(root, max_depth=archive.MAX_DEPTH - 1):
+                    if kind == "leave":
+                        continue
+                    if kind == "skip":
+                        if rel != entered:
+                            raise ValueError("/work is nested deeper than %d folders" % archive.MAX_DEPTH)
+                        continue  # a folder its owner made unreadable: packed empty
                     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                         continue
                     n += 1
                     if n > MAX_ENTRIES:
                         raise ValueError("/work has more than %d entries" % MAX_ENTRIES)
-                    tar.add(full, arcname=rel, recursive=False)
-                    if tar.fileobj.tell() > room:
+                    if kind == "enter":
+                        entered = rel
+                    _add(tar, dfd, name, rel, st, seen)
+                    if raw.tell() > room:
                         raise ValueError("the snapshot is over its %d-byte bound (namespace and /work)" % (room,))
-        if os.path.getsize(self.path("work")) > room:
+        finally:
+            os.close(root)
+        if paths.lstat(self.path("work")).st_size > room:
             raise ValueError("the snapshot is over its byte bound (namespace and /work)")
         return n
 
@@ -121,8 +138,7 @@ class Snapshots:
         """At most length bytes of a part from offset, with the part's size."""
         length = min(int(req.get("length") or CHUNK), CHUNK)
         offset = int(req.get("offset") or 0)
-        path = self.path(req.get("part"))
-        with open(path, "rb") as f:
+        with self._open(req.get("part")) as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(offset)
             data = f.read(length)
@@ -136,12 +152,16 @@ class Snapshots:
         offset = int(req.get("offset") or 0)
         path = self.path(req.get("part"))
         if offset == 0:
-            if not os.path.isdir(SNAP_DIR):
+            try:
+                fresh = not stat.S_ISDIR(paths.lstat(SNAP_DIR).st_mode)
+            except OSError:
+                fresh = True
+            if fresh:
                 self._fresh_dir()
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
         else:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o600)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+        fd = paths.open(path, flags, 0o600)
         try:
             if offset and os.fstat(fd).st_size != offset:
                 raise ValueError("offset %d is not the part's size %d" % (offset, os.fstat(fd).st_size))
@@ -161,7 +181,7 @@ class Snapshots:
         limit = req.get("max_bytes")
         limit = limit if type(limit) is int and limit > 0 else DEFAULT_MAX
         try:
-            with open(self.path("work"), "rb") as f:
+            with self._open("work") as f:
                 data = f.read(limit + 1)
             if len(data) > limit:
                 raise ValueError("the work part is over %d bytes" % limit)
@@ -179,13 +199,30 @@ class Snapshots:
                 "skipped": reply.get("skipped") or [], "work_entries": entries}
 
 
-def _walk(root):
-    """os.walk without following links (a link to a folder is packed as a link)."""
-    for top, dirs, names in os.walk(root, followlinks=False):
-        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
-        for d in links:
-            dirs.remove(d)
-        yield top, dirs, names + links
+def _add(tar, dfd, name, rel, st, seen):
+    """Add one entry of a folder open as dfd to tar, from its lstat st; seen maps a
+    regular file's (device, inode) to its name in the tar when it has more links."""
+    ti = tarfile.TarInfo(rel)
+    ti.mode, ti.uid, ti.gid, ti.mtime = stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime
+    if stat.S_ISDIR(st.st_mode):
+        ti.type = tarfile.DIRTYPE
+        tar.addfile(ti)
+        return
+    if stat.S_ISLNK(st.st_mode):
+        ti.type, ti.linkname = tarfile.SYMTYPE, os.readlink(name, dir_fd=dfd)
+        tar.addfile(ti)
+        return
+    key = (st.st_dev, st.st_ino)
+    if st.st_nlink > 1 and key in seen:
+        ti.type, ti.linkname = tarfile.LNKTYPE, seen[key]
+        tar.addfile(ti)
+        return
+    if st.st_nlink > 1:
+        seen[key] = rel
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    with os.fdopen(fd, "rb") as f:
+        ti.size = os.fstat(fd).st_size
+        tar.addfile(ti, f)
 
 
 def _unpack(root, data, limit):
