@@ -133,6 +133,17 @@ func TestSessionFloodAndOOM(t *testing.T) {
 		t.Logf("session ended after flood: %s", r.Message)
 		return
 	}
+	if r.KernelRestarted {
+		// The controller sends SIGINT and kills the kernel 0.5 s later (wall
+		// time) if it is still running: on a quiet machine the interrupted
+		// flood stops well within that; beside a CPU hog (test-busy) the
+		// kernel may not get the CPU in time and is replaced, as documented.
+		if testscale.Factor() <= 1 {
+			t.Fatalf("the kernel was replaced after a flood on a quiet machine: %s", brief(r))
+		}
+		t.Logf("busy machine: the flooding kernel was not stopped within the controller's grace and was replaced; the OOM part goes on with a fresh name")
+		sexec(t, e, s.ID, "o", core.Python, "keep = 7", core.Limits{})
+	}
 	r = sexec(t, e, s.ID, "o", core.Shell, `python3 -c "x = b'a' * 2000000000"`, core.Limits{Timeout: 30 * time.Second})
 	if r.Status != core.StatusOOM {
 		t.Fatalf("oom of a shell process in a session: %s", brief(r))
