@@ -32,9 +32,7 @@ var benchInstance = func() string {
 // engine's metrics.
 func startEngine(ctx context.Context, o options, poolSize int, reg prometheus.Registerer) (*sandbox.Engine, time.Duration, error) {
 	cfg := sandbox.DefaultConfig()
-	if reg != nil {
-		cfg.Metrics = reg
-	}
+	cfg.Metrics = reg
 	cfg.PoolSize = poolSize
 	cfg.Instance = benchInstance
 	cfg.Images = map[core.Language]string{core.Python: o.pythonImg, core.Shell: "airlock/shell:latest"}
