@@ -119,7 +119,19 @@ func TestSnapshotKeepsWorkShapes(t *testing.T) {
 	if res.Status != core.StatusOK || res.Stdout != want {
 		t.Fatalf("restored /work: %s\nstdout %q\nwant   %q", brief(res), res.Stdout, want)
 	}
-	if !strings.Contains(string(parts["work"]), "deep") {
-		t.Errorf("the work part does not hold the nested file's bytes")
+}
+
+// TestSnapshotRefusesTooDeepWork: /work with folders nested 64 deep, which
+// a restore could not recreate, fails the snapshot with a message naming
+// the depth, instead of a snapshot that cannot be restored.
+func TestSnapshotRefusesTooDeepWork(t *testing.T) {
+	t.Parallel() // functional: containers of its own engine only
+	e, ctx, a := snapSession(t)
+	if r := sexec(t, e, a, "o", core.Python, "import os\nos.makedirs('/work/' + '/'.join(['d'] * 64))", core.Limits{}); r.Status != core.StatusOK {
+		t.Fatalf("making /work: %s", brief(r))
+	}
+	_, err := e.SnapshotSession(ctx, "o", a, 64<<20, func(string, int64, []byte) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "nested 64 deep") {
+		t.Fatalf("snapshot of a 64-deep /work: %v, want an error naming the depth", err)
 	}
 }

@@ -116,7 +116,8 @@ class Snapshots:
                         continue
                     if kind == "skip":
                         if rel != entered:
-                            raise ValueError("/work is nested deeper than %d folders" % archive.MAX_DEPTH)
+                            raise ValueError("/work has folders nested %d deep; a snapshot keeps at most %d levels"
+                                             % (archive.MAX_DEPTH, archive.MAX_DEPTH - 1))
                         continue  # a folder its owner made unreadable: packed empty
                     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                         continue
