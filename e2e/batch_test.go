@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,6 +34,7 @@ type batchLine struct {
 	InputNote  string `json:"input_note"`
 	Error      any    `json:"error"`
 	Content    string `json:"content"`
+	Message    string `json:"message"`
 }
 
 type repoTruth struct{ lines, warnings int }
@@ -155,13 +158,17 @@ func TestBatchMapOverRepos(t *testing.T) {
 	if tot, ok, bad := counts(b); tot != n || ok != n || bad != 0 {
 		for _, l := range lines {
 			if l.Status != "ok" {
-				t.Errorf("%s: status %s stdout %q stderr %q error %v content %q", l.CustomID, l.Status, l.Stdout, l.Stderr, l.Error, l.Content)
+				t.Errorf("%s: status %s after %d ms (attempt %d): message %q stdout %q stderr %q error %v content %q", l.CustomID, l.Status, l.DurationMS, l.Attempt, l.Message, l.Stdout, l.Stderr, l.Error, l.Content)
 			}
 		}
 		t.Fatalf("request_counts %d/%d/%d, want %d completed", tot, ok, bad, n)
 	}
 	if len(lines) != n {
 		t.Fatalf("%d result lines, want %d", len(lines), n)
+	}
+	slow := slices.SortedFunc(slices.Values(lines), func(a, b batchLine) int { return cmp.Compare(b.DurationMS, a.DurationMS) })
+	for _, l := range slow[:min(3, n)] {
+		t.Logf("one of the slowest items: %s %d ms", l.CustomID, l.DurationMS)
 	}
 	seen := map[string]bool{}
 	for _, l := range lines {

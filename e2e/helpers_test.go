@@ -86,7 +86,11 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 			t.Logf("stopping %s (pid %d) took %s", name, p.pid(), time.Since(began).Round(100*time.Millisecond))
 		}
 		if t.Failed() {
-			t.Logf("--- %s (pid %d) stderr ---\n%s", name, p.pid(), tail(p.stderr.String(), 6000))
+			out := p.stderr.String()
+			if w := notable(out); w != "" {
+				t.Logf("--- %s (pid %d) stderr, lines above INFO ---\n%s", name, p.pid(), tail(w, 6000))
+			}
+			t.Logf("--- %s (pid %d) stderr ---\n%s", name, p.pid(), tail(out, 6000))
 		}
 	})
 	return p
@@ -177,6 +181,19 @@ func (p *proc) waitLog(s string, d time.Duration) {
 }
 
 // tail returns the last n bytes of s.
+// notable is the lines of a process's log that are not INFO or DEBUG
+// records: the warnings and errors a failure is looked for in.
+func notable(log string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(log, "\n") {
+		if l != "" && !strings.Contains(l, "level=INFO") && !strings.Contains(l, "level=DEBUG") {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
