@@ -32,8 +32,9 @@ func introspect(t *testing.T, e *Engine, id, code, kind string, pos int) (map[st
 
 // TestSessionIntrospect: completion (Jedi, over the live namespace, even
 // before the first call), inspection and is_complete come from the
-// session's kernel; a kernel that answers too much is refused and one
-// that never answers is replaced, and the session goes on.
+// session's kernel; a kernel that answers too much is refused, one that
+// answers too late is interrupted and keeps its namespace, one that never
+// answers is replaced, and the session goes on.
 func TestSessionIntrospect(t *testing.T) {
 	t.Parallel() // functional: no timing or CPU assertion, containers of its own engine only
 	e := newTestEngine(t, nil)
@@ -45,6 +46,15 @@ func TestSessionIntrospect(t *testing.T) {
 	sexec(t, e, s.ID, "o", core.Python, "x = 5\nimport pandas as pd", core.Limits{})
 	if m, err = introspect(t, e, s.ID, "x.bit_", core.IntrospectComplete, 6); err != nil || !slices.Contains(anyStrings(m["matches"]), "bit_length") {
 		t.Fatalf("complete x.bit_: %v %v", m, err)
+	}
+	// Jedi reads the image's parse trees of pandas (built with the image)
+	// and writes none into the session's /tmp.
+	sexec(t, e, s.ID, "o", core.Python, "df = pd.DataFrame({'a': [1]})", core.Limits{})
+	if m, err = introspect(t, e, s.ID, "df.", core.IntrospectComplete, 3); err != nil || !slices.Contains(anyStrings(m["matches"]), "describe") {
+		t.Fatalf("complete df.: %v %v", m, err)
+	}
+	if r := sexec(t, e, s.ID, "o", core.Python, "import glob, jedi, os\nprint(jedi.settings.cache_directory, os.path.exists('/tmp/.cache'), len(glob.glob(jedi.settings.cache_directory + '/*/*.pkl')) > 10)", core.Limits{}); r.Stdout != "/usr/local/share/airlock/jedi False True\n" {
+		t.Fatalf("Jedi's cache after a completion: %s", brief(r))
 	}
 	if m, err = introspect(t, e, s.ID, "pd.read_csv(", core.IntrospectInspect, 12); err != nil || m["found"] != true ||
 		!strings.Contains(m["data"].(map[string]any)["text/plain"].(string), "Signature: pd.read_csv(") {
@@ -74,8 +84,22 @@ func TestSessionIntrospect(t *testing.T) {
 	if r := sexec(t, e, s.ID, "o", core.Python, "print(x)", core.Limits{}); r.Stdout != "5\n" {
 		t.Fatalf("after a refused answer: %s", brief(r))
 	}
-	sexec(t, e, s.ID, "o", core.Python, "import time\nclass Stuck:\n    def __init__(self, *a, **k): time.sleep(3600)\njedi.Interpreter = Stuck", core.Limits{})
+	// A completion that takes too long is interrupted: it answers that,
+	// and the session keeps its namespace.
+	sexec(t, e, s.ID, "o", core.Python, "import time\nclass Slow:\n    def __init__(self, *a, **k): time.sleep(3600)\njedi.Interpreter = Slow", core.Limits{})
 	t0 := time.Now()
+	if m, err := introspect(t, e, s.ID, "x", core.IntrospectComplete, 1); err != nil || m["status"] != "error" || m["ename"] != "KeyboardInterrupt" {
+		t.Fatalf("a completion past the bound: %v %v, want an interrupted answer", m, err)
+	}
+	if d := time.Since(t0); d > testscale.D(30*time.Second) {
+		t.Fatalf("an interrupted introspection took %s", d)
+	}
+	if r := sexec(t, e, s.ID, "o", core.Python, "print(x)", core.Limits{}); r.Stdout != "5\n" || r.KernelRestarted {
+		t.Fatalf("after an interrupted introspection: %s (kernel_restarted %v)", brief(r), r.KernelRestarted)
+	}
+	// One that ignores the interrupt is killed.
+	sexec(t, e, s.ID, "o", core.Python, "import signal\nclass Stuck:\n    def __init__(self, *a, **k):\n        signal.signal(signal.SIGINT, signal.SIG_IGN)\n        time.sleep(3600)\njedi.Interpreter = Stuck", core.Limits{})
+	t0 = time.Now()
 	if _, err := introspect(t, e, s.ID, "x", core.IntrospectComplete, 1); err == nil {
 		t.Fatal("a kernel that never answers gave an answer")
 	}

@@ -6,17 +6,31 @@ code can change what this computes (it owns its objects, and Jedi is an ordinary
 may import and patch), so an answer is that session's own output and nothing more: the
 controller only checks it is a JSON object of bounded size, received with the request's
 own token (airlock_kernelops.py). Completion uses Jedi (Debian's python3-jedi), imported
-on the first completion; inspection resolves the dotted name at the cursor by attribute
+on the first completion, with the parse trees of the image's libraries read from JEDI_CACHE
+(built with the image: warm_cache) instead of parsed again in every session; inspection resolves the dotted name at the cursor by attribute
 lookups only (no calls) and shows its signature and docstring; is_complete follows codeop.
 See images/python/PROTOCOL.md "Jupyter operations".
 """
 
 import codeop
 import inspect as _inspect
+import os
 import re
 
 MAX_MATCHES = 2000
 MAX_DOC = 64 << 10
+# Parso's pickled parse trees of the image's own libraries, written by warm_cache when the
+# image is built (images/build.sh) and read-only in a sandbox: a first completion on a
+# DataFrame takes about 0.5 s with it and 2 s without, and nothing goes to the session's
+# /tmp. A module not in it is parsed and kept in the kernel's memory only.
+JEDI_CACHE = "/usr/local/share/airlock/jedi"
+# What warm_cache completes: the preloaded libraries (kernel.preload) and common builtins.
+WARM_SETUP = ("import os, re, json, math, collections, datetime\n"
+              "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
+              "df = pd.DataFrame({'a': [1]})\narr = np.zeros(1)\nfig, ax = plt.subplots()\n")
+WARM_CODE = ("are", "df.", "df.a.", "df.groupby('a').", "arr.", "np.", "pd.", "plt.", "ax.", "fig.",
+             "os.", "os.path.", "re.", "json.", "math.", "collections.", "datetime.", "'s'.",
+             "[].", "{}.", "print(", "df.merge(", "pd.read_csv(", "np.linspace(")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -54,9 +68,39 @@ def _line_col(code, pos):
     return line, pos - (before.rfind("\n") + 1)
 
 
+def _jedi(cache=JEDI_CACHE):
+    """Jedi, set on its first use to read the image's parse trees from cache (when the
+    image has them) and to keep a tree it cannot save there in memory only."""
+    import jedi
+    if not getattr(jedi, "_airlock_cache", False) and os.path.isdir(cache):
+        import parso.cache
+        save = parso.cache._save_to_file_system
+
+        def save_if_writable(*args, **kwargs):
+            try:
+                save(*args, **kwargs)
+            except OSError:  # a read-only cache: parso keeps the tree in memory
+                pass
+        parso.cache._save_to_file_system = save_if_writable
+        jedi.settings.cache_directory = cache
+        jedi._airlock_cache = True
+    return jedi
+
+
+def warm_cache(cache=JEDI_CACHE):
+    """Write the parse trees of what WARM_CODE completes to cache (run at image build)."""
+    import jedi
+    os.makedirs(cache, exist_ok=True)
+    jedi.settings.cache_directory = cache
+    ns = {}
+    exec(WARM_SETUP, ns)
+    for code in WARM_CODE:
+        jedi.Interpreter(code, [ns]).complete()
+
+
 def complete(code, pos, ns):
     """Jupyter's complete_reply: Jedi's completions at pos, over the live namespace."""
-    import jedi
+    jedi = _jedi()
     line, col = _line_col(code, pos)
     comps = jedi.Interpreter(code, [ns]).complete(line, col)
     matches, start = [], pos

@@ -8,19 +8,23 @@ background policy), asked with a seq of its own and a fresh token, and waited fo
 INTROSPECT_S. Afterwards the session is left as it was found: if its kernel was stopped,
 what the question started meanwhile (user code runs: its threads, the properties Jedi
 looks at) is swept and the kernel is stopped again. A kernel that has not answered in time
-(user code may replace what answers) is killed; the session's next call adopts a spare and
-reports kernel_restarted. The answer is that session's own output: the controller checks
+is interrupted (SIGINT, to the kernel alone): an introspection stops and answers that it
+was interrupted, and the session keeps its namespace. One that still has not answered
+INTERRUPT_GRACE_S later (user code may replace what answers, and ignore SIGINT) is killed;
+the session's next call adopts a spare and reports kernel_restarted. The answer is that session's own output: the controller checks
 only that it came with the question's token and is a JSON object of at most MAX_REPLY
 bytes. See PROTOCOL.md "Jupyter operations".
 """
 
 import json
 import os
+import signal
 
 import airlock_wire as wire
 from airlock_loop import now
 
 INTROSPECT_S = 15.0  # the first completion imports Jedi
+INTERRUPT_GRACE_S = 2.0  # from the interrupt of a question not answered in time to its kill
 MAX_REPLY = 512 << 10
 WHATS = ("complete", "inspect", "is_complete", "variables")
 
@@ -63,7 +67,8 @@ class KernelOps:
         """Ask the session's kernel msg (an op it answers between calls) and wait at most
         bound seconds: the Question, answered or not. The kernel is resumed for it and
         left as it was found (stopped and swept if it was stopped); one that did not
-        answer in time is killed (the next call reports kernel_restarted)."""
+        answer in time, even once interrupted, is killed (the next call reports
+        kernel_restarted)."""
         k = self.session.kernel_for_question()
         self.kernels.wait_ready(k)
         stopped = self.session.stopped
@@ -84,7 +89,8 @@ class KernelOps:
         return q
 
     def _ask(self, q, msg, bound):
-        """Send the question and wait for its answer, the kernel's death or the bound."""
+        """Send the question and wait for its answer or the kernel's death: at most bound,
+        then INTERRUPT_GRACE_S more after interrupting the kernel."""
         k = q.kernel
         try:
             if k.dead is not None or k.sock is None:
@@ -92,8 +98,14 @@ class KernelOps:
             wire.send(k.sock, msg)
         except OSError:
             return
+        self._wait(q, bound)
+        if not q.answered and k.dead is None:
+            self.kernels.signal(k, signal.SIGINT, group=False)
+            self._wait(q, INTERRUPT_GRACE_S)
+
+    def _wait(self, q, bound):
         end = now() + bound
-        while not q.answered and k.dead is None and now() < end:
+        while not q.answered and q.kernel.dead is None and now() < end:
             self.loop.poll(max(0.0, end - now()))
 
     def on_message(self, k, msg):

@@ -60,6 +60,7 @@ _rich_result, _rich_after = rich.result, rich.after_call
 _answer = airlock_introspect.answer
 _ns_save, _ns_load = airlock_namespace.save, airlock_namespace.load
 _NOT_ANSWERED = {"status": "error", "ename": "IntrospectionFailed", "evalue": "no answer", "traceback": []}
+_INTERRUPTED = {"status": "error", "ename": "KeyboardInterrupt", "evalue": "no answer in time: interrupted", "traceback": []}
 
 
 def _libc():
@@ -240,7 +241,16 @@ class Kernel:
         token = msg.pop("token", None)
         seq = msg.get("seq")
         try:
-            reply = _answer(msg, self.ns, self.own)
+            # The controller interrupts a question it has waited too long for: it stops
+            # here, the namespace kept, instead of the kernel being killed.
+            _signal_fn(_SIGINT, _int_handler)
+            try:
+                reply = _answer(msg, self.ns, self.own)
+            finally:
+                _signal_fn(_SIGINT, _SIG_IGN)
+        except KeyboardInterrupt:
+            _signal_fn(_SIGINT, _SIG_IGN)
+            reply = _INTERRUPTED
         except BaseException:
             reply = _NOT_ANSWERED
         try:
