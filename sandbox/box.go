@@ -79,6 +79,11 @@ type callOpts struct {
 	// timeout, if set, makes the deadline this long after the call has the
 	// box (a call queued behind another does not spend its bound waiting).
 	timeout time.Duration
+	// run, if set, makes the deadline this long after the controller says
+	// the code started (the "started" frame): the set-up before it (a
+	// kernel's fork, the end of a streamed input's unpack) is not the
+	// code's time.
+	run     time.Duration
 	session bool // a disconnect escalates interrupt -> restart, never kill first
 	output  int  // Limits.OutputBytes: kept bytes per stream (head + tail)
 	budget  int  // longest frame line accepted
@@ -94,6 +99,7 @@ type callOpts struct {
 type callOutcome struct {
 	done      ctlFrame
 	gotDone   bool
+	started   bool // the controller said the code reached its kernel
 	stdout    *headTail
 	stderr    *headTail
 	display   []core.Display
@@ -403,6 +409,11 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 			}
 		case "clear_output":
 			o.sink.emit(core.Event{Kind: core.EventClear, Wait: f.Wait})
+		case "started":
+			out.started = true
+			if o.run > 0 && stage == 0 && ctx.Err() == nil {
+				_ = conn.SetReadDeadline(time.Now().Add(o.run))
+			}
 		case "done":
 			out.done, out.gotDone = f, true
 			return out, nil

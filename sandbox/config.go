@@ -74,6 +74,13 @@ type Config struct {
 	// InterruptGrace is how long a session's interpreter gets to recover
 	// from an interrupt (timeout, output flood) before it is destroyed.
 	InterruptGrace time.Duration
+	// StartGrace is how long a controller may take to start an exec's
+	// code (its "started" frame: a spare kernel's fork and set-up, the
+	// previous call's kernel leaving) on top of the code's own deadline,
+	// which counts from that frame. A controller that starts nothing in
+	// that time has its container destroyed and the call, which did not
+	// run, answers unavailable.
+	StartGrace time.Duration
 	// SchedSlice is the time slice each container's controller asks the
 	// kernel's fair scheduler for (AIRLOCK_SCHED_SLICE_US; its zygote and
 	// kernels inherit it): a latency hint that lets a woken controller
@@ -135,6 +142,7 @@ func DefaultConfig() Config {
 		MaxSessions:         16,
 		MaxSessionsPerOwner: 4,
 		InterruptGrace:      3 * time.Second,
+		StartGrace:          10 * time.Second,
 		ReapInterval:        time.Minute,
 		InputMaxBytes:       DefaultInputMaxBytes,
 		InputMaxEntries:     DefaultInputMaxEntries,

@@ -241,8 +241,11 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 	}
 	// The controller stops the code at its timeout (SIGINT, then SIGKILL
 	// 500 ms later) and answers; Airlock kills the container only when no
-	// answer comes well after that.
-	deadline := time.Now().Add(c.limits.Timeout + e.cfg.InterruptGrace + 2*time.Second)
+	// answer comes well after that. Both count from the code's start (the
+	// controller's "started" frame); before it the controller has
+	// StartGrace more for its set-up.
+	run := c.limits.Timeout + e.cfg.InterruptGrace + 2*time.Second
+	deadline := time.Now().Add(e.cfg.StartGrace + run)
 	req := ctlRequest{
 		Op: "exec", Mode: mode, Lang: string(c.Language), Code: c.Code, Env: env, Stdin: c.Stdin,
 		TimeoutMS: c.limits.Timeout.Milliseconds(), HardOutputBytes: e.cfg.HardOutputBytes,
@@ -263,7 +266,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 			// The controller unpacks while the chunks arrive; the exec then
 			// waits only for the last few (airlock_stream.py QUEUED_CHUNKS).
 			rej, err = e.streamInput(ctx, b, c, &req)
-			deadline = time.Now().Add(c.limits.Timeout + e.cfg.InterruptGrace + 2*time.Second + unpackTime(4*inputChunk, c.entries))
+			deadline = time.Now().Add(e.cfg.StartGrace + run + unpackTime(4*inputChunk, c.entries))
 		} else {
 			rej, err = c.packInput(b.image)
 		}
@@ -283,7 +286,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		return core.Result{}, err
 	}
 	began := time.Now()
-	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, session: session, output: c.limits.OutputBytes, sink: fw})
+	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, run: run, session: session, output: c.limits.OutputBytes, sink: fw})
 	if out.gotDone {
 		e.metrics.callPhases(mode, out.done.Trace, time.Since(began))
 	}
@@ -309,6 +312,10 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 	case out.broken != "":
 		res.Status, res.ExitCode = core.StatusError, -1
 		res.Message = "the sandbox controller's answer was unreadable (" + out.broken + "); its container was destroyed"
+	case out.timedOut && !out.started && b.has(featureStarted):
+		// Nothing of the code ran: the caller may send it again.
+		fw.close()
+		return core.Result{}, core.Errorf("sandbox.exec", core.ErrUnavailable, fmt.Sprintf("the sandbox did not start the code within %s; its container was destroyed", e.cfg.StartGrace))
 	case out.timedOut:
 		res.Status, res.ExitCode = core.StatusTimeout, -1
 		res.Message = fmt.Sprintf("the code ran past its %s deadline and the sandbox did not answer; its container was destroyed", c.limits.Timeout)

@@ -152,6 +152,10 @@ const featureArchive = "archive"
 // takes an input folder's tar in stage ops and unpacks it as it arrives.
 const featureArchiveStream = "archive_stream"
 
+// featureStarted (in the ready frame's "features"): the controller sends
+// "started" when an exec's code reaches its kernel.
+const featureStarted = "started"
+
 // bytesData decodes a done frame's base64 "data" (get op).
 func (f *ctlFrame) bytesData() ([]byte, error) {
 	if len(f.Data) == 0 || string(f.Data) == "null" {

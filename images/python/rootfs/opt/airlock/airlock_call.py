@@ -276,6 +276,8 @@ class Runner:
         if kind == "session":
             self.session.resume()
         self._send(call)
+        # Airlock's deadline for the answer counts from here, as the call's timeout does.
+        self.link.emit({"t": "started", "id": call.id})
         out.start()
         call.mark("sent")
         return call
