@@ -411,8 +411,11 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 			o.sink.emit(core.Event{Kind: core.EventClear, Wait: f.Wait})
 		case "started":
 			out.started = true
-			if o.run > 0 && stage == 0 && ctx.Err() == nil {
+			if o.run > 0 && stage == 0 {
 				_ = conn.SetReadDeadline(time.Now().Add(o.run))
+				if ctx.Err() != nil { // the caller left meanwhile: watchCtx's deadline stands
+					_ = conn.SetReadDeadline(time.Now())
+				}
 			}
 		case "done":
 			out.done, out.gotDone = f, true
