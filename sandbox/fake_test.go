@@ -194,6 +194,20 @@ func fakeController(answer func(req ctlRequest) []ctlFrame) func(string, net.Con
 
 // fakeControllerWith is fakeController announcing features in its ready frame.
 func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFrame) func(string, net.Conn) {
+	return fakeControllerSending(features, func(req ctlRequest, send func(ctlFrame) bool) {
+		for _, f := range answer(req) {
+			f.ID = req.ID
+			if !send(f) {
+				return
+			}
+		}
+	})
+}
+
+// fakeControllerSending plays a controller that announces features, then
+// hands each request to answer, which sends its frames itself (when and
+// as it likes, ids included).
+func fakeControllerSending(features []string, answer func(req ctlRequest, send func(ctlFrame) bool)) func(string, net.Conn) {
 	return func(_ string, conn net.Conn) {
 		defer conn.Close()
 		send := func(f ctlFrame) bool {
@@ -214,12 +228,7 @@ func fakeControllerWith(features []string, answer func(req ctlRequest) []ctlFram
 			if json.Unmarshal(line, &req) != nil {
 				return
 			}
-			for _, f := range answer(req) {
-				f.ID = req.ID
-				if !send(f) {
-					return
-				}
-			}
+			answer(req, send)
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"net"
 	"strings"
 	"testing"
@@ -17,39 +15,17 @@ import (
 // exec's code to its kernel (then sends "started", unless start is
 // negative: never) and answers ok run later.
 func slowStartController(features []string, start, run time.Duration) func(string, net.Conn) {
-	return func(_ string, conn net.Conn) {
-		defer conn.Close()
-		send := func(f ctlFrame) bool {
-			line, _ := json.Marshal(f)
-			_, err := conn.Write(append(line, '\n'))
-			return err == nil
-		}
-		if !send(ctlFrame{T: "ready", Features: features}) {
-			return
-		}
-		in := bufio.NewReader(conn)
-		for {
-			line, err := in.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			var req ctlRequest
-			if json.Unmarshal(line, &req) != nil {
-				return
-			}
-			if req.Op != "exec" {
-				send(ctlFrame{ID: req.ID, T: "done"})
-				continue
-			}
-			if start < 0 {
-				continue // never starts the code
-			}
+	return fakeControllerSending(features, func(req ctlRequest, send func(ctlFrame) bool) {
+		switch {
+		case req.Op != "exec":
+			send(ctlFrame{ID: req.ID, T: "done"})
+		case start >= 0: // else it never starts the code
 			time.Sleep(start)
 			send(ctlFrame{ID: req.ID, T: "started"})
 			time.Sleep(run)
 			send(ctlFrame{ID: req.ID, T: "done", Status: "ok"})
 		}
-	}
+	})
 }
 
 // TestStartGrace: Airlock's deadline for an exec's answer counts from the
