@@ -7,8 +7,9 @@ may import and patch), so an answer is that session's own output and nothing mor
 controller only checks it is a JSON object of bounded size, received with the request's
 own token (airlock_kernelops.py). Completion uses Jedi (Debian's python3-jedi), imported
 on the first completion, with the parse trees of the image's libraries read from JEDI_CACHE
-(built with the image: warm_cache) instead of parsed again in every session; inspection resolves the dotted name at the cursor by attribute
-lookups only (no calls) and shows its signature and docstring; is_complete follows codeop.
+(built with the image: warm_cache) instead of parsed again in every session; inspection
+resolves the dotted name at the cursor by attribute lookups only (no calls) and shows its
+signature and docstring; is_complete follows codeop.
 See images/python/PROTOCOL.md "Jupyter operations".
 """
 

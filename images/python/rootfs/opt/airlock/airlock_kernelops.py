@@ -11,9 +11,9 @@ looks at) is swept and the kernel is stopped again. A kernel that has not answer
 is interrupted (SIGINT, to the kernel alone): an introspection stops and answers that it
 was interrupted, and the session keeps its namespace. One that still has not answered
 INTERRUPT_GRACE_S later (user code may replace what answers, and ignore SIGINT) is killed;
-the session's next call adopts a spare and reports kernel_restarted. The answer is that session's own output: the controller checks
-only that it came with the question's token and is a JSON object of at most MAX_REPLY
-bytes. See PROTOCOL.md "Jupyter operations".
+the session's next call adopts a spare and reports kernel_restarted. The answer is that
+session's own output: the controller checks only that it came with the question's token
+and is a JSON object of at most MAX_REPLY bytes. See PROTOCOL.md "Jupyter operations".
 """
 
 import json
