@@ -13,8 +13,9 @@ import (
 // introspectTimeout bounds one introspection once it has the session's
 // container; past it the container is killed. The controller's own bound
 // is 15 s in the kernel (the first completion imports Jedi: a kernel that
-// has not answered by then is replaced, the session goes on); the rest is
-// room for adopting a kernel and the cleanup after the question.
+// has not answered by then is interrupted, and replaced 2 s later if it
+// still has not; the session goes on); the rest is room for adopting a
+// kernel and the cleanup after the question.
 const introspectTimeout = 30 * time.Second
 
 // maxInputBytes bounds one answer to input().
