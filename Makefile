@@ -30,9 +30,12 @@ run: deps-run
 	@$(MAKE) --no-print-directory build images
 	$(BIN) serve --insecure-local --addr $(ADDR)
 
+# VETFLAGS: `make test` vets with -race, so vet and the tests share one
+# compilation of every package (a second full build on a fresh machine).
+VETFLAGS ?=
 vet: tidy-check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet ./...
+	$(GO) vet $(VETFLAGS) ./...
 
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
@@ -41,7 +44,7 @@ tidy-check:
 # built beside the sandbox images, with its progress shown, not in the e2e run.
 test: deps-test
 	@$(MAKE) --no-print-directory -j2 images images-service
-	@$(MAKE) --no-print-directory vet
+	@$(MAKE) --no-print-directory vet VETFLAGS=-race
 	$(GO) test $(TESTFLAGS) ./...
 
 # The suite on a busy machine: the tests of BUSY_PKGS (default all) beside a
