@@ -1,6 +1,21 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
+
+// TimeoutStretch is how many times its timeout a call's deadline may be
+// moved, at most, by the time its code waited for a CPU (a busy machine,
+// or the container's CPU quota used up): waiting is not the code's time.
+// The controller moves its deadline and says so; Airlock moves its own
+// answer deadline and a queued job's deadline within this bound. The
+// python image's airlock_call.py has the same number (STRETCH_MAX).
+const TimeoutStretch = 2
+
+// MostWall is the longest a call of timeout t may take once its code
+// started: t plus the most its deadline may be moved (TimeoutStretch).
+func MostWall(t time.Duration) time.Duration { return t + TimeoutStretch*t }
 
 // Over lists the fields of l above the ceiling c, each as "NAME V is over
 // C" with its wire name (memory_bytes, timeout_seconds, ...); a zero field

@@ -125,7 +125,7 @@ func timeoutParameter(cfg Config) map[string]any {
 		"type":    "integer",
 		"minimum": 1,
 		"maximum": int(cfg.MaxTimeout / time.Second),
-		"description": "Wall-clock limit in seconds; the run is killed after it. At most the key's limit (the server default " +
+		"description": "Wall-clock limit in seconds from the code's start; the run is killed after it. Time the code waits for a CPU on a busy machine moves it, by at most twice the limit. At most the key's limit (the server default " +
 			"unless the operator grants more) for a one-shot call, and the session's own limit in a session. Leave it out " +
 			"for that limit.",
 	}

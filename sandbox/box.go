@@ -83,7 +83,12 @@ type callOpts struct {
 	// the code started (the "started" frame): the set-up before it (a
 	// kernel's fork, the end of a streamed input's unpack) is not the
 	// code's time.
-	run     time.Duration
+	run time.Duration
+	// stretch is how far, in all, the controller's "stretch" frames may
+	// move the run deadline (the time the code waited for a CPU; bounded
+	// here too, so no frame from inside the sandbox holds Airlock longer:
+	// core.TimeoutStretch).
+	stretch time.Duration
 	session bool // a disconnect escalates interrupt -> restart, never kill first
 	output  int  // Limits.OutputBytes: kept bytes per stream (head + tail)
 	budget  int  // longest frame line accepted
@@ -345,6 +350,8 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 	_ = conn.SetReadDeadline(o.deadline)
 	defer watchCtx(ctx, conn)()
 	stage := 0 // after a disconnect: 1 interrupt sent, 2 restart sent
+	var runEnd time.Time // the run deadline, once the code started
+	stretched := time.Duration(0)
 	for {
 		line, err := b.lr.next(o.budget)
 		if err != nil {
@@ -412,8 +419,20 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 		case "started":
 			out.started = true
 			if o.run > 0 && stage == 0 {
-				_ = conn.SetReadDeadline(time.Now().Add(o.run))
+				runEnd = time.Now().Add(o.run)
+				_ = conn.SetReadDeadline(runEnd)
 				if ctx.Err() != nil { // the caller left meanwhile: watchCtx's deadline stands
+					_ = conn.SetReadDeadline(time.Now())
+				}
+			}
+		case "stretch":
+			// The controller moved the code's deadline by the time it waited
+			// for a CPU; the answer's deadline moves as far, within o.stretch.
+			if d := min(time.Duration(f.MS)*time.Millisecond, o.stretch-stretched); d > 0 && !runEnd.IsZero() && stage == 0 {
+				stretched += d
+				runEnd = runEnd.Add(d)
+				_ = conn.SetReadDeadline(runEnd)
+				if ctx.Err() != nil {
 					_ = conn.SetReadDeadline(time.Now())
 				}
 			}

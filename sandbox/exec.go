@@ -196,11 +196,11 @@ func (e *Engine) execRunner(ctx context.Context, c checked) (core.Result, error)
 	var b *box
 	source := "cold"
 	if p != nil {
-		b, source = p.acquire(c.Owner, lane, c.limits.Timeout)
+		b, source = p.acquire(c.Owner, lane, core.MostWall(c.limits.Timeout))
 	}
 	e.metrics.call(source)
 	if b == nil {
-		life := c.limits.Timeout + 2*time.Minute
+		life := core.MostWall(c.limits.Timeout) + 2*time.Minute
 		if p != nil && !e.cfg.SingleUse {
 			life = e.poolLife() // it will serve its owner again
 		}
@@ -286,7 +286,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		return core.Result{}, err
 	}
 	began := time.Now()
-	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, run: run, session: session, output: c.limits.OutputBytes, sink: fw})
+	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, run: run, stretch: core.MostWall(c.limits.Timeout) - c.limits.Timeout, session: session, output: c.limits.OutputBytes, sink: fw})
 	if out.gotDone {
 		e.metrics.callPhases(mode, out.done.Trace, time.Since(began))
 	}

@@ -109,6 +109,9 @@ type ctlFrame struct {
 	Pong    bool             `json:"pong"`
 	Reply   json.RawMessage  `json:"reply"` // introspect: the kernel's answer
 	Taken   bool             `json:"taken"` // input_reply: a call was waiting for it
+	// stretch (during an exec): ms the controller moved the code's deadline
+	// for time the code waited for a CPU
+	MS int64 `json:"ms"`
 	// input_request (during an exec)
 	Prompt   string `json:"prompt"`
 	Password bool   `json:"password"`

@@ -33,8 +33,9 @@ type ClientConfig struct {
 	// the session's own limit applies, which the client does not know, so
 	// it should be the workers' sandbox maximum (default 5 minutes).
 	SessionTimeout time.Duration
-	// Margin is added to a request's timeout for the job deadline: queueing,
-	// container start and collection.
+	// Margin is added to a request's longest run (its timeout, moved by
+	// the time its code waited for a CPU: core.MostWall) for the job
+	// deadline: queueing, container start and collection.
 	Margin time.Duration
 	// ChunkBytes is the size of one file chunk sent to or read from a
 	// worker (default 1 MiB): a transfer holds at most about this much.
@@ -97,7 +98,7 @@ func (c *Client) exec(ctx context.Context, req core.Request) (core.Result, error
 	// core.Lane and queue.Lane spell the lanes alike; the queue refuses an
 	// unknown one (ErrInvalid).
 	job := queue.Job{ID: id, Owner: req.Owner, Session: req.SessionID, Lane: queue.Lane(req.Lane), Payload: payload,
-		Deadline: time.Now().Add(timeout + c.cfg.Margin)}
+		Deadline: time.Now().Add(core.MostWall(timeout) + c.cfg.Margin)}
 	if req.Op == core.OpSessionOpen {
 		job.Session = "" // a wake opens its session again on any worker
 	}

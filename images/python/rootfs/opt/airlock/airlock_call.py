@@ -26,6 +26,11 @@ from airlock_workspace import CallRefused
 
 INT_WINDOW_S = 0.5  # see Call.int_repeat_until
 SESSION_KILL_GRACE_S = 0.5
+# The deadline moves by the time the code waited for a CPU (proc.run_delay), up to this many
+# times the timeout: a busy machine makes a call slower, not a timeout. Airlock applies the
+# same bound to its own deadline (its "stretch" frame handling).
+STRETCH_MAX = 2.0
+STRETCH_MIN_S = 0.01  # smaller waits are not worth a frame
 MAX_WARNINGS = 20
 MAX_PROMPT = 4096  # characters of an input() prompt forwarded
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
@@ -58,7 +63,10 @@ class Call:
         self.warnings = []
         self.start = now()
         self.end = None
-        self.deadline = self.start + max(1, int(req.get("timeout_ms") or 30000)) / 1000.0
+        self.timeout_s = max(1, int(req.get("timeout_ms") or 30000)) / 1000.0
+        self.deadline = self.start + self.timeout_s
+        self.waited0 = None  # the kernel's run_delay when its code was sent (see STRETCH_MAX)
+        self.stretched = 0.0  # seconds the deadline moved for that wait
         self.hard_kill_at = None
         # An interrupt in the call's first INT_WINDOW_S may reach the kernel before it
         # arms its SIGINT handler (SIGINT is ignored between calls): repeat it until then.
@@ -276,6 +284,8 @@ class Runner:
         if kind == "session":
             self.session.resume()
         self._send(call)
+        if k.pid is not None:  # a shell's bash has one from _send
+            call.waited0 = proc.run_delay(k.pid)
         # Airlock's deadline for the answer counts from here, as the call's timeout does.
         self.link.emit({"t": "started", "id": call.id})
         out.start()
@@ -306,6 +316,8 @@ class Runner:
         k = call.kernel
         while call.running():
             t = now()
+            if t >= call.deadline and call.verdict is None and self._stretch(call):
+                continue
             if t >= call.deadline and call.verdict is None:
                 call.verdict = "timeout"
                 call.message = "timed out after %d ms" % int(call.req.get("timeout_ms") or 30000)
@@ -327,6 +339,24 @@ class Runner:
             call.end = now()
         self.meter.stop(call)
         call.mark("kernel_done")
+
+    def _stretch(self, call):
+        """At the deadline: move it by the time the code has waited for a CPU since it was
+        sent (beyond what moved it already), within STRETCH_MAX times the timeout, and tell
+        Airlock ("stretch" frame, ms); whether it moved."""
+        k = call.kernel
+        if call.waited0 is None or k.pid is None:
+            return False
+        waited = proc.run_delay(k.pid)
+        if waited is None:
+            return False
+        grant = min(waited - call.waited0, STRETCH_MAX * call.timeout_s) - call.stretched
+        if grant < STRETCH_MIN_S:
+            return False
+        call.stretched += grant
+        call.deadline += grant
+        self.link.emit({"t": "stretch", "id": call.id, "ms": int(grant * 1000)})
+        return True
 
     def on_message(self, k, msg):
         """What kernel k said: only the running call's messages count (its seq; a done
@@ -493,6 +523,9 @@ class Runner:
 
     def _report(self, call):
         status, code, error, message = outcome(call, proc.oom_kills)
+        if call.stretched >= STRETCH_MIN_S:
+            call.warnings.append("timeout extended by %d ms: the code waited that long for a CPU "
+                                 "(a busy machine, or its cpus limit)" % int(call.stretched * 1000))
         if call.kind == "oneshot":
             self.artifacts.forget()
         artifacts = self.artifacts.collect(call.req, call.figures, call.warnings)

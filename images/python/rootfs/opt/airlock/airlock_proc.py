@@ -115,6 +115,16 @@ def thread_cpu(pid):
         return c[0] if c else None
 
 
+def run_delay(pid):
+    """Seconds a process's main thread has spent runnable but waiting for a CPU (other work
+    on the core, or the container's CPU quota used up), from /proc/<pid>/schedstat, or
+    None."""
+    try:
+        return int(read_bytes("/proc/%d/schedstat" % pid).split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def stays_alive(pid, parent):
     """Whether a process is alive and will stay so: parent's child, not a zombie, not
     exiting (PF_EXITING) and no SIGKILL pending (/proc/<pid>/status)."""

@@ -135,7 +135,7 @@ class Controller:
         if self.kernels.spares:
             self.kernels.wait_pid(self.kernels.spares[0])
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.loop.t0) * 1000, 3),
-                 "features": ["cpu_seconds", "snap_inline", "started"] + (["archive", "archive_stream"] if self.workspace.owned else [])
+                 "features": ["cpu_seconds", "snap_inline", "started", "stretch"] + (["archive", "archive_stream"] if self.workspace.owned else [])
                  + (["egress"] if egress_port else [])}
         if os.getpid() != 1:
             # Airlock accepts the link only from the container's pid 1; a pid 1 of our uid
