@@ -349,7 +349,7 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 	conn := b.conn
 	_ = conn.SetReadDeadline(o.deadline)
 	defer watchCtx(ctx, conn)()
-	stage := 0 // after a disconnect: 1 interrupt sent, 2 restart sent
+	stage := 0           // after a disconnect: 1 interrupt sent, 2 restart sent
 	var runEnd time.Time // the run deadline, once the code started
 	stretched := time.Duration(0)
 	for {
