@@ -90,7 +90,9 @@ func TestStatelessReplicas(t *testing.T) {
 func plotCall(t *testing.T, s *server) (string, int64) {
 	t.Helper()
 	c := decodeCall(t, do(t, "POST", s.URL+"/v1/tool-calls", toolCall("call_plot", "run_python", map[string]any{
-		"code": "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"})))
+		"code": "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()",
+		// The first import of matplotlib beside the rest of the suite: not the default 10 s.
+		"timeout_seconds": 60})))
 	c.mustOK(t)
 	if len(c.Result.Artifacts) != 1 || c.Result.Artifacts[0].URL == "" {
 		t.Fatalf("plot artifacts %+v", c.Result.Artifacts)
