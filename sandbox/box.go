@@ -102,9 +102,12 @@ type callOpts struct {
 
 // callOutcome is what one controller call produced.
 type callOutcome struct {
-	done      ctlFrame
-	gotDone   bool
-	started   bool // the controller said the code reached its kernel
+	done    ctlFrame
+	gotDone bool
+	started bool // the controller said the code reached its kernel
+	// stretched is how far the controller's "stretch" frames moved the
+	// run deadline (its code waited for a CPU).
+	stretched time.Duration
 	stdout    *headTail
 	stderr    *headTail
 	display   []core.Display
@@ -351,7 +354,6 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 	defer watchCtx(ctx, conn)()
 	stage := 0           // after a disconnect: 1 interrupt sent, 2 restart sent
 	var runEnd time.Time // the run deadline, once the code started
-	stretched := time.Duration(0)
 	for {
 		line, err := b.lr.next(o.budget)
 		if err != nil {
@@ -428,8 +430,8 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 		case "stretch":
 			// The controller moved the code's deadline by the time it waited
 			// for a CPU; the answer's deadline moves as far, within o.stretch.
-			if d := min(time.Duration(f.MS)*time.Millisecond, o.stretch-stretched); d > 0 && !runEnd.IsZero() && stage == 0 {
-				stretched += d
+			if d := min(time.Duration(f.MS)*time.Millisecond, o.stretch-out.stretched); d > 0 && !runEnd.IsZero() && stage == 0 {
+				out.stretched += d
 				runEnd = runEnd.Add(d)
 				_ = conn.SetReadDeadline(runEnd)
 				if ctx.Err() != nil {

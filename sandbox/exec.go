@@ -290,6 +290,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 	if out.gotDone {
 		e.metrics.callPhases(mode, out.done.Trace, time.Since(began))
 	}
+	e.metrics.stretched(mode, out.stretched)
 	network := endNet()
 	if err != nil {
 		fw.close()

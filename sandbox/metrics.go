@@ -20,7 +20,12 @@ type metrics struct {
 	unpack     prometheus.Histogram
 	shares     *prometheus.CounterVec
 	phases     *prometheus.HistogramVec // phases.go
-	sources    [3]atomic.Int64          // owner, generic, cold: the warm counter, readable here
+	// stretchCalls and stretchSeconds count calls whose deadline moved
+	// for time their code waited for a CPU, and the seconds it moved
+	// (core.TimeoutStretch).
+	stretchCalls   *prometheus.CounterVec
+	stretchSeconds *prometheus.CounterVec
+	sources        [3]atomic.Int64 // owner, generic, cold: the warm counter, readable here
 }
 
 // callSources are the values of the warm counter's source label.
@@ -79,8 +84,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "CPU-share updates of warm containers taken for batch-lane calls (Config.BatchCPUShares), by result: ok or failed.",
 	}, []string{"result"})
 	m.phases = newPhaseHistogram()
+	m.stretchCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_sandbox_stretched_calls_total",
+		Help: "Calls whose deadline moved for time their code waited for a CPU (a busy machine or the call's cpus limit), by mode: oneshot or session.",
+	}, []string{"mode"})
+	m.stretchSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_sandbox_stretch_seconds_total",
+		Help: "Seconds calls' deadlines moved for time their code waited for a CPU, by mode.",
+	}, []string{"mode"})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.warmMemory, m.unpack, m.shares, m.phases} {
+		for _, c := range []prometheus.Collector{m.bootWall, m.bootCPU, m.warm, m.idle, m.warmMemory, m.unpack, m.shares, m.phases, m.stretchCalls, m.stretchSeconds} {
 			_ = reg.Register(c)
 		}
 	}
@@ -97,6 +110,14 @@ func (m *metrics) sharesUpdated(ok bool) {
 		result = "failed"
 	}
 	m.shares.WithLabelValues(result).Inc()
+}
+
+// stretched records how far one call's deadline moved (0: not at all).
+func (m *metrics) stretched(mode string, d time.Duration) {
+	if d > 0 {
+		m.stretchCalls.WithLabelValues(mode).Inc()
+		m.stretchSeconds.WithLabelValues(mode).Add(d.Seconds())
+	}
 }
 
 // boot records one container's start cost; cpu < 0 means unknown.

@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/docker/docker/api/types/container"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // stretchController plays a controller that starts the code, says it
@@ -58,6 +59,9 @@ func TestStretchFrames(t *testing.T) {
 		if err != nil || res.Status != core.StatusOK {
 			t.Fatalf("a call answered inside its stretched deadline: %v %+v", err, res)
 		}
+		if n, secs := testutil.ToFloat64(e.metrics.stretchCalls.WithLabelValues("oneshot")), testutil.ToFloat64(e.metrics.stretchSeconds.WithLabelValues("oneshot")); n != 1 || secs != 0.35 {
+			t.Errorf("stretch metrics: %v calls, %v s; want 1 call, 0.35 s", n, secs)
+		}
 	})
 	t.Run("no stretch past the bound", func(t *testing.T) {
 		t.Parallel()
@@ -71,6 +75,9 @@ func TestStretchFrames(t *testing.T) {
 		}
 		if d < 2700*time.Millisecond || d > 2700*time.Millisecond+testscale.D(2*time.Second) {
 			t.Fatalf("given up after %s, want the 2.3 s deadline plus the 400 ms bound", d)
+		}
+		if secs := testutil.ToFloat64(e.metrics.stretchSeconds.WithLabelValues("oneshot")); secs != 0.4 {
+			t.Errorf("stretch seconds %v, want the 0.4 s bound", secs)
 		}
 	})
 }
