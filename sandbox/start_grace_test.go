@@ -28,6 +28,20 @@ func slowStartController(features []string, start, run time.Duration) func(strin
 	})
 }
 
+// fakeControllerEngine is an engine with cfg whose every container ("c1")
+// has serve as its controller; it settles at the test's end.
+func fakeControllerEngine(t *testing.T, cfg Config, serve func(string, net.Conn)) *Engine {
+	e := newFakeEngine(cfg, &fakeDocker{
+		create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
+			return container.CreateResponse{ID: "c1"}, nil
+		},
+		start: func(string) error { return nil },
+		serve: serve,
+	})
+	t.Cleanup(e.Settle)
+	return e
+}
+
 // TestStartGrace: Airlock's deadline for an exec's answer counts from the
 // code's start (the controller's "started" frame), so a slow set-up before
 // it (a spare's fork on a loaded machine) does not cost the code its time;
@@ -39,15 +53,7 @@ func TestStartGrace(t *testing.T) {
 	engine := func(t *testing.T, serve func(string, net.Conn)) *Engine {
 		cfg := DefaultConfig()
 		cfg.InterruptGrace, cfg.StartGrace = 100*time.Millisecond, 3*time.Second
-		e := newFakeEngine(cfg, &fakeDocker{
-			create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
-				return container.CreateResponse{ID: "c1"}, nil
-			},
-			start: func(string) error { return nil },
-			serve: serve,
-		})
-		t.Cleanup(e.Settle)
-		return e
+		return fakeControllerEngine(t, cfg, serve)
 	}
 	t.Run("slow set-up", func(t *testing.T) {
 		t.Parallel()

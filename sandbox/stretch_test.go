@@ -8,7 +8,6 @@ import (
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/airlock-dev/airlock/internal/testscale"
-	"github.com/docker/docker/api/types/container"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -40,15 +39,7 @@ func TestStretchFrames(t *testing.T) {
 	engine := func(t *testing.T, serve func(string, net.Conn)) *Engine {
 		cfg := DefaultConfig()
 		cfg.InterruptGrace = 100 * time.Millisecond
-		e := newFakeEngine(cfg, &fakeDocker{
-			create: func(*container.Config, *container.HostConfig) (container.CreateResponse, error) {
-				return container.CreateResponse{ID: "c1"}, nil
-			},
-			start: func(string) error { return nil },
-			serve: serve,
-		})
-		t.Cleanup(e.Settle)
-		return e
+		return fakeControllerEngine(t, cfg, serve)
 	}
 	t.Run("answer after a stretch", func(t *testing.T) {
 		t.Parallel()
