@@ -195,6 +195,10 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string, boun
 		}
 		return procNamed(t, tag) != 0
 	})
+	// The kill lands mid-call, not mid-create: a container the process has
+	// created but not started yet (a pool refill; slow on a loaded machine)
+	// runs no controller, so no switch can end it (see unstarted below).
+	settled(t, dc, victim.pid())
 	var ids []string
 	for _, c := range containers(t, dc, victim.pid()) {
 		ids = append(ids, c.ID)
@@ -211,7 +215,7 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string, boun
 	killed := time.Now()
 	for {
 		var left []string
-		if l := containers(t, dc, victim.pid()); len(l) > 0 {
+		if l := unstarted(t, dc, containers(t, dc, victim.pid())); len(l) > 0 {
 			left = append(left, "containers "+describe(l))
 		}
 		left = append(left, sandboxLeft(t, ids, tag, victim.pid())...)
@@ -239,6 +243,46 @@ func killMidCall(t *testing.T, dc *client.Client, victim *proc, tag string, boun
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// settled waits until no container of process pid is in the "created"
+// state and two listings 200 ms apart show the same containers.
+func settled(t *testing.T, dc *client.Client, pid int) {
+	t.Helper()
+	prev := ""
+	poll(t, startTimeout, "the containers of the process to settle (none created and not started)", func() bool {
+		list := containers(t, dc, pid)
+		now := describe(list)
+		still := now == prev && !slices.ContainsFunc(list, func(c container.Summary) bool { return c.State == "created" })
+		prev = now
+		if !still {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return still
+	})
+}
+
+// unstarted drops from list, and removes, the containers that were never
+// started: created by the process just before its kill -9 (it settled
+// first, so a pool refill begun in the last moment), they hold no process
+// and no switch can end them; the next Airlock process's reaper removes
+// such a container (docs/isolation.md). It is logged, not a failure.
+func unstarted(t *testing.T, dc *client.Client, list []container.Summary) []container.Summary {
+	t.Helper()
+	var out []container.Summary
+	for _, c := range list {
+		if c.State != "created" {
+			out = append(out, c)
+			continue
+		}
+		t.Logf("container %.12s (%s) was created but never started when its process was killed: removed", c.ID, c.Labels["airlock.kind"])
+		ctx, cancel := context.WithTimeout(context.Background(), testscale.D(30*time.Second))
+		if err := dc.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			t.Errorf("remove the unstarted container %.12s: %v", c.ID, err)
+		}
+		cancel()
+	}
+	return out
 }
 
 // busyContainer is the one of ids whose cgroup holds the busy loop tag.
