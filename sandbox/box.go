@@ -354,6 +354,13 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 	defer watchCtx(ctx, conn)()
 	stage := 0           // after a disconnect: 1 interrupt sent, 2 restart sent
 	var runEnd time.Time // the run deadline, once the code started
+	runUntil := func(end time.Time) {
+		runEnd = end
+		_ = conn.SetReadDeadline(end)
+		if ctx.Err() != nil { // the caller left meanwhile: watchCtx's deadline stands
+			_ = conn.SetReadDeadline(time.Now())
+		}
+	}
 	for {
 		line, err := b.lr.next(o.budget)
 		if err != nil {
@@ -421,22 +428,14 @@ func (b *box) await(ctx context.Context, e *Engine, id string, o callOpts) (call
 		case "started":
 			out.started = true
 			if o.run > 0 && stage == 0 {
-				runEnd = time.Now().Add(o.run)
-				_ = conn.SetReadDeadline(runEnd)
-				if ctx.Err() != nil { // the caller left meanwhile: watchCtx's deadline stands
-					_ = conn.SetReadDeadline(time.Now())
-				}
+				runUntil(time.Now().Add(o.run))
 			}
 		case "stretch":
 			// The controller moved the code's deadline by the time it waited
 			// for a CPU; the answer's deadline moves as far, within o.stretch.
 			if d := min(time.Duration(f.MS)*time.Millisecond, o.stretch-out.stretched); d > 0 && !runEnd.IsZero() && stage == 0 {
 				out.stretched += d
-				runEnd = runEnd.Add(d)
-				_ = conn.SetReadDeadline(runEnd)
-				if ctx.Err() != nil {
-					_ = conn.SetReadDeadline(time.Now())
-				}
+				runUntil(runEnd.Add(d))
 			}
 		case "done":
 			out.done, out.gotDone = f, true

@@ -286,7 +286,7 @@ func (e *Engine) runOn(ctx context.Context, b *box, c checked, session bool, env
 		return core.Result{}, err
 	}
 	began := time.Now()
-	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, run: run, stretch: core.MostWall(c.limits.Timeout) - c.limits.Timeout, session: session, output: c.limits.OutputBytes, sink: fw})
+	out, err := b.call(ctx, e, req, callOpts{deadline: deadline, run: run, stretch: core.TimeoutStretch * c.limits.Timeout, session: session, output: c.limits.OutputBytes, sink: fw})
 	if out.gotDone {
 		e.metrics.callPhases(mode, out.done.Trace, time.Since(began))
 	}
