@@ -8,6 +8,20 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
+// Container CPU weights (cgroup cpu.shares) besides Config.BatchCPUShares.
+const (
+	// defaultShares is the daemon's default weight, which interactive
+	// calls run with.
+	defaultShares = 1024
+	// poolBootShares is the weight a generic warm container boots with:
+	// its zygote's preload (about 2 s of CPU) yields to the calls running
+	// in other containers rather than taking a core from them. Within the
+	// daemon's cgroup only: against work outside it (another program on
+	// the host) the boot competes as every container does. Once ready it
+	// gets defaultShares (pool.startOne).
+	poolBootShares = 256
+)
+
 // sharesFor is the cgroup cpu.shares a one-shot call of lane runs with:
 // Config.BatchCPUShares for the batch lane, 0 (the daemon's default, 1024)
 // for interactive calls or when BatchCPUShares is off.
@@ -18,12 +32,13 @@ func (e *Engine) sharesFor(lane core.Lane) int64 {
 	return 0
 }
 
-// setShares gives b's cgroup the cpu.shares want (0: leave it) before a
-// call runs on it: once per container, since a container keeps its lane
+// setShares gives b's cgroup the cpu.shares want (0: leave it): before a
+// call runs on it, once per container, since a container keeps its lane
 // (a generic warm one taken by a batch call is the only one that needs
-// it). A failed update is logged and counted and the call runs anyway, at
-// the default priority, which is slower for others but not wrong; the
-// next call on b tries again.
+// it), and to a generic one that booted at poolBootShares once it is
+// ready. A failed update is logged and counted and the container goes on
+// at the weight it has, which is slower for someone but not wrong; the
+// next batch call on b tries again.
 func (e *Engine) setShares(ctx context.Context, b *box, want int64) {
 	if want <= 0 || b.shares == want {
 		return
@@ -33,7 +48,7 @@ func (e *Engine) setShares(ctx context.Context, b *box, want int64) {
 	_, err := e.docker.ContainerUpdate(ctx, b.id, container.UpdateConfig{Resources: container.Resources{CPUShares: want}})
 	if err != nil {
 		e.metrics.sharesUpdated(false)
-		e.log.Warn("lowering a batch container's CPU shares failed; the call runs at the default priority",
+		e.log.Warn("setting a container's CPU shares failed; it keeps the weight it has (the next call tries again for a batch one)",
 			"container", short(b.id), "shares", want, "err", err)
 		return
 	}

@@ -12,14 +12,21 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
-// countingDocker is the real daemon with ContainerUpdate counted.
+// countingDocker is the real daemon with ContainerUpdate counted: updates
+// to other shares than the default (a batch call's), and raises to the
+// default (a generic container ready after its boot at poolBootShares).
 type countingDocker struct {
 	DockerAPI
 	updates atomic.Int64
+	raises  atomic.Int64
 }
 
 func (c *countingDocker) ContainerUpdate(ctx context.Context, id string, u container.UpdateConfig) (container.UpdateResponse, error) {
-	c.updates.Add(1)
+	if u.CPUShares == defaultShares {
+		c.raises.Add(1)
+	} else {
+		c.updates.Add(1)
+	}
 	return c.DockerAPI.ContainerUpdate(ctx, id, u)
 }
 
@@ -62,7 +69,9 @@ else:
 // one's the default 1024; the next batch call reuses the batch container
 // with no second update, the next interactive call the interactive one,
 // and a batch call that boots its own container gets the low shares at
-// creation, with no update at all.
+// creation, with no update at all. Every generic container booted at
+// poolBootShares and was raised to the default once ready: the
+// interactive call's generic one shows 1024.
 func TestBatchLaneShares(t *testing.T) {
 	e, cd := laneEngine(t, nil)
 	low, def := "2", "1024"
@@ -104,5 +113,8 @@ func TestBatchLaneShares(t *testing.T) {
 	}
 	if st := e.WarmStats(); st["owner"] != 2 || st["generic"] != 2 || st["cold"] != 1 {
 		t.Fatalf("container sources %v, want owner 2, generic 2, cold 1", st)
+	}
+	if n := cd.raises.Load(); n < 2 {
+		t.Fatalf("%d raises to the default shares, want one per generic container booted (at least 2)", n)
 	}
 }

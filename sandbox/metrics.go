@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.shares = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "airlock_sandbox_cpu_share_updates_total",
-		Help: "CPU-share updates of warm containers taken for batch-lane calls (Config.BatchCPUShares), by result: ok or failed.",
+		Help: "CPU-share updates of warm containers: lowered for batch-lane calls (Config.BatchCPUShares), raised to the default when a generic one booted at low weight is ready; by result: ok or failed.",
 	}, []string{"result"})
 	m.phases = newPhaseHistogram()
 	m.stretchCalls = prometheus.NewCounterVec(prometheus.CounterOpts{

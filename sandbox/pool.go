@@ -42,6 +42,7 @@ type pool struct {
 	owned   map[laneKey][]idleBox // owner and lane -> idle containers, most recent last
 	demand  []time.Time           // recent generic takes and cold misses
 	out     int                   // one-shot containers handed out by acquire, not yet back
+	busy    map[laneKey]int       // of those, how many each owner has, per lane
 	bootEst time.Duration         // running estimate of a boot's wall time
 	wake    chan struct{}         // kicks fill: a generic container was taken
 	idled   chan struct{}         // kicks expiry: a container went idle
@@ -106,7 +107,7 @@ func (e *Engine) policyPoolLocked(key poolKey, base int, pol egress.Policy) *poo
 
 // newPool makes the (not yet running) pool of key.
 func newPool(e *Engine, key poolKey, base int) *pool {
-	return &pool{e: e, key: key, image: key.image, base: base, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, bootEst: 2 * time.Second, used: time.Now(),
+	return &pool{e: e, key: key, image: key.image, base: base, limits: e.cfg.Defaults, owned: map[laneKey][]idleBox{}, busy: map[laneKey]int{}, bootEst: 2 * time.Second, used: time.Now(),
 		wake: make(chan struct{}, 1), idled: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
@@ -174,6 +175,7 @@ func (p *pool) acquire(owner string, lane core.Lane, timeout time.Duration) (*bo
 	if b != nil {
 		b.out = true
 		p.out++
+		p.busy[laneKey{b.owner, b.lane}]++
 		p.e.outMem.Add(b.limits.Memory)
 	}
 	p.publishLocked()
@@ -185,7 +187,7 @@ func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration
 	if !p.e.cfg.SingleUse {
 		k := laneKey{owner, lane}
 		list := p.owned[k]
-		if p.spread(lane, list) {
+		if p.spread(k, list) {
 			if b := p.takeGenericLocked(owner, lane, timeout); b != nil {
 				return b, "generic"
 			}
@@ -220,15 +222,18 @@ func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration
 const spareSettle = 100 * time.Millisecond
 
 // spread reports whether (Config.OwnerSpread) an owner's interactive call should take a generic
-// container rather than its only idle one, released under spareSettle ago:
-// an agent calling back to back then alternates between two containers,
-// each call finding a spare kernel ready, instead of waiting for one. It
-// never grows an owner past two idle containers by itself (with two idle,
-// the older is taken), and never applies to batch calls, which run no
-// kernel when they are shell calls and go by throughput.
-func (p *pool) spread(lane core.Lane, list []idleBox) bool {
-	return p.e.cfg.OwnerSpread && lane == core.LaneInteractive && len(list) == 1 && time.Since(list[0].since) < spareSettle &&
-		len(p.generic) > 0 && p.e.warm.free() >= 2*p.limits.Memory
+// container rather than its only idle one, released under spareSettle ago
+// while none other of the owner's is on a call: an agent calling back to
+// back then alternates between two containers, each call finding a spare
+// kernel ready, instead of waiting for one. It never grows an owner past
+// two containers by itself (with two idle, the older is taken; with one
+// busy, the owner's clients are concurrent and each already has its own,
+// so a third would only cost a pool boot), and never applies to batch
+// calls, which run no kernel when they are shell calls and go by
+// throughput.
+func (p *pool) spread(k laneKey, list []idleBox) bool {
+	return p.e.cfg.OwnerSpread && k.lane == core.LaneInteractive && len(list) == 1 && p.busy[k] == 0 &&
+		time.Since(list[0].since) < spareSettle && len(p.generic) > 0 && p.e.warm.free() >= 2*p.limits.Memory
 }
 
 // takeGenericLocked hands out a fresh generic container, now owner's for
@@ -372,6 +377,10 @@ func (p *pool) back(b *box) {
 	if b.out {
 		b.out = false
 		p.out--
+		k := laneKey{b.owner, b.lane}
+		if p.busy[k]--; p.busy[k] <= 0 {
+			delete(p.busy, k)
+		}
 		p.e.outMem.Add(-b.limits.Memory)
 	}
 }
@@ -552,7 +561,8 @@ func (p *pool) publishLocked() {
 	p.e.metrics.idle.WithLabelValues(p.label(), "batch").Set(float64(batch))
 }
 
-// startOne boots a generic container and adds it to the pool. The caller
+// startOne boots a generic container, at poolBootShares until it is
+// ready, and adds it to the pool. The caller
 // has taken its room in the memory budget: the container keeps it, or it
 // is given back when the boot fails or the pool is closing.
 func (p *pool) startOne() error {
@@ -566,11 +576,12 @@ func (p *pool) startOne() error {
 		}
 	}()
 	start := time.Now()
-	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), 0, p.egress)
+	b, err := p.e.startBox(ctx, p.image, p.limits, "pool", "", "", true, p.e.poolLife(), poolBootShares, p.egress)
 	if err != nil {
 		p.e.warm.give(p.limits.Memory)
 		return err
 	}
+	p.e.setShares(ctx, b, defaultShares)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bootEst = (3*p.bootEst + time.Since(start)) / 4

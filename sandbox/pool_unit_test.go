@@ -212,8 +212,10 @@ func TestSetSharesOnce(t *testing.T) {
 // ago) takes a generic container instead; from then on the owner's calls
 // alternate between its two, the one idle longest first, and a third
 // generic is never taken; a batch call never spreads; without a generic
-// the just-released container is reused; with OwnerSpread off (the
-// DefaultConfig) the owner's one container serves every call.
+// the just-released container is reused; while another of the owner's
+// containers is on a call (concurrent clients) the just-released one is
+// reused too; with OwnerSpread off (the DefaultConfig) the owner's one
+// container serves every call.
 func TestPoolSpreadBackToBack(t *testing.T) {
 	p := unitPool(t, func(c *Config) { c.OwnerSpread = true })
 	g1, g2, g3 := handBox("g1", 1), handBox("g2", 1), handBox("g3", 1)
@@ -245,6 +247,23 @@ func TestPoolSpreadBackToBack(t *testing.T) {
 	p2.release(b, "A", core.LaneInteractive)
 	if b2, src := p2.acquire("A", core.LaneInteractive, time.Second); b2 != h || src != "owner" {
 		t.Fatalf("without a generic: %v %s", b2, src)
+	}
+	p4 := unitPool(t, func(c *Config) { c.OwnerSpread = true })
+	c1, c2, c3 := handBox("c1", 1), handBox("c2", 1), handBox("c3", 1)
+	p4.generic = []*box{c1, c2, c3}
+	first, _ := p4.acquire("A", core.LaneInteractive, time.Second)
+	second, _ := p4.acquire("A", core.LaneInteractive, time.Second)
+	p4.release(second, "A", core.LaneInteractive)
+	if b2, src := p4.acquire("A", core.LaneInteractive, time.Second); b2 != second || src != "owner" {
+		t.Fatalf("a concurrent client's call spread: %v %s, want %s from the owner's", b2, src, second.id)
+	}
+	if len(p4.generic) != 1 || p4.busy[laneKey{"A", core.LaneInteractive}] != 2 {
+		t.Fatalf("generic left %d, A busy %d; want 1 and 2", len(p4.generic), p4.busy[laneKey{"A", core.LaneInteractive}])
+	}
+	p4.release(first, "A", core.LaneInteractive)
+	p4.discard(second)
+	if len(p4.busy) != 0 || p4.out != 0 {
+		t.Fatalf("after every container came back: busy %v, out %d", p4.busy, p4.out)
 	}
 	p3 := unitPool(t, nil)
 	k1, k2 := handBox("k1", 1), handBox("k2", 1)
