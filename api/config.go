@@ -53,7 +53,10 @@ type Config struct {
 	MaxStreamsPerKey    int
 
 	// RequestTimeout bounds quick routes; ToolCallTimeout bounds tool calls,
-	// file transfers and session opening; StreamTimeout bounds one SSE
+	// file transfers and session opening (by default the longest call
+	// MaxLimits allows, its deadline moved for CPU wait as far as
+	// core.MostWall lets it, plus two minutes: the queued job's own
+	// deadline, a minute past that, ends it first); StreamTimeout bounds one SSE
 	// connection (the client resumes with Last-Event-ID). A route past its
 	// deadline answers 504.
 	RequestTimeout  time.Duration
@@ -120,6 +123,7 @@ type Config struct {
 // DefaultConfig returns the defaults: loopback address, 1 MiB bodies, 32 MiB
 // uploads, 20 requests/s with bursts of 40 and 8 concurrent calls per key.
 func DefaultConfig() Config {
+	maxTimeout := 5 * time.Minute
 	return Config{
 		Addr:                  "127.0.0.1:8080",
 		MaxBodyBytes:          1 << 20,
@@ -131,7 +135,7 @@ func DefaultConfig() Config {
 		MaxConcurrentPerKey:   8,
 		MaxStreamsPerKey:      8,
 		RequestTimeout:        15 * time.Second,
-		ToolCallTimeout:       5 * time.Minute,
+		ToolCallTimeout:       core.MostWall(maxTimeout) + 2*time.Minute,
 		StreamTimeout:         30 * time.Minute,
 		Heartbeat:             15 * time.Second,
 		ShutdownTimeout:       2 * time.Minute,
@@ -146,7 +150,7 @@ func DefaultConfig() Config {
 		SessionCallTimeout:    2 * time.Minute,
 		DefaultLimits: core.Limits{Memory: 256 << 20, CPUs: 1, Pids: 128, Timeout: 10 * time.Second,
 			OutputBytes: 64 << 10, TmpfsBytes: 64 << 20, NoFile: 256, FileSize: 64 << 20},
-		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: 5 * time.Minute,
+		MaxLimits: core.Limits{Memory: 2 << 30, CPUs: 2, Pids: 512, Timeout: maxTimeout,
 			OutputBytes: 1 << 20, TmpfsBytes: 1 << 30, NoFile: 4096, FileSize: 1 << 30},
 		Budget: keys.Budget{Sessions: 4, SessionMemory: 1 << 30, SessionCPUs: 4},
 	}

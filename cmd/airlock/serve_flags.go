@@ -69,7 +69,7 @@ func (f *apiFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent", d.MaxConcurrentPerKey, "simultaneous requests per API key")
 	fs.StringVar(&f.maxBody, "max-body", "1m", "largest JSON request body")
 	fs.StringVar(&f.maxUpload, "max-upload", "32m", "largest file upload")
-	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolCallTimeout, "deadline of a tool call or file transfer request")
+	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolCallTimeout, "deadline of a tool call or file transfer request (default: the longest call, timeout_seconds 300 moved for CPU wait to three times that, plus two minutes)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("AIRLOCK_METRICS_ADDR"), "serve /metrics on this separate HOST:PORT only, not on --addr (env AIRLOCK_METRICS_ADDR)")
 	fs.StringVar(&f.metricsKey, "metrics-key", "", "Bearer token /metrics requires (default $AIRLOCK_METRICS_KEY; none: open)")

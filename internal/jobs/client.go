@@ -35,7 +35,8 @@ type ClientConfig struct {
 	SessionTimeout time.Duration
 	// Margin is added to a request's longest run (its timeout, moved by
 	// the time its code waited for a CPU: core.MostWall) for the job
-	// deadline: queueing, container start and collection.
+	// deadline: queueing, container start and collection (default
+	// DefaultMargin).
 	Margin time.Duration
 	// ChunkBytes is the size of one file chunk sent to or read from a
 	// worker (default 1 MiB): a transfer holds at most about this much.
@@ -46,6 +47,9 @@ type ClientConfig struct {
 	BuildAllowance time.Duration
 }
 
+// DefaultMargin is ClientConfig.Margin's default.
+const DefaultMargin = time.Minute
+
 // NewClient returns a Client over q.
 func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 	if cfg.DefaultTimeout <= 0 {
@@ -55,7 +59,7 @@ func NewClient(q queue.Queue, cfg ClientConfig) *Client {
 		cfg.SessionTimeout = 5 * time.Minute
 	}
 	if cfg.Margin <= 0 {
-		cfg.Margin = time.Minute
+		cfg.Margin = DefaultMargin
 	}
 	if cfg.ChunkBytes <= 0 {
 		cfg.ChunkBytes = DefaultChunkBytes
