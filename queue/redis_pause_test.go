@@ -77,3 +77,48 @@ func TestRedisPausedRetrySameIDRunsOnce(t *testing.T) {
 	}
 	t.Logf("%d submits refused while Redis was stopped; one execution", refused)
 }
+
+// TestRedisRependSkipsJustRead: after a failed read, the worker looks at
+// its own pending entries; an entry its next read just delivered is
+// pending too, and must come back once, not also as a recovered copy that
+// would run the job a second time once the first run finished.
+func TestRedisRependSkipsJustRead(t *testing.T) {
+	srv := redistest.Start(t, false)
+	ctx := context.Background()
+	q, err := NewRedis(Config{RedisURL: srv.URL(), Name: fmt.Sprintf("repend%d", queueSeq.Add(1))}, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	wk, err := q.NewWorker(WorkerConfig{Concurrency: 2, ReadBlock: 50 * time.Millisecond}, HandlerFunc(
+		func(context.Context, Job) (Reply, error) { return Reply{}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wk.(*redisWorker)
+	if err := w.createGroups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := q.submit(ctx, Job{ID: "fresh-1", Lane: LaneInteractive, Payload: []byte("x"), Deadline: time.Now().Add(time.Minute)})
+	if err != nil || sub.kind != "ok" {
+		t.Fatalf("submit: %+v, %v", sub, err)
+	}
+	w.repend = true // as after a read that failed client-side
+	nextClaim := time.Now().Add(time.Hour)
+	ds, err := w.collect(ctx, 2, &nextClaim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range ds {
+		if d.msg.ID == sub.entry {
+			n++
+		}
+	}
+	if n != 1 || len(ds) != 1 {
+		t.Fatalf("collect returned entry %s %d times in %d deliveries, want once", sub.entry, n, len(ds))
+	}
+	if w.repend {
+		t.Fatal("repend still set after the look at pending entries")
+	}
+}

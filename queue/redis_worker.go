@@ -228,7 +228,20 @@ func (w *redisWorker) collect(ctx context.Context, free int, nextClaim *time.Tim
 		return nil, err
 	}
 	w.repend = false
-	return append(pend, ds...), nil
+	// The read above delivered ds to this consumer, so they are pending
+	// too: listed again, an entry would run twice (its recovered copy
+	// first, then the fresh one once the first finished).
+	read := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		read[d.stream+" "+d.msg.ID] = true
+	}
+	out := make([]delivery, 0, len(pend)+len(ds))
+	for _, d := range pend {
+		if !read[d.stream+" "+d.msg.ID] {
+			out = append(out, d)
+		}
+	}
+	return append(out, ds...), nil
 }
 
 // dispatch runs delivery d in a goroutine counted in wg, unless it is
