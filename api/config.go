@@ -135,7 +135,7 @@ func DefaultConfig() Config {
 		MaxConcurrentPerKey:   8,
 		MaxStreamsPerKey:      8,
 		RequestTimeout:        15 * time.Second,
-		ToolCallTimeout:       core.MostWall(maxTimeout) + 2*time.Minute,
+		ToolCallTimeout:       toolCallTimeout(maxTimeout),
 		StreamTimeout:         30 * time.Minute,
 		Heartbeat:             15 * time.Second,
 		ShutdownTimeout:       2 * time.Minute,
@@ -182,13 +182,15 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range []struct {
 		v *time.Duration
 		d time.Duration
-	}{{&c.RequestTimeout, d.RequestTimeout}, {&c.ToolCallTimeout, d.ToolCallTimeout},
+	}{{&c.RequestTimeout, d.RequestTimeout},
 		{&c.StreamTimeout, d.StreamTimeout}, {&c.Heartbeat, d.Heartbeat}, {&c.ShutdownTimeout, d.ShutdownTimeout},
 		{&c.ArtifactTTL, d.ArtifactTTL}, {&c.SessionIdleTTL, d.SessionIdleTTL}, {&c.SessionMaxLife, d.SessionMaxLife}} {
 		orDefault(f.v, f.d)
 	}
 	c.DefaultLimits = cmp.Or(c.DefaultLimits, d.DefaultLimits)
 	c.MaxLimits = cmp.Or(c.MaxLimits, d.MaxLimits)
+	// Unset, the route deadline follows the ceiling the server set.
+	orDefault(&c.ToolCallTimeout, toolCallTimeout(cmp.Or(c.MaxLimits.Timeout, d.MaxLimits.Timeout)))
 	if c.SessionCallTimeout < 0 {
 		return c, fmt.Errorf("api config: session call timeout %s is negative", c.SessionCallTimeout)
 	}
@@ -216,4 +218,12 @@ func orDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}
+}
+
+// toolCallTimeout is the route deadline of a tool call under a ceiling of
+// maxTimeout: the longest call (its timeout moved for CPU wait as far as
+// core.MostWall lets it) plus two minutes, past the queued job's own
+// deadline (a minute after that, jobs.DefaultMargin).
+func toolCallTimeout(maxTimeout time.Duration) time.Duration {
+	return core.MostWall(maxTimeout) + 2*time.Minute
 }

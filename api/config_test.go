@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/airlock-dev/airlock/core"
@@ -21,5 +23,17 @@ func TestToolCallTimeoutHoldsLongestCall(t *testing.T) {
 	c, err := Config{InsecureLocal: true}.withDefaults()
 	if err != nil || c.ToolCallTimeout != d.ToolCallTimeout {
 		t.Fatalf("withDefaults: ToolCallTimeout %v, err %v; want %v", c.ToolCallTimeout, err, d.ToolCallTimeout)
+	}
+	// A server that raises the ceiling gets a route deadline past its
+	// longest call, unless it set one.
+	raised := d.MaxLimits
+	raised.Timeout = 20 * time.Minute
+	c, err = Config{InsecureLocal: true, MaxLimits: raised}.withDefaults()
+	if job := core.MostWall(raised.Timeout) + jobs.DefaultMargin; err != nil || c.ToolCallTimeout <= job {
+		t.Fatalf("ceiling %v: ToolCallTimeout %v, err %v; want more than %v", raised.Timeout, c.ToolCallTimeout, err, job)
+	}
+	c, err = Config{InsecureLocal: true, MaxLimits: raised, ToolCallTimeout: time.Minute}.withDefaults()
+	if err != nil || c.ToolCallTimeout != time.Minute {
+		t.Fatalf("explicit ToolCallTimeout: %v, err %v; want 1m", c.ToolCallTimeout, err)
 	}
 }
