@@ -20,6 +20,7 @@ func TestSnapshotInlineDocker(t *testing.T) {
 		t.Fatalf("the image's controller does not send snapshots inline (%v): rebuild it (make images)", err)
 	}
 	sexec(t, e, a, "o", core.Python, "x = 41\nopen('/work/f.txt', 'w').write('kept')", core.Limits{})
+	sexec(t, e, a, "o", core.Python, "y = 1", core.Limits{})
 	parts, rep := snapshotParts(ctx, t, e, a)
 	if rep.Bytes == 0 || rep.Bytes > snapInline {
 		t.Fatalf("snapshot: %+v", rep)
@@ -29,6 +30,20 @@ func TestSnapshotInlineDocker(t *testing.T) {
 	res := sexec(t, e, b.ID, "o", core.Python, "print(x + 1, open('/work/f.txt').read())", core.Limits{})
 	if strings.TrimSpace(res.Stdout) != "42 kept" {
 		t.Fatalf("the restored session printed %q", res.Stdout)
+	}
+	// The count goes on from the two calls saved, as after a wake or fork.
+	if res.ExecutionCount != 3 {
+		t.Fatalf("first call after the restore: execution_count %d, want 3 (the snapshot held 2)", res.ExecutionCount)
+	}
+	// Restored into a session that ran more calls, the count never goes back;
+	// a files-only restore leaves it alone.
+	for range 3 {
+		sexec(t, e, b.ID, "o", core.Python, "pass", core.Limits{})
+	}
+	restoreParts(ctx, t, e, b.ID, "namespace", parts)
+	restoreParts(ctx, t, e, b.ID, "files", parts)
+	if res := sexec(t, e, b.ID, "o", core.Python, "print(x)", core.Limits{}); res.ExecutionCount != 7 {
+		t.Fatalf("after restoring an older snapshot: execution_count %d, want 7", res.ExecutionCount)
 	}
 }
 

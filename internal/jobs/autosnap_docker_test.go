@@ -56,6 +56,9 @@ func TestAutosnapshotBringsASessionBack(t *testing.T) {
 	if strings.TrimSpace(out.Stdout) != "5" || !out.Resumed {
 		t.Fatalf("after the loss: %q resumed %v, want 5 resumed", out.Stdout, out.Resumed)
 	}
+	if out.ExecutionCount != 7 { // six calls saved: the woken session numbers on
+		t.Fatalf("after the wake: execution_count %d, want 7", out.ExecutionCount)
+	}
 	if _, err := c.Exec(ctx, core.Request{Owner: "alice", SessionID: big, Code: "print(len(blob))", Limits: core.Limits{Timeout: time.Minute}}); err == nil {
 		t.Fatal("a session with no snapshot came back")
 	}

@@ -8,7 +8,8 @@ re-imported by name on restore. The names the kernel itself put there (display) 
 interpreter's own dunders are left out: a fresh kernel has its own.
 
 The file is a pickle of {"version", "plain": {name: C pickle}, "dill": one dill pickle
-of {name: value}, "modules": {name: module name}}: see save() for which value goes where.
+of {name: value}, "modules": {name: module name}, "count": the session's execution count}:
+see save() for which value goes where.
 The dill part is dumped with one pickler so that objects shared between its names (an
 instance and its class defined in the session) stay shared.
 """
@@ -83,10 +84,11 @@ def _pickler(dill, f, main):
     return p
 
 
-def save(ns, main, path, limit, own):
+def save(ns, main, path, limit, own, count=0):
     """Write ns (the kernel's namespace, main its module) to path, at most limit bytes.
-    own maps the names the kernel put there itself to their objects. Returns the report:
-    names saved, modules, skipped [{name, type, reason}], bytes.
+    own maps the names the kernel put there itself to their objects; count is the
+    session's execution count, kept for the session restored from it. Returns the
+    report: names saved, modules, skipped [{name, type, reason}], bytes.
 
     A value the C pickler saves without referring to the session's __main__ (a
     DataFrame, an array, a fitted model) is pickled by it alone (dill's pure-Python
@@ -128,7 +130,7 @@ def save(ns, main, path, limit, own):
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
     with open(path, "wb") as f:
-        pickle.dump({"version": VERSION, "plain": plain, "dill": rest, "modules": modules}, f,
+        pickle.dump({"version": VERSION, "plain": plain, "dill": rest, "modules": modules, "count": count}, f,
                     protocol=pickle.HIGHEST_PROTOCOL)
         size = f.tell()
     if len(skipped) > MAX_SKIPPED:
@@ -166,7 +168,8 @@ def _dump(dill, obj, main, limit):
 
 def load(ns, main, path):
     """Load the names saved at path into ns; modules are imported again. Returns the
-    report: names restored, skipped [{name, type, reason}] (modules that did not import)."""
+    report: names restored, skipped [{name, type, reason}] (modules that did not import)
+    and the execution count saved with them."""
     import dill
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
@@ -192,4 +195,6 @@ def load(ns, main, path):
         except BaseException as exc:
             skipped.append({"name": str(name), "type": "module", "reason": "import %s failed: %s" % (mod, exc)})
     ns.update(values)
-    return {"names": sorted(values), "modules": data.get("modules") or {}, "skipped": skipped}
+    count = data.get("count")
+    return {"names": sorted(values), "modules": data.get("modules") or {}, "skipped": skipped,
+            "execution_count": count if type(count) is int else 0}

@@ -7,7 +7,8 @@ packs /work into SNAP_DIR/work (an uncompressed tar, links kept as links), withi
 max_bytes for the two together. Airlock reads both in chunks (snapread), stores them, and
 later writes them into a fresh session's container (snapwrite) and sends restore: /work
 is emptied and the tar unpacked into it with the archive rules (no entry leaves /work),
-then, with "namespace", the kernel loads the names. snapclear removes the files.
+then, with "namespace", the kernel loads the names and the session's execution count goes
+on from the one saved. snapclear removes the files.
 SNAP_DIR is under /tmp (the container's size-capped tmpfs): a snapshot needs that room.
 """
 
@@ -30,6 +31,7 @@ SNAPSHOT_S = 300.0  # dill on a large namespace; a kernel that has not answered 
 DEFAULT_MAX = 1 << 30
 MAX_ENTRIES = 100000
 CHUNK = 8 << 20
+MAX_COUNT = 1 << 31  # an execution count beyond this from the kernel is ignored
 
 
 class Snapshots:
@@ -65,7 +67,8 @@ class Snapshots:
         limit = req.get("max_bytes")
         limit = limit if type(limit) is int and limit > 0 else DEFAULT_MAX
         self._fresh_dir()
-        q = self.kernelops.ask({"op": "snapshot", "path": self.path("ns"), "max_bytes": limit}, SNAPSHOT_S)
+        q = self.kernelops.ask({"op": "snapshot", "path": self.path("ns"), "max_bytes": limit,
+                                "execution_count": self.kernelops.session.count}, SNAPSHOT_S)
         reply = checked(q)
         if reply.get("error"):
             cleanup.clear_dirs([SNAP_DIR])
@@ -135,6 +138,15 @@ class Snapshots:
             raise ValueError("the snapshot is over its byte bound (namespace and /work)")
         return n
 
+    def _continue_count(self, n):
+        """The session's execution count goes on from the snapshot's (a woken or forked
+        session numbers its next call after the last one saved), never back (a restore
+        into a session that ran more calls). The kernel reports n: only a sane int
+        counts."""
+        session = self.kernelops.session
+        if type(n) is int and 0 < n <= MAX_COUNT:
+            session.count = max(session.count, n)
+
     def snapread(self, req):
         """At most length bytes of a part from offset, with the part's size."""
         length = min(int(req.get("length") or CHUNK), CHUNK)
@@ -194,6 +206,7 @@ class Snapshots:
                 reply = checked(self.kernelops.ask({"op": "restore", "path": self.path("ns")}, SNAPSHOT_S))
                 if reply.get("error"):
                     raise ValueError("the namespace could not be loaded: %s" % reply["error"])
+                self._continue_count(reply.get("execution_count"))
         finally:
             cleanup.clear_dirs([SNAP_DIR])
         return {"names": reply.get("names") or [], "modules": reply.get("modules") or {},

@@ -274,7 +274,9 @@ class Kernel:
             path = str(msg.get("path"))
             if msg.get("op") == "snapshot":
                 limit = msg.get("max_bytes")
-                reply = _ns_save(self.ns, self.main, path, limit if type(limit) is int else 1 << 30, self.own)
+                count = msg.get("execution_count")
+                reply = _ns_save(self.ns, self.main, path, limit if type(limit) is int else 1 << 30, self.own,
+                                 count if type(count) is int else 0)
             else:
                 if not self.armed:
                     self.armed = True
