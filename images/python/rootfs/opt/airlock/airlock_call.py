@@ -33,6 +33,10 @@ STRETCH_MAX = 2.0
 STRETCH_MIN_S = 0.01  # smaller waits are not worth a frame
 MAX_WARNINGS = 20
 MAX_PROMPT = 4096  # characters of an input() prompt forwarded
+# The started frame and what follows it are held this long (Link.hold): a call done by
+# then answers in one write, its started, output and done frames together (one wake-up of
+# Airlock's reader, not three); Airlock's deadline for the answer starts that much later.
+STARTED_HOLD_S = 0.002
 TRACE = os.environ.get("AIRLOCK_TRACE") == "1"  # done frames carry "trace": {phase: ms}
 
 
@@ -89,6 +93,7 @@ class Call:
         self.spare_used = 0.0  # ... and how much they used during it (a spare's set-up)
         self.spares_forking = []  # spares without a pid yet at the call's start
         self.unpack = None  # {"format", "entries", "bytes", "unpack_ms"} of the call's archive
+        self.release_at = None  # when the held started frame goes out (STARTED_HOLD_S)
 
     def mark(self, name, t=None):
         """Note when a phase ended (AIRLOCK_TRACE=1: done carries them)."""
@@ -229,6 +234,7 @@ class Runner:
         finally:
             self.call = None
             self.link.on_flush = lambda: None
+            self.link.release()
 
     # --- begin ----------------------------------------------------------------------
     def _choose(self, req):
@@ -286,7 +292,10 @@ class Runner:
         self._send(call)
         if k.pid is not None:  # a shell's bash has one from _send
             call.waited0 = proc.run_delay(k.pid)
-        # Airlock's deadline for the answer counts from here, as the call's timeout does.
+        # Airlock's deadline for the answer counts from here, as the call's timeout does
+        # (within STARTED_HOLD_S).
+        self.link.hold()
+        call.release_at = now() + STARTED_HOLD_S
         self.link.emit({"t": "started", "id": call.id})
         out.start()
         call.mark("sent")
@@ -326,6 +335,12 @@ class Runner:
                 self.kernels.kill(k)
                 break
             wake = call.deadline if call.verdict is None else (call.hard_kill_at or t + 0.05)
+            if call.release_at is not None:
+                if t >= call.release_at:
+                    call.release_at = None
+                    self.link.release()
+                else:
+                    wake = min(wake, call.release_at)
             if call.int_repeat_until is not None:
                 if t >= call.int_repeat_until:
                     call.int_repeat_until = None
@@ -366,6 +381,10 @@ class Runner:
             return  # not this call's: a kernel only ever speaks for its current call
         if msg.get("t") == "done" and msg.get("token") != call.token:
             return  # not written by the kernel's reporting code
+        if msg.get("t") == "done":
+            # The code is over: what it wrote goes out with the done frame (_report).
+            call.release_at = None
+            self.link.hold()
         marks = output_marks(msg)
         if marks is None:
             call.output.drain_available()
@@ -547,3 +566,4 @@ class Runner:
             for name, secs in self.after.items():
                 done["trace"]["prev_" + name] = round(secs * 1000, 3)
         self.link.emit(done)
+        self.link.release()

@@ -17,6 +17,7 @@ import socket
 import sys
 
 LINK_ENV = "AIRLOCK_LINK"
+HOLD_MAX = 64 << 10  # frames held (Link.hold) are written anyway once this much waits
 
 
 def connect():
@@ -57,6 +58,7 @@ class Link:
         self.inbuf = bytearray()
         self.inscan = 0  # inbuf[:inscan] holds no newline
         self.out = bytearray()
+        self.held = False  # frames wait for release (see hold)
         self.out_watched = False
         self.watching = False
         self._watch()
@@ -74,9 +76,23 @@ class Link:
         return len(self.out)
 
     def emit(self, obj):
-        """Send one frame."""
+        """Send one frame (held, see hold, while at most HOLD_MAX bytes wait)."""
         self.out += json.dumps(obj, separators=(",", ":")).encode() + b"\n"
-        self.flush()
+        if not self.held or len(self.out) > HOLD_MAX:
+            self.flush()
+
+    def hold(self):
+        """Keep the frames emitted from now on until release: a call's last output and
+        its done frame then reach Airlock in one write (one wake-up of its reader, not
+        one a frame). Airlock acts on nothing before a call's done frame but its started
+        frame, which is never held."""
+        self.held = True
+
+    def release(self):
+        """Write the held frames."""
+        if self.held:
+            self.held = False
+            self.flush()
 
     def flush(self, *_):
         """Write what the socket takes now; watch it for the rest."""
