@@ -82,10 +82,10 @@ class Link:
             self.flush()
 
     def hold(self):
-        """Keep the frames emitted from now on until release: a call's last output and
-        its done frame then reach Airlock in one write (one wake-up of its reader, not
-        one a frame). Airlock acts on nothing before a call's done frame but its started
-        frame, which is never held."""
+        """Keep the frames emitted from now on until release (or until HOLD_MAX bytes
+        wait): a call's frames then reach Airlock in fewer writes, one wake-up of its
+        reader rather than one a frame. The caller releases them soon: a call's started
+        frame within airlock_call.STARTED_HOLD_S, its last output with its done frame."""
         self.held = True
 
     def release(self):
