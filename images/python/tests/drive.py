@@ -112,7 +112,8 @@ class Client:
         return req["id"]
 
     def wait(self, rid, timeout=60):
-        """All frames of a request up to and including its done: (frames, done)."""
+        """All frames of a request up to and including its done: (frames, done). The
+        started and stretch frames (Airlock's deadline bookkeeping) are left out."""
         q, frames = self._q(rid), []
         end = time.monotonic() + timeout
         while True:
@@ -121,7 +122,8 @@ class Client:
                 with self.lock:
                     self.queues.pop(rid, None)
                 return frames, m
-            frames.append(m)
+            if m.get("t") not in ("started", "stretch"):
+                frames.append(m)
 
     def call(self, req, timeout=60):
         return self.wait(self.send(req), timeout)
