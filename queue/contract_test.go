@@ -116,7 +116,9 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 
 	t.Run("ProgressArrivesInOrderBeforeOutcome", func(t *testing.T) {
 		q := newQ(t, contractConfig(), nil)
+		listening := make(chan bool, 2)
 		runWorker(t, q, WorkerConfig{ID: "w1"}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+			listening <- Listening(ctx)
 			for i := 0; i < 50; i++ {
 				Progress(ctx, []byte(fmt.Sprintf("line %d\n", i)))
 			}
@@ -132,6 +134,9 @@ func runContract(t *testing.T, newQ newQueueFunc) {
 		}})
 		if err != nil || string(out) != "done" {
 			t.Fatalf("Do = %q, %v", out, err)
+		}
+		if !<-listening {
+			t.Fatal("Listening = false in the handler of a job whose caller gave OnProgress")
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,5 +36,31 @@ func TestOpenPicksBackend(t *testing.T) {
 	defer r.Close()
 	if _, ok := r.(*Redis); !ok {
 		t.Fatalf("Open with Redis = %T", r)
+	}
+}
+
+// TestMemoryListeningOnlyWithOnProgress: in-process the handler learns
+// whether anyone receives its progress, so it can skip building messages.
+func TestMemoryListeningOnlyWithOnProgress(t *testing.T) {
+	q, err := NewMemory(contractConfig(), Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	listening := make(chan bool, 2)
+	runWorker(t, q, WorkerConfig{ID: "w1"}, HandlerFunc(func(ctx context.Context, j Job) (Reply, error) {
+		listening <- Listening(ctx)
+		return Reply{}, nil
+	}))
+	for _, c := range []struct {
+		on   func([]byte)
+		want bool
+	}{{nil, false}, {func([]byte) {}, true}} {
+		if _, err := q.Do(testCtx(t), Job{Owner: "alice", OnProgress: c.on}); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-listening; got != c.want {
+			t.Fatalf("Listening = %v with OnProgress set %v", got, c.on != nil)
+		}
 	}
 }

@@ -20,6 +20,15 @@ func Progress(ctx context.Context, data []byte) {
 	}
 }
 
+// Listening reports whether Progress delivers anywhere from ctx: the job's
+// caller asked for progress (in-process), or the job has a caller to
+// publish to (Redis, where the worker cannot tell whether it listens). A
+// handler may skip building progress messages when it is false.
+func Listening(ctx context.Context) bool {
+	_, ok := ctx.Value(progressKey{}).(func([]byte))
+	return ok
+}
+
 // withProgress returns ctx carrying send as the job's progress sender.
 func withProgress(ctx context.Context, send func([]byte)) context.Context {
 	return context.WithValue(ctx, progressKey{}, send)

@@ -409,7 +409,10 @@ func (w *redisWorker) process(base context.Context, d delivery) {
 	}
 	q.m.inflight.Inc()
 	pub := w.newPublisher(j)
-	reply, herr := safeHandle(withProgress(hctx, pub.send), w.h, j, log)
+	if j.replyTo != "" {
+		hctx = withProgress(hctx, pub.send)
+	}
+	reply, herr := safeHandle(hctx, w.h, j, log)
 	pub.flush()
 	q.m.inflight.Dec()
 	switch cause := context.Cause(hctx); {

@@ -22,8 +22,13 @@ func progressSink(sink core.Sink) func([]byte) {
 }
 
 // withQueueSink returns ctx whose events the engine emits are sent to the
-// waiting caller as job progress (JSON core.Events).
+// waiting caller as job progress (JSON core.Events); ctx itself when no
+// caller listens (a call answered only by its result), so the engine
+// neither forwards nor encodes events nobody reads.
 func withQueueSink(ctx context.Context) context.Context {
+	if !queue.Listening(ctx) {
+		return ctx
+	}
 	return core.WithSink(ctx, func(ev core.Event) {
 		if ev.Artifact != nil && len(ev.Artifact.Data) > 0 {
 			a := *ev.Artifact

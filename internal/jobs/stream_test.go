@@ -21,6 +21,7 @@ type sessionEngine struct {
 	interrupt chan struct{}
 	busy      bool
 	execs     int
+	sinks     []bool // per exec: whether its context carried a sink
 }
 
 func newSessionEngine() *sessionEngine {
@@ -49,14 +50,15 @@ func (e *sessionEngine) Handle(ctx context.Context, req core.Request) (core.Resu
 	case core.OpFileList:
 		return core.Result{Status: core.StatusOK, Entries: []core.FileEntry{{Name: "a.txt", Type: "file", Size: 3}}}, nil
 	}
+	sink := core.SinkFrom(ctx)
 	e.mu.Lock()
 	e.execs++
 	n := e.execs
+	e.sinks = append(e.sinks, sink != nil)
 	e.mu.Unlock()
 	if req.SessionID != "s1" {
 		return core.Result{}, core.ErrSessionNotFound
 	}
-	sink := core.SinkFrom(ctx)
 	if req.Code == "sleep" {
 		if sink != nil {
 			sink(core.Event{Kind: "stdout", Text: "started\n"})
@@ -131,6 +133,31 @@ func testEventsInOrder(t *testing.T, mk func(Engine) *Client) {
 	// Without a sink the call works and nothing is delivered anywhere.
 	if _, err := c.Exec(ctx, core.Request{SessionID: id, Code: "print"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoSinkWhenNobodyListens: in-process, a call whose caller gave no sink
+// reaches the engine without one (no events forwarded nor encoded for
+// nobody); a caller's sink still reaches it.
+func TestNoSinkWhenNobodyListens(t *testing.T) {
+	e := newSessionEngine()
+	c := stack(t, e)
+	ctx := context.Background()
+	id, err := c.OpenSession(ctx, "o", core.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, core.Request{SessionID: id, Code: "print"}); err != nil {
+		t.Fatal(err)
+	}
+	sctx := core.WithSink(ctx, func(core.Event) {})
+	if _, err := c.Exec(sctx, core.Request{SessionID: id, Code: "print"}); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.sinks) != 2 || e.sinks[0] || !e.sinks[1] {
+		t.Fatalf("engine saw a sink per exec %v, want [false true]", e.sinks)
 	}
 }
 
