@@ -66,6 +66,10 @@ type box struct {
 	// the policy its calls get (egress.go).
 	door   *egress.Door
 	egress egress.Policy
+	// bare: booted without the image's preload (a cold one-shot or session
+	// container, AIRLOCK_PRELOAD=0): its kernels import numpy & co in
+	// every call. A pool hands its owner a preloaded one when it can.
+	bare bool
 	// features the controller announced in its ready frame (set before first use).
 	features map[string]bool
 }
@@ -197,7 +201,7 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 		e.destroy(id, nil, nil)
 		return nil, fmt.Errorf("sandbox: start controller in %s: %w", image, err)
 	}
-	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, conn: conn, shares: shares, door: door, egress: pol}
+	b := &box{id: id, image: image, limits: lim, created: start, life: life, owner: owner, conn: conn, shares: shares, door: door, egress: pol, bare: !preload}
 	b.lr.r = conn
 	if err := b.awaitReady(ctx, time.Now().Add(linkBoot)); err != nil {
 		b.kill(e)

@@ -21,8 +21,10 @@
 // container: the controller stops a call at its timeout and exits at the
 // container's maximum life whether or not Airlock is there. The reaper is
 // the second line. The python image's zygote preloads numpy & co
-// (AIRLOCK_PRELOAD=1 in its env; cold one-shot containers turn it off);
-// the shell image has python3 for the controller and nothing to preload.
+// (AIRLOCK_PRELOAD=1 in its env; cold one-shot containers turn it off, so
+// a cold call starts sooner, and such a bare container serves its owner
+// again only until a generic, preloaded one is free); the shell image has
+// python3 for the controller and nothing to preload.
 //
 // One-shot calls run in per-owner warm containers: generic ones are kept
 // per image (demand-driven, within PoolMax and WarmMemoryBudget, which

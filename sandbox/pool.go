@@ -187,6 +187,18 @@ func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration
 	if !p.e.cfg.SingleUse {
 		k := laneKey{owner, lane}
 		list := p.owned[k]
+		if allBare(list) && len(p.generic) > 0 {
+			// The owner's only idle containers were booted cold, without the
+			// image's preload: a generic one (preloaded) replaces them, so
+			// numpy, pandas and matplotlib are not imported again in every call.
+			if b := p.takeGenericLocked(owner, lane, timeout); b != nil {
+				for _, ib := range list {
+					p.e.retireWarm(ib.b)
+				}
+				p.setOwned(k, nil)
+				return b, "generic"
+			}
+		}
 		if p.spread(k, list) {
 			if b := p.takeGenericLocked(owner, lane, timeout); b != nil {
 				return b, "generic"
@@ -214,6 +226,16 @@ func (p *pool) acquireLocked(owner string, lane core.Lane, timeout time.Duration
 		return b, "generic"
 	}
 	return nil, "cold"
+}
+
+// allBare reports whether list holds containers and every one is bare.
+func allBare(list []idleBox) bool {
+	for _, ib := range list {
+		if !ib.b.bare {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // spareSettle is how long a one-shot container needs after a call before

@@ -331,3 +331,42 @@ func TestPoolBudgetKeepsHotContainers(t *testing.T) {
 		t.Fatalf("target %d with the budget full, want PoolSize 1", n)
 	}
 }
+
+// TestPoolReplacesBareWithPreloaded: a container booted cold (bare: without
+// the image's preload, so every kernel imports pandas again) serves its
+// owner only while no generic, preloaded container is free; then the owner
+// gets the generic one and the bare one goes.
+func TestPoolReplacesBareWithPreloaded(t *testing.T) {
+	p := unitPool(t, nil)
+	bare := handBox("bare", 1)
+	bare.bare, bare.owner, bare.lane = true, "A", core.LaneInteractive
+	p.release(bare, "A", core.LaneInteractive)
+	// No generic container: the bare one is still better than a cold start.
+	b, src := p.acquire("A", core.LaneInteractive, time.Second)
+	if b != bare || src != "owner" {
+		t.Fatalf("A with no generic free got %v %s, want its bare container", b, src)
+	}
+	p.release(b, "A", core.LaneInteractive)
+	g := handBox("g", 1)
+	p.e.warm.take(1) // a generic container holds its room, as a boot's does
+	p.generic = []*box{g}
+	if b, src = p.acquire("A", core.LaneInteractive, time.Second); b != g || src != "generic" {
+		t.Fatalf("A with a generic free got %v %s, want the generic", b, src)
+	}
+	if !bare.dead.Load() || len(p.owned) != 0 {
+		t.Fatalf("the bare container was kept beside the preloaded one: dead %v, owned %v", bare.dead.Load(), p.owned)
+	}
+	p.release(b, "A", core.LaneInteractive)
+	// A preloaded idle container is the owner's own again: no generic taken.
+	g2 := handBox("g2", 1)
+	p.e.warm.take(1)
+	p.generic = []*box{g2}
+	if b, src = p.acquire("A", core.LaneInteractive, time.Second); b != g || src != "owner" {
+		t.Fatalf("A's preloaded container: got %v %s", b, src)
+	}
+	p.release(b, "A", core.LaneInteractive)
+	p.e.Settle()
+	if p.e.warm.inUse() != 2 {
+		t.Fatalf("warm memory in use %d, want 2 (A's idle container and g2; the bare one's room given back)", p.e.warm.inUse())
+	}
+}
