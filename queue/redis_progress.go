@@ -23,9 +23,12 @@ type publisher struct {
 	done chan struct{}
 }
 
-// newPublisher starts the job's progress publisher (idle if the job has no
-// reply channel).
+// newPublisher starts the job's progress publisher; nil (nothing started,
+// nothing to flush) if the job has no reply channel.
 func (w *redisWorker) newPublisher(j Job) *publisher {
+	if j.replyTo == "" {
+		return nil
+	}
 	p := &publisher{w: w, j: j, ch: make(chan []byte, progressBuffer), done: make(chan struct{})}
 	go p.loop()
 	return p
@@ -33,9 +36,6 @@ func (w *redisWorker) newPublisher(j Job) *publisher {
 
 // send queues data, dropping it when the buffer is full.
 func (p *publisher) send(data []byte) {
-	if p.j.replyTo == "" {
-		return
-	}
 	select {
 	case p.ch <- append([]byte(nil), data...):
 	default:
@@ -59,6 +59,9 @@ func (p *publisher) loop() {
 // flush stops the publisher once everything queued is published (bounded),
 // so progress reaches the caller before the outcome notice.
 func (p *publisher) flush() {
+	if p == nil {
+		return
+	}
 	close(p.ch)
 	select {
 	case <-p.done:

@@ -409,7 +409,7 @@ func (w *redisWorker) process(base context.Context, d delivery) {
 	}
 	q.m.inflight.Inc()
 	pub := w.newPublisher(j)
-	if j.replyTo != "" {
+	if pub != nil {
 		hctx = withProgress(hctx, pub.send)
 	}
 	reply, herr := safeHandle(hctx, w.h, j, log)
