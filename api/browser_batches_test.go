@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
@@ -85,7 +84,7 @@ func batchLine(id, code string) string {
 // overflow. The screenshot goes to $AIRLOCK_SCREENSHOTS/ui-batches.png.
 func TestBrowserBatches(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1200, 1400, 3*time.Minute)
+	br := chromium.Start(t, 1200, 1400, 3*time.Minute)
 	g := &gatedItems{release: make(chan struct{}), stopped: make(chan struct{})}
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(func() { close(g.stopped) }) }
@@ -116,10 +115,7 @@ func TestBrowserBatches(t *testing.T) {
 		}
 	}
 	downloads := t.TempDir()
-	if _, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
+	br.AllowDownloads(downloads)
 	downloaded := func(name string) []byte {
 		t.Helper()
 		p := filepath.Join(downloads, name)

@@ -19,7 +19,7 @@ import (
 // in "cancelled", not "running".
 func TestBrowserConversation(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1100, 1200, 2*time.Minute)
+	br := chromium.Start(t, 1100, 1200, 2*time.Minute)
 	h := newHarness(t, nil)
 	h.runs.mu.Lock()
 	h.runs.script = approvalScript

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/airlock-dev/airlock/internal/browsertest"
 )
 
 // TestBrowserOffline: when the server goes away the page says so in a
@@ -16,7 +14,7 @@ import (
 // by itself and the banner goes.
 func TestBrowserOffline(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1000, 900, 2*time.Minute)
+	br := chromium.Start(t, 1000, 900, 2*time.Minute)
 	h := newHarness(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

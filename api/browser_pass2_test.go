@@ -38,7 +38,7 @@ type workbench struct {
 // (mut as in newHarness) and opens the UI with alice's key.
 func openWorkbench(t *testing.T, width, height int, mut func(*harness)) *workbench {
 	t.Helper()
-	br := browsertest.Start(t, width, height, 3*time.Minute)
+	br := chromium.Start(t, width, height, 3*time.Minute)
 	h := newHarness(t, nil)
 	if mut != nil {
 		mut(h)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 )
 
@@ -26,10 +25,7 @@ func TestBrowserSessionsDialog(t *testing.T) {
 	b := h.do(keyBob, "POST", "/v1/sessions", nil).must(t, http.StatusCreated).JSON(t)["id"].(string)
 	h.do(keyAlice, "PUT", "/v1/sessions/"+a+"/notebook", map[string]any{"cells": []any{map[string]any{"source": "x = 41"}}, "version": 0}).must(t, http.StatusOK)
 	downloads := t.TempDir()
-	if _, err := chromedp.Call(w.Ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
+	w.AllowDownloads(downloads)
 
 	w.Do("open the dialog", chromedp.Click(chromedp.ID("sessions-button")))
 	item := `#sessions-list li[data-id="` + a + `"]`

@@ -20,7 +20,7 @@ import (
 // while the cell runs, and Restart restarts it.
 func TestBrowserNotebookLiveOutput(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1000, 1200, 2*time.Minute)
+	br := chromium.Start(t, 1000, 1200, 2*time.Minute)
 	h := newHarness(t, nil)
 	step := make(chan struct{})
 	h.disp.run = func(ctx context.Context, call dispatcher.Call) dispatcher.Result {

@@ -20,7 +20,7 @@ import (
 // the no-model banner.
 func TestBrowserUI(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1000, 1500, 3*time.Minute)
+	br := chromium.Start(t, 1000, 1500, 3*time.Minute)
 	ctx := br.Ctx
 	h := newHarness(t, nil)
 	ts := httptest.NewServer(h.srv)

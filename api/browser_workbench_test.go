@@ -45,7 +45,7 @@ func markdownScript(req agent.RunRequest) [][]wire.RunEvent {
 // page overflow. Screenshots go to $AIRLOCK_SCREENSHOTS when set.
 func TestBrowserWorkbench(t *testing.T) {
 	t.Parallel() // its own harness and Chromium; no timing or heap assertion
-	br := browsertest.Start(t, 1200, 1400, 3*time.Minute)
+	br := chromium.Start(t, 1200, 1400, 3*time.Minute)
 	h := newHarness(t, nil)
 	table := "<table class=\"dataframe\"><thead><tr><th></th><th>month</th><th>sales</th></tr></thead><tbody>"
 	for i := range 60 {

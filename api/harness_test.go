@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/core"
+	"github.com/airlock-dev/airlock/internal/browsertest"
 	"github.com/airlock-dev/airlock/keys"
 	"github.com/airlock-dev/airlock/state"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -38,8 +39,15 @@ func TestMain(m *testing.M) {
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("*/*", openapi3filter.FileBodyDecoder)
-	os.Exit(m.Run())
+	chromium = browsertest.NewChromium()
+	code := m.Run()
+	chromium.Close()
+	os.Exit(code)
 }
+
+// chromium is the one Chromium this binary's browser tests share, a tab
+// and browser context each (TestMain makes and closes it).
+var chromium *browsertest.Chromium
 
 // fakeClock is a settable clock.
 type fakeClock struct {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -31,7 +30,7 @@ func openRealWorkbench(t *testing.T) *realWorkbench {
 	t.Helper()
 	requireDocker(t)
 	srv := startServe(t)
-	br := browsertest.Start(t, 1200, 1200, testscale.D(8*time.Minute))
+	br := chromium.Start(t, 1200, 1200, testscale.D(8*time.Minute))
 	w := &realWorkbench{Browser: br, t: t, srv: srv}
 	w.Do("open the page",
 		chromedp.Navigate(srv.URL+"/"),
@@ -205,10 +204,7 @@ func TestBrowserSessionsDialogRealServer(t *testing.T) {
 	t.Parallel()
 	w := openRealWorkbench(t)
 	downloads := t.TempDir()
-	if _, err := chromedp.Call(w.Ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
+	w.AllowDownloads(downloads)
 	w.setCell(1, "x = 41")
 	w.runCell(1)
 	sid := w.eval(`new URLSearchParams(location.search).get('session')`)

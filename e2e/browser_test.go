@@ -74,7 +74,7 @@ func TestBrowserRealStack(t *testing.T) {
 	defer model.Close()
 	srv := startServe(t, "--base-url", model.URL, "--model", "test")
 
-	br := browsertest.Start(t, 1100, 1500, testscale.D(8*time.Minute))
+	br := chromium.Start(t, 1100, 1500, testscale.D(8*time.Minute))
 	ctx := br.Ctx
 
 	do := br.Do

@@ -30,7 +30,7 @@ func TestJupyterClassicNotebook(t *testing.T) {
 		"import matplotlib.pyplot as plt\nplt.bar(df.city, df.rain_mm)\nplt.title('rain')\nplt.show()")
 	base, token := js.URL, js.Token
 
-	br := browsertest.Start(t, 1200, 1400, 6*time.Minute)
+	br := chromium.Start(t, 1200, 1400, 6*time.Minute)
 	ctx := br.Ctx
 	pollJS := func(name, expr string) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/internal/browsertest"
 	"github.com/airlock-dev/airlock/internal/testscale"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -59,8 +60,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/airlock: %v\n%s", err, out)
 		return 1
 	}
+	chromium = browsertest.NewChromium()
+	defer chromium.Close()
 	return m.Run()
 }
+
+// chromium is the one Chromium this binary's browser tests share, a tab
+// and browser context each (runMain makes and closes it).
+var chromium *browsertest.Chromium
 
 // e2eParallel is how many parallel e2e tests run at once unless -parallel
 // is given. The tests wait on processes, Docker and Redis far more than

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -9,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/airlock-dev/airlock/internal/testscale"
 )
 
-// Browser is one headless Chromium tab for one test.
+// Browser is one test's Chromium tab.
 type Browser struct {
 	// Ctx runs chromedp actions; it ends at the hang guard given to Start.
 	Ctx      context.Context
@@ -54,25 +56,71 @@ func ArtifactDir(t testing.TB) string {
 	return dir
 }
 
-// Start launches Chromium with a window of width×height and returns a tab
-// whose context ends after guard, scaled by testscale (a hang guard, not a
-// timing assertion).
-// Everything is torn down at the end of the test.
-func Start(t testing.TB, width, height int, guard time.Duration) *Browser {
-	t.Helper()
-	exe := ChromiumPath(t)
+// Chromium is one headless Chromium a test binary shares (TestMain makes
+// it and closes it after the tests): launched by the first Start, each test
+// then gets a tab in a browser context of its own (cookies, storage and
+// cache of its own, disposed with the tab). A Chromium start costs about
+// 1.7 s of CPU, paid once per binary instead of once per browser test.
+type Chromium struct {
+	mu       sync.Mutex
+	browser  context.Context // the first tab, which holds the browser; nil until launched
+	shutdown func()
+}
+
+// NewChromium returns a Chromium that launches at its first Start.
+func NewChromium() *Chromium { return &Chromium{} }
+
+// launched returns the browser's first tab, launching Chromium from exe on
+// the first call.
+func (c *Chromium) launched(exe string) (context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.browser != nil {
+		return c.browser, nil
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(width, height))
+		chromedp.WindowSize(1200, 1400))
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(acancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
+	bctx, bcancel := chromedp.NewContext(actx)
 	if err := chromedp.Do(bctx); err != nil { // starts the browser; no timeout on this context
-		t.Fatalf("start chromium: %v", err)
+		bcancel()
+		acancel()
+		return nil, fmt.Errorf("start chromium: %w", err)
+	}
+	c.browser, c.shutdown = bctx, func() { bcancel(); acancel() }
+	return bctx, nil
+}
+
+// Close stops Chromium if it was launched.
+func (c *Chromium) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shutdown != nil {
+		c.shutdown()
+		c.browser, c.shutdown = nil, nil
+	}
+}
+
+// Start returns a new tab of width×height in a browser context of its own,
+// whose Ctx ends after guard, scaled by testscale (a hang guard, not a
+// timing assertion). The tab and its browser context close at the end of
+// the test; a second tab opened from Ctx (chromedp.NewContext) shares its
+// browser context, as a second tab of one user's browser would.
+func (c *Chromium) Start(t testing.TB, width, height int, guard time.Duration) *Browser {
+	t.Helper()
+	bctx, err := c.launched(ChromiumPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(closeTab)
+	// The first Run creates the tab, which lives as long as tab.
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatalf("open a chromium tab: %v", err)
 	}
 	b := &Browser{t: t}
-	if err := chromedp.Listen(bctx, func(ev any) {
+	if err := chromedp.Listen(tab, func(ev any) {
 		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
 			msg := e.ExceptionDetails.Text
 			if x := e.ExceptionDetails.Exception; x != nil && x.Description != "" {
@@ -85,8 +133,8 @@ func Start(t testing.TB, width, height int, guard time.Duration) *Browser {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, tcancel := context.WithTimeout(bctx, testscale.D(guard))
-	t.Cleanup(tcancel)
+	ctx, cancel := context.WithTimeout(tab, testscale.D(guard))
+	t.Cleanup(cancel)
 	b.Ctx = ctx
 	return b
 }
@@ -104,6 +152,18 @@ func (b *Browser) Poll(name, expr string) {
 	b.t.Helper()
 	if _, err := chromedp.Run(b.Ctx, chromedp.Poll[bool](expr)); err != nil {
 		b.t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// AllowDownloads saves the tab's downloads in dir (a test's temp dir). It
+// names the tab's own browser context: tests sharing the browser download
+// each into their own folder.
+func (b *Browser) AllowDownloads(dir string) {
+	b.t.Helper()
+	id := chromedp.FromContext(b.Ctx).BrowserContextID
+	if _, err := chromedp.Call(b.Ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir, BrowserContextID: id}); err != nil {
+		b.t.Fatalf("allow downloads: %v", err)
 	}
 }
 
