@@ -115,7 +115,7 @@ func (c *Chromium) Start(t testing.TB, width, height int, guard time.Duration) *
 	}
 	tab, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(closeTab)
-	// The first Run creates the tab, which lives as long as tab.
+	// The first action creates the tab, which lives as long as tab.
 	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
 		t.Fatalf("open a chromium tab: %v", err)
 	}
