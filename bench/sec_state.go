@@ -149,45 +149,6 @@ func sectionState(ctx context.Context, o options, q *quieter, rep *report) error
 	return paceTable(ctx, rounds, vs[0], rep)
 }
 
-// paceTable is table 9b: the embedded store's session call again, alone,
-// 10 ms apart and back to back, beside its 100 ms-apart series of table 9.
-// The same work is slower the longer the machine idles between calls (CPU
-// caches and the idle vCPUs' wake-ups): the pace, not the store, sets most
-// of the gap to the call's back-to-back time.
-func paceTable(ctx context.Context, n int, v *variant, rep *report) error {
-	t := &table{title: "9b. The same session call (embedded store) by pace: 100 ms apart (table 9), 10 ms apart, back to back",
-		head: []string{"pace", "calls", "p50", "p95", "p99", "failed"}}
-	t.row("100 ms apart", fmt.Sprint(len(v.s.d)), ms(v.s.pct(50)), ms(v.s.pct(95)), ms(v.s.pct(99)), v.s.failures())
-	for _, p := range []struct {
-		name string
-		gap  time.Duration
-	}{{"10 ms apart", 10 * time.Millisecond}, {"back to back", 0}} {
-		s := &series{name: p.name}
-		for i := 0; i < n; i++ {
-			if p.gap > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(p.gap):
-				}
-			}
-			start := time.Now()
-			if err := v.run(ctx); err != nil {
-				s.fail(err)
-				continue
-			}
-			s.add(time.Since(start))
-		}
-		t.row(p.name, fmt.Sprint(len(s.d)), ms(s.pct(50)), ms(s.pct(95)), ms(s.pct(99)), s.failures())
-		if p.gap == 0 {
-			rep.figureMS("session print(1) via REST, embedded store, back to back, p50", s.pct(50))
-		}
-	}
-	t.note("One server, one session, the same call: only the time between calls differs. With the machine idle between calls its CPUs are slower to wake and their caches cold, and every step of the call (HTTP, API, engine, the controller's readings, the kernel's run) takes longer; the controller driven alone (images/python/tests/drive.py) shows the same curve (2026-12-07: 0.9 ms back to back, 1.6 ms 10 ms apart, 2.7 ms 100 ms apart).")
-	rep.table(t)
-	return nil
-}
-
 // pairedDiff is the median of a's round-by-round differences from b
 // (interleave runs both once a round).
 func pairedDiff(a, b *series) time.Duration {
