@@ -20,7 +20,8 @@ func paceTable(ctx context.Context, n int, v *variant, rep *report) error {
 	paces := []struct {
 		name string
 		gap  time.Duration
-	}{{"100 ms apart", 100 * time.Millisecond}, {"10 ms apart", 10 * time.Millisecond}, {"back to back", 0}}
+		s    *series // the call's series; nil: run here
+	}{{"100 ms apart", 100 * time.Millisecond, v.s}, {"10 ms apart", 10 * time.Millisecond, nil}, {"back to back", 0, nil}}
 	var reads, hash [3]time.Duration
 	for i, p := range paces {
 		var err error
@@ -32,8 +33,8 @@ func paceTable(ctx context.Context, n int, v *variant, rep *report) error {
 		}
 	}
 	for i, p := range paces {
-		s := v.s // table 9's series is the 100 ms one
-		if p.gap != 100*time.Millisecond {
+		s := p.s
+		if s == nil {
 			s = &series{name: p.name}
 			if err := paced(ctx, n, p.gap, s, v.run); err != nil {
 				return err
@@ -69,15 +70,8 @@ func paced(ctx context.Context, n int, gap time.Duration, s *series, call func(c
 // pacedWork is the p50 of task run n times, gap apart.
 func pacedWork(ctx context.Context, n int, gap time.Duration, task func()) (time.Duration, error) {
 	s := &series{}
-	for i := 0; i < n; i++ {
-		if sleepCtx(ctx, gap); ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		start := time.Now()
-		task()
-		s.add(time.Since(start))
-	}
-	return s.pct(50), nil
+	err := paced(ctx, n, gap, s, func(context.Context) error { task(); return nil })
+	return s.pct(50), err
 }
 
 // procReads opens and reads /proc/self/stat 20 times: system calls, as the
