@@ -32,12 +32,14 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 	defer done()
 	store := snapshots.New(st, snapshots.DefaultConfig(), nil)
 	resumes := snapshots.NewResumes(st, store)
-	keeper := func(auto int64) *snapshots.Keeper {
+	keeper := func(auto int64, quiet time.Duration) *snapshots.Keeper {
 		k := snapshots.NewKeeper(eng, store, snapshots.NewCallLog(st), nil)
-		k.EnableResume(snapshots.ResumeConfig{Resumes: resumes, AutoMaxBytes: auto})
+		k.EnableResume(snapshots.ResumeConfig{Resumes: resumes, AutoMaxBytes: auto, AutoQuiet: quiet})
 		return k
 	}
-	plain, auto := keeper(0), keeper(64<<20)
+	// auto saves right after each call (--session-autosnapshot-quiet 0),
+	// calm once the session has been quiet for serve's default.
+	plain, auto, calm := keeper(0, 0), keeper(64<<20, 0), keeper(64<<20, snapshots.DefaultAutoQuiet)
 	mq, err := queue.NewMemory(queue.Config{}, queue.Deps{})
 	if err != nil {
 		return err
@@ -103,18 +105,21 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 	t.note("A session hibernated (namespace and /work saved into the state store, container removed), then called: the jobs client finds it gone, restores it into a fresh container (no warm pool: a container start is part of it) and runs the call. %d rounds each.", wakeRounds)
 	rep.table(t)
 
-	// Automatic snapshots: the same calls on two sessions, one whose
-	// worker saves it after each call and one whose worker does not, in
-	// alternating blocks; back to back (the next call waits for the
-	// snapshot the last one started) and at an agent's pace (1 s apart).
-	const calls = 12
+	// Automatic snapshots: the same calls on three sessions, one whose
+	// worker saves it right after each call, one whose worker saves it
+	// once it has been quiet for serve's default, and one whose worker
+	// does not, in alternating blocks; back to back (right after each
+	// call, the next call waits for the snapshot the last one started) and
+	// at an agent's pace (1 s apart).
+	// Calls per session: back to back or 1 ms apart, and 1 s apart.
+	const calls, pacedCalls = 40, 12
 	t2 := &table{title: "13b. Cost of the automatic snapshot after each session call (--session-autosnapshot-max-bytes)",
-		head: []string{"session", "pace", "call p50 without", "call p50 with", "added p50", "call max without", "call max with"}}
+		head: []string{"session", "pace", "call p50 without", "with, right after each call", "added p50", "with, after " + snapshots.DefaultAutoQuiet.String() + " quiet (default)", "added p50", "call max without", "max right after", "max after quiet"}}
 	t3 := &table{title: "13c. The automatic snapshot itself, off the caller's path",
 		head: []string{"session", "stored size", "snapshot p50", "snapshot max"}}
 	for _, c := range resumeNamespaces {
 		ids := map[*snapshots.Keeper]string{}
-		for _, k := range []*snapshots.Keeper{plain, auto} {
+		for _, k := range []*snapshots.Keeper{plain, auto, calm} {
 			res, err := k.Handle(ctx, core.Request{Op: core.OpSessionOpen, Owner: "bench", Limits: lim})
 			if err != nil {
 				return err
@@ -125,6 +130,7 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 			}
 		}
 		auto.WaitAutosnapshots()
+		calm.WaitAutosnapshots()
 		// The snapshot itself, off the caller's path: a call, then the
 		// time until its snapshot is stored.
 		snap := &series{}
@@ -148,15 +154,22 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 			bytes = m.Bytes
 		}
 		t3.row(c.name, fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)), ms(snap.pct(50)), ms(snap.max()))
-		for _, pace := range []time.Duration{0, time.Second} {
-			without, with := &series{}, &series{}
-			for block := range 4 {
+		for _, pace := range []time.Duration{0, time.Millisecond, time.Second} {
+			without, with, quiet := &series{}, &series{}, &series{}
+			for block := range 6 {
 				k, s := plain, without
-				if block%2 == 1 {
+				switch block % 3 {
+				case 1:
 					k, s = auto, with
+				case 2:
+					k, s = calm, quiet
 				}
 				_ = q.wait(ctx)
-				for range calls / 2 {
+				n := calls
+				if pace >= time.Second {
+					n = pacedCalls
+				}
+				for range n / 2 {
 					t0 := time.Now()
 					r, err := k.Handle(ctx, core.Request{Owner: "bench", SessionID: ids[k], Code: "x += 1", Limits: core.Limits{Timeout: 2 * time.Minute}})
 					if err != nil || r.Status != core.StatusOK {
@@ -165,15 +178,17 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 					s.add(time.Since(t0))
 					time.Sleep(pace)
 				}
-				auto.WaitAutosnapshots()
+				k.WaitAutosnapshots()
 			}
 			name := "back to back"
 			if pace > 0 {
 				name = fmt.Sprintf("%s apart", pace)
 			}
-			t2.row(c.name, name, ms(without.pct(50)), ms(with.pct(50)), ms(with.pct(50)-without.pct(50)), ms(without.max()), ms(with.max()))
-			if pace == 0 {
-				rep.figureMS("autosnapshot cost per back-to-back session call, "+c.name+" (p50)", with.pct(50)-without.pct(50))
+			t2.row(c.name, name, ms(without.pct(50)), ms(with.pct(50)), ms(with.pct(50)-without.pct(50)),
+				ms(quiet.pct(50)), ms(quiet.pct(50)-without.pct(50)), ms(without.max()), ms(with.max()), ms(quiet.max()))
+			if pace == time.Millisecond {
+				rep.figureMS("autosnapshot cost per session call 1 ms after the last, right after each call, "+c.name+" (p50)", with.pct(50)-without.pct(50))
+				rep.figureMS("autosnapshot cost per session call 1 ms after the last, default quiet, "+c.name+" (p50)", quiet.pct(50)-without.pct(50))
 			}
 		}
 		for k, id := range ids {
@@ -182,7 +197,7 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 	}
 	t3.note("After a call that ran, the worker saves the session (same path as a user's snapshot, into the state store) while the caller already has its answer; the time from the call's answer to the snapshot stored.")
 	rep.table(t3)
-	t2.note("Each call `x += 1` on the worker's Keeper. With automatic snapshots the session is saved after each call off the caller's path: a call that follows at once may wait for that snapshot (back to back: the max column), and calls arriving meanwhile coalesce into one more snapshot; at an agent's pace the snapshot is done before the next call. %d calls per pace and session, in alternating blocks.", calls)
+	t2.note("Each call `x += 1` on the worker's Keeper. With automatic snapshots the session is saved after each call off the caller's path. Right after each call (--session-autosnapshot-quiet 0), a call that follows at once waits for that snapshot and calls arriving meanwhile coalesce into one more; after %s quiet (serve's default), calls back to back never wait for one (the burst is saved once, after it, or %s after its first unsaved call) and a call %s or more after the last is saved before it. Back to back at this level (the next call a few microseconds after the answer) the next call usually starts before the snapshot does; 1 ms apart is a client's turnaround through HTTP, when a snapshot right after each call has started. At an agent's pace the snapshot is done before the next call either way. %d calls back to back and 1 ms apart, %d 1 s apart, per session, in alternating blocks.", snapshots.DefaultAutoQuiet, "5s", snapshots.DefaultAutoQuiet, calls, pacedCalls)
 	rep.table(t2)
 	return nil
 }
