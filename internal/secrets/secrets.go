@@ -42,19 +42,24 @@ type Pattern struct {
 	Re *regexp.Regexp
 	// Group, when > 0, is the submatch to redact (the value after a label).
 	Group int
+	// needles: every match contains one of them (case-sensitive), so
+	// text holding none is not searched; nil: always searched.
+	needles []string
 }
 
 // patterns are compiled once; they are never modified.
 var patterns = []Pattern{
-	{Name: "private_key", Re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
-	{Name: "openai_key", Re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}`)},
-	{Name: "aws_access_key", Re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	{Name: "private_key", Re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`),
+		needles: []string{"-----BEGIN"}},
+	{Name: "openai_key", Re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}`), needles: []string{"sk-"}},
+	{Name: "aws_access_key", Re: regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}\b`),
+		needles: []string{"AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ABIA", "ACCA"}},
 	{Name: "aws_secret_key", Re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{30,})`), Group: 1},
-	{Name: "github_token", Re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`)},
-	{Name: "slack_token", Re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{Name: "google_api_key", Re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{Name: "stripe_key", Re: regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`)},
-	{Name: "jwt", Re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	{Name: "github_token", Re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), needles: []string{"gh", "github_pat_"}},
+	{Name: "slack_token", Re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), needles: []string{"xox"}},
+	{Name: "google_api_key", Re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), needles: []string{"AIza"}},
+	{Name: "stripe_key", Re: regexp.MustCompile(`\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}`), needles: []string{"_live_", "_test_"}},
+	{Name: "jwt", Re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), needles: []string{"eyJ"}},
 	{Name: "bearer_token", Re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)`), Group: 1},
 }
 
@@ -66,6 +71,9 @@ func Patterns() []Pattern { return append([]Pattern(nil), patterns...) }
 // its PatternMark.
 func RedactPatterns(s string) string {
 	for _, p := range patterns {
+		if p.needles != nil && !containsAny(s, p.needles) {
+			continue
+		}
 		if p.Group == 0 {
 			s = p.Re.ReplaceAllLiteralString(s, PatternMark(p.Name))
 			continue
@@ -73,6 +81,16 @@ func RedactPatterns(s string) string {
 		s = replaceGroup(p.Re, s, p.Group, PatternMark(p.Name))
 	}
 	return s
+}
+
+// containsAny reports whether s contains one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // replaceGroup replaces only submatch g of every match of re in s.
