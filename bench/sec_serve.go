@@ -27,7 +27,7 @@ type serveUnderTest struct {
 // section 6's four keys: the in-process queue, the embedded (Bolt) state
 // store in a fresh data directory, the keeper (call log, automatic
 // snapshots); it opens a session of the first owner and warms it.
-func startServeUnderTest(ctx context.Context, o options, label, bin string, idx int) (*serveUnderTest, error) {
+func startServeUnderTest(ctx context.Context, o options, label, bin string, idx int, extra ...string) (*serveUnderTest, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -43,6 +43,7 @@ func startServeUnderTest(ctx context.Context, o options, label, bin string, idx 
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{bin, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--python-image", o.pythonImg,
 		"--addr", addr, "--data-dir", filepath.Join(dir, "data")}
+	args = append(args, extra...)
 	env := childEnv()
 	if p := os.Getenv("BENCH_PPROF_" + strconv.Itoa(idx)); p != "" { // e.g. BENCH_PPROF_0=127.0.0.1:6060
 		env = append(env, "AIRLOCK_PPROF="+p)
@@ -101,19 +102,29 @@ func checkPrint(res *wire.ToolCallResponse, err error) error {
 
 // sectionServe is issue 33's side-by-side bench of whole servers: the
 // binary under test (-airlock) and, when BENCH_AIRLOCK_BASE names one, a
-// baseline binary, each a real `airlock serve` with the embedded store
+// baseline binary (else the binary under test again with
+// --session-autosnapshot-quiet), each a real `airlock serve` with the embedded store
 // (make run's wiring, the keeper included, which section 9's in-process
 // servers leave out), driven alternately in one run: a session's print(1)
 // at an agent's pace (100 ms apart) and back to back, and four owners'
 // one-shot print(1) at a call a second each.
 func sectionServe(ctx context.Context, o options, q *quieter, rep *report) error {
-	bins := []struct{ label, bin string }{{"under test", o.airlock}}
+	type binary struct {
+		label, bin string
+		args       []string
+	}
+	bins := []binary{{"under test", o.airlock, nil}}
 	if b := os.Getenv("BENCH_AIRLOCK_BASE"); b != "" {
-		bins = append([]struct{ label, bin string }{{"base", b}}, bins...)
+		bins = append([]binary{{"base", b, nil}}, bins...)
+	} else {
+		// Without a baseline: the binary under test again, its automatic
+		// snapshots after a quiet time instead of right after each call.
+		q := "--session-autosnapshot-quiet=" + resumeQuiet.String()
+		bins = append(bins, binary{"under test, " + q, o.airlock, []string{q}})
 	}
 	var sut []*serveUnderTest
 	for i, b := range bins {
-		s, err := startServeUnderTest(ctx, o, b.label+" ("+b.bin+")", b.bin, i)
+		s, err := startServeUnderTest(ctx, o, b.label+" ("+b.bin+")", b.bin, i, b.args...)
 		if err != nil {
 			return err
 		}
@@ -204,7 +215,7 @@ func sectionServe(ctx context.Context, o options, q *quieter, rep *report) error
 		}
 	}
 	row("4 owners one-shot print(1), 1 call/s each (all owners pooled)", owners)
-	t.note("Each server is `airlock serve --keys-file (4 keys) --rate -1 --concurrency 4 --data-dir (fresh)`: the in-process queue and worker and the embedded Bolt store, so the keeper's call log and automatic snapshot after each session call are in the path, as with `make run`. Base: BENCH_AIRLOCK_BASE; under test: BENCH_AIRLOCK. Both run at once on the same machine, so both see the same background load; the machine is not waited quiet between calls. Server CPU per call: utime+stime of the serve process (its embedded worker, pool refills and automatic snapshots included; containers and dockerd not) over the load, divided by its calls.")
+	t.note("Each server is `airlock serve --keys-file (4 keys) --rate -1 --concurrency 4 --data-dir (fresh)`: the in-process queue and worker and the embedded Bolt store, so the keeper's call log and automatic snapshot after each session call are in the path, as with `make run`. Base: BENCH_AIRLOCK_BASE; under test: BENCH_AIRLOCK; without a base, the binary under test runs a second time with --session-autosnapshot-quiet (its automatic snapshot once the session has had no call end for that long, so back-to-back calls never wait for one; a kill -9 then loses more: README). Both run at once on the same machine, so both see the same background load; the machine is not waited quiet between calls. Server CPU per call: utime+stime of the serve process (its embedded worker, pool refills and automatic snapshots included; containers and dockerd not) over the load, divided by its calls.")
 	rep.table(t)
 	return nil
 }

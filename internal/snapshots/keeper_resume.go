@@ -47,14 +47,6 @@ type SessionLister interface {
 	Sessions(owner string) []core.SessionInfo
 }
 
-// DefaultAutoQuiet is the AutoQuiet serve and worker use unless told
-// otherwise: long enough that calls sent back to back never wait for a
-// snapshot (a burst is saved once, after it), short against an agent's
-// or a person's pace between calls, so those are saved after each call.
-// A kill -9 within it, or during a long call started within it, loses
-// the calls since the last snapshot (README).
-const DefaultAutoQuiet = 50 * time.Millisecond
-
 // autoMaxWait bounds how long AutoQuiet may hold back the automatic
 // snapshot of a session whose calls keep ending.
 const autoMaxWait = 5 * time.Second
