@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -30,11 +31,35 @@ func machineFacts(ctx context.Context, o options, q *quieter) *table {
 		}
 		dc.Close()
 	}
+	t.row("fork of an 80 MiB process (python3 in "+o.pythonImg+", fork, _exit, wait), p50", forkCost(ctx, o.pythonImg))
 	t.row("Go", runtime.Version())
 	t.row("settings", fmt.Sprintf("BENCH_N=%d BENCH_LOOP=%d BENCH_API_N=%d BENCH_QUEUE_N=%d BENCH_QUEUE_MS=%d image=%s",
 		o.n, o.loop, o.apiN, o.queueN, o.queueSpan.Milliseconds(), o.pythonImg))
 	t.row("quiet threshold", fmt.Sprintf("CPU busy ≤ %.0f%% of all cores for %s before each measured container call", q.threshold*100, q.window))
 	return t
+}
+
+// forkScript times fork, _exit and wait of a python3 holding 80 MiB it
+// has written, the work behind each one-shot call's fresh interpreter (a
+// fork of the preloaded zygote): its cost varies most between machines
+// (page-table work is slow in some VMs).
+const forkScript = `import os, time
+b = bytearray(80 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+ts = []
+for _ in range(21):
+    t = time.perf_counter(); pid = os.fork()
+    if pid == 0: os._exit(0)
+    os.waitpid(pid, 0); ts.append(time.perf_counter() - t)
+print("%.2f ms" % (sorted(ts)[10] * 1000))`
+
+// forkCost runs forkScript in a container of img (no network).
+func forkCost(ctx context.Context, img string) string {
+	out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", img, "python3", "-c", forkScript).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("not measured: %v %s", err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo.
