@@ -18,9 +18,9 @@ var resumeNamespaces = []struct{ name, code string }{
 	{"~10 MiB DataFrame (1.3M float64 rows)", "import numpy as np, pandas as pd\nx = 1\ndf = pd.DataFrame({'v': np.random.rand(1_300_000)})"},
 }
 
-// resumeQuiet is the --session-autosnapshot-quiet section 13b compares
-// with serve's default (0: right after each call).
-const resumeQuiet = 50 * time.Millisecond
+// autosnapQuiet is the --session-autosnapshot-quiet sections 13b and 14
+// compare with serve's default (0: right after each call).
+const autosnapQuiet = 50 * time.Millisecond
 
 // sectionResume is issue 30's second bench: the wake latency of a
 // hibernated session (through the jobs client and an in-process queue, as
@@ -42,8 +42,8 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 		return k
 	}
 	// auto saves right after each call (serve's default), calm once the
-	// session has been quiet for resumeQuiet.
-	plain, auto, calm := keeper(0, 0), keeper(64<<20, 0), keeper(64<<20, resumeQuiet)
+	// session has been quiet for autosnapQuiet.
+	plain, auto, calm := keeper(0, 0), keeper(64<<20, 0), keeper(64<<20, autosnapQuiet)
 	mq, err := queue.NewMemory(queue.Config{}, queue.Deps{})
 	if err != nil {
 		return err
@@ -111,14 +111,14 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 
 	// Automatic snapshots: the same calls on three sessions, one whose
 	// worker saves it right after each call, one whose worker saves it
-	// once it has been quiet for resumeQuiet, and one whose worker
-	// does not, in alternating blocks; back to back (right after each
-	// call, the next call waits for the snapshot the last one started) and
-	// at an agent's pace (1 s apart).
-	// Calls per session: back to back or 1 ms apart, and 1 s apart.
+	// once it has been quiet for autosnapQuiet, and one whose worker
+	// does not, in alternating blocks; back to back, 1 ms apart (a
+	// client's turnaround: right after each call, the next call waits for
+	// the snapshot the last one started) and at an agent's pace (1 s
+	// apart), calls and pacedCalls per session.
 	const calls, pacedCalls = 40, 12
 	t2 := &table{title: "13b. Cost of the automatic snapshot after each session call (--session-autosnapshot-max-bytes)",
-		head: []string{"session", "pace", "call p50 without", "with, right after each call", "added p50", "with, after " + resumeQuiet.String() + " quiet", "added p50", "call max without", "max right after", "max after quiet"}}
+		head: []string{"session", "pace", "call p50 without", "with, right after each call", "added p50", "with, after " + autosnapQuiet.String() + " quiet", "added p50", "call max without", "max right after", "max after quiet"}}
 	t3 := &table{title: "13c. The automatic snapshot itself, off the caller's path",
 		head: []string{"session", "stored size", "snapshot p50", "snapshot max"}}
 	for _, c := range resumeNamespaces {
@@ -192,7 +192,7 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 				ms(quiet.pct(50)), ms(quiet.pct(50)-without.pct(50)), ms(without.max()), ms(with.max()), ms(quiet.max()))
 			if pace == time.Millisecond {
 				rep.figureMS("autosnapshot cost per session call 1 ms after the last (default: right after each call), "+c.name+" (p50)", with.pct(50)-without.pct(50))
-				rep.figureMS("autosnapshot cost per session call 1 ms after the last, --session-autosnapshot-quiet "+resumeQuiet.String()+", "+c.name+" (p50)", quiet.pct(50)-without.pct(50))
+				rep.figureMS("autosnapshot cost per session call 1 ms after the last, --session-autosnapshot-quiet "+autosnapQuiet.String()+", "+c.name+" (p50)", quiet.pct(50)-without.pct(50))
 			}
 		}
 		for k, id := range ids {
@@ -201,7 +201,7 @@ func sectionResume(ctx context.Context, o options, q *quieter, rep *report) erro
 	}
 	t3.note("After a call that ran, the worker saves the session (same path as a user's snapshot, into the state store) while the caller already has its answer; the time from the call's answer to the snapshot stored.")
 	rep.table(t3)
-	t2.note("Each call `x += 1` on the worker's Keeper. With automatic snapshots the session is saved after each call off the caller's path. Right after each call (serve's default, --session-autosnapshot-quiet 0), a call that follows at once waits for that snapshot and calls arriving meanwhile coalesce into one more; after %s quiet (--session-autosnapshot-quiet), calls back to back never wait for one (the burst is saved once, after it, or %s after its first unsaved call) and a call %s or more after the last is saved before it. Back to back at this level (the next call a few microseconds after the answer) the next call usually starts before the snapshot does; 1 ms apart is a client's turnaround through HTTP, when a snapshot right after each call has started. At an agent's pace the snapshot is done before the next call either way. %d calls back to back and 1 ms apart, %d 1 s apart, per session, in alternating blocks.", resumeQuiet, "5s", resumeQuiet, calls, pacedCalls)
+	t2.note("Each call `x += 1` on the worker's Keeper. With automatic snapshots the session is saved after each call off the caller's path. Right after each call (serve's default, --session-autosnapshot-quiet 0), a call that follows at once waits for that snapshot and calls arriving meanwhile coalesce into one more; after %s quiet (--session-autosnapshot-quiet), calls back to back never wait for one (the burst is saved once, after it, or %s after its first unsaved call) and a session whose next call comes %s or more after the last is saved before that call. Back to back at this level (the next call a few microseconds after the answer) the next call usually starts before the snapshot does; 1 ms apart is a client's turnaround through HTTP, when a snapshot right after each call has started. At an agent's pace the snapshot is done before the next call either way. %d calls back to back and 1 ms apart, %d 1 s apart, per session, in alternating blocks.", autosnapQuiet, "5s", autosnapQuiet, calls, pacedCalls)
 	rep.table(t2)
 	return nil
 }

@@ -119,7 +119,7 @@ func sectionServe(ctx context.Context, o options, q *quieter, rep *report) error
 	} else {
 		// Without a baseline: the binary under test again, its automatic
 		// snapshots after a quiet time instead of right after each call.
-		q := "--session-autosnapshot-quiet=" + resumeQuiet.String()
+		q := "--session-autosnapshot-quiet=" + autosnapQuiet.String()
 		bins = append(bins, binary{"under test, " + q, o.airlock, []string{q}})
 	}
 	var sut []*serveUnderTest
