@@ -53,9 +53,10 @@ for _ in range(21):
     os.waitpid(pid, 0); ts.append(time.perf_counter() - t)
 print("%.2f ms" % (sorted(ts)[10] * 1000))`
 
-// forkCost runs forkScript in a container of img (no network).
+// forkCost runs forkScript in a container of img (dockerRun: no network).
 func forkCost(ctx context.Context, img string) string {
-	out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", img, "python3", "-c", forkScript).CombinedOutput()
+	argv := dockerRun(img, forkScript)
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("not measured: %v %s", err, strings.TrimSpace(string(out)))
 	}

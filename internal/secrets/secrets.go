@@ -71,16 +71,20 @@ func Patterns() []Pattern { return append([]Pattern(nil), patterns...) }
 // its PatternMark.
 func RedactPatterns(s string) string {
 	for _, p := range patterns {
-		if p.needles != nil && !containsAny(s, p.needles) {
-			continue
+		if p.needles == nil || containsAny(s, p.needles) {
+			s = p.redact(s)
 		}
-		if p.Group == 0 {
-			s = p.Re.ReplaceAllLiteralString(s, PatternMark(p.Name))
-			continue
-		}
-		s = replaceGroup(p.Re, s, p.Group, PatternMark(p.Name))
 	}
 	return s
+}
+
+// redact replaces p's matches in s (with Group, only that submatch) by
+// its PatternMark.
+func (p Pattern) redact(s string) string {
+	if p.Group == 0 {
+		return p.Re.ReplaceAllLiteralString(s, PatternMark(p.Name))
+	}
+	return replaceGroup(p.Re, s, p.Group, PatternMark(p.Name))
 }
 
 // containsAny reports whether s contains one of subs.
