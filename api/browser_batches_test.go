@@ -342,6 +342,12 @@ func TestBrowserBatches(t *testing.T) {
 	row2 := `document.querySelector('#batches tr[data-batch-id="` + id2 + `"]')`
 	release(1)
 	br.Poll("1 of 4 done", row2+`.querySelector('progress').value === 1`)
+	// A list answer that left the server before that snapshot and arrives
+	// after it must not take the row back: no later snapshot would come.
+	stale := `(() => { const b = batchUI.list.get('` + id2 + `'); updateBatch({...b, request_counts: {...b.request_counts, completed: 0}}); return String(` + row2 + `.querySelector('progress').value); })()`
+	if got := eval(stale); got != "1" {
+		t.Fatalf("a stale list answer took the row back to %s of 4 done", got)
+	}
 	br.Do("cancel from the row", chromedp.Click(chromedp.CSS(`#batches tr[data-batch-id="`+id2+`"] .batch-cancel`)))
 	br.Poll("cancelling shown", row2+`.dataset.status === 'cancelling'`)
 	if got := eval(row2 + `.querySelector('.batch-cancel').textContent + ' ' + ` + row2 + `.querySelector('.batch-cancel').disabled + ' | ' + document.getElementById('batch-status-badge').textContent + ' | ' + document.getElementById('batch-note').textContent`); got != "Cancelling… true | cancelling | Cancel requested: running items are being stopped and queued ones dropped." {

@@ -91,10 +91,29 @@ async function loadBatches(quiet) {
   }
 }
 
+// batchStage orders what one batch goes through: a later attempt (a
+// retry), then a later status, then more items done.
+function batchStage(b) {
+  const rank = { validating: 0, in_progress: 1, finalizing: 2, cancelling: 2 }[b.status] ?? 3;
+  return [b.attempt || 0, rank, batchCounts(b).done];
+}
+
+// isStale tells whether b is older than before: a list or record answer
+// that left the server before a streamed snapshot but arrived after it.
+function isStale(b, before) {
+  if (!before) return false;
+  const x = batchStage(b), y = batchStage(before);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i];
+  return false;
+}
+
 // updateBatch records b and shows it in its row and, when open, the
-// detail pane; a change of its counts reloads the open item table.
+// detail pane; a change of its counts reloads the open item table. An
+// answer older than what is shown yields to it: the stream sends a
+// snapshot only when counts change, so nothing would correct it.
 function updateBatch(b) {
   const before = batchUI.list.get(b.id);
+  if (isStale(b, before)) b = before;
   batchUI.list.set(b.id, b);
   const tr = $("batches").querySelector(`tr[data-batch-id="${CSS.escape(b.id)}"]`) || $("batches").querySelector("tbody tr:not([data-batch-id])");
   if (tr) fillRow(tr, b);
