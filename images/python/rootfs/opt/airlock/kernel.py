@@ -424,6 +424,12 @@ def preload():
         plt.title("warm-up")
         fig.savefig(io.BytesIO(), format="png", dpi=50)
         plt.close("all")
+        # matplotlib empties its font cache in every forked child (an at-fork hook):
+        # freeing the cached font there dirtied about 165 pages of every kernel, a copy-on-
+        # write fault each. Empty it here once; a kernel that draws text loads the font as
+        # it did before, after its own hook had emptied the cache.
+        import matplotlib.font_manager as font_manager
+        font_manager._get_font.cache_clear()
     except Exception:
         pass
 
