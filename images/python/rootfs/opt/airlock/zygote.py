@@ -1,8 +1,8 @@
 """Airlock zygote: a preloaded interpreter that forks kernels for the controller.
 
 Started by the controller as `python3 zygote.py FD`, FD being its end of a unix
-socketpair. With AIRLOCK_PRELOAD=1 it imports numpy, pandas and matplotlib (Agg,
-pyplot patched for figure capture) and runs nothing else. Messages (airlock_wire):
+socketpair. With AIRLOCK_PRELOAD=1 it imports numpy, pandas, matplotlib (Agg,
+pyplot patched for figure capture) and pyflakes, and runs nothing else. Messages (airlock_wire):
   controller -> zygote  {"op": "fork", "tag": n} + 1 fd: the new kernel's control socket
   zygote -> controller  {"t": "ready", "pid"}  {"t": "forked", "tag", "pid"}
                         {"t": "forked", "tag", "pid": null, "error"} (fork failed)
