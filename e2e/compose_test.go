@@ -280,7 +280,7 @@ func TestComposeStack(t *testing.T) {
 	}
 	before := jobs()
 	done := sendAsync("POST", lb+"/v1/tool-calls", toolCall("call_survive", "run_python",
-		map[string]any{"code": "import time\ntime.sleep(20)\nprint('survived')", "timeout_seconds": 120}), auth...)
+		map[string]any{"code": "import time\ntime.sleep(10)\nprint('survived')", "timeout_seconds": 120}), auth...)
 	var job, first string
 	poll(t, testscale.D(time.Minute), "the call's job to start on a worker", func() bool {
 		for k, w := range jobs() {
