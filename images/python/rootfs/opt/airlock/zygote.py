@@ -10,6 +10,7 @@ pyplot patched for figure capture) and pyflakes, and runs nothing else. Messages
 The zygote reaps its children (the kernels) and reports every exit.
 """
 
+import _signal
 import ctypes
 import gc
 import os
@@ -81,7 +82,10 @@ def fork(sock, tag, ctl_fd, wake):
     # The kernel starts with every signal blocked (from before the fork, so there is no
     # window): a spare waits, blocked, while other calls run, and unblocks only once it
     # takes its own (kernel.Kernel.arm).
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    # _signal, not signal: its wrappers turn every signal number into an enum member, and
+    # each object the zygote touches after a fork is a copy-on-write fault (a spare still
+    # shares its pages).
+    mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
     pid = -1
     try:
         pid = os.fork()
@@ -91,7 +95,7 @@ def fork(sock, tag, ctl_fd, wake):
         return
     finally:
         if pid != 0:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
     if pid == 0:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
