@@ -408,11 +408,8 @@ def preload():
     and import pyflakes, which code-analysis batches run once per item (60 ms each)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     import pandas  # noqa: F401
-    try:
-        import pyflakes.api  # noqa: F401
-        import pyflakes.reporter  # noqa: F401
-    except ImportError:
-        pass
+    import pyflakes.api  # noqa: F401
+    import pyflakes.reporter  # noqa: F401
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -431,8 +428,7 @@ def preload():
         fig.savefig(io.BytesIO(), format="png", dpi=50)
         plt.close("all")
         # matplotlib empties its font cache in every forked child (an at-fork hook):
-        # freeing the cached font there dirtied about 165 pages of every kernel, a copy-on-
-        # write fault each. Empty it here once; a kernel that draws text loads the font as
+        # freeing the cached font there cost every kernel about 100 copy-on-write faults. Empty it here once; a kernel that draws text loads the font as
         # it did before, after its own hook had emptied the cache.
         import matplotlib.font_manager as font_manager
         font_manager._get_font.cache_clear()
