@@ -71,12 +71,18 @@ type Chromium struct {
 func NewChromium() *Chromium { return &Chromium{} }
 
 // launched returns the browser's first tab, launching Chromium from exe on
-// the first call.
+// the first call and again after a crash: chromedp ends the browser's
+// context when it loses the connection, and a dead browser would fail
+// every later test of the binary instead of the one that met the crash.
 func (c *Chromium) launched(exe string) (context.Context, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.browser != nil {
+	if c.browser != nil && c.browser.Err() == nil {
 		return c.browser, nil
+	}
+	if c.shutdown != nil {
+		c.shutdown()
+		c.browser, c.shutdown = nil, nil
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
