@@ -80,10 +80,7 @@ func (c *Chromium) launched(exe string) (context.Context, error) {
 	if c.browser != nil && c.browser.Err() == nil {
 		return c.browser, nil
 	}
-	if c.shutdown != nil {
-		c.shutdown()
-		c.browser, c.shutdown = nil, nil
-	}
+	c.stop()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1200, 1400))
@@ -102,6 +99,11 @@ func (c *Chromium) launched(exe string) (context.Context, error) {
 func (c *Chromium) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stop()
+}
+
+// stop ends the launched Chromium, if any; the caller holds c.mu.
+func (c *Chromium) stop() {
 	if c.shutdown != nil {
 		c.shutdown()
 		c.browser, c.shutdown = nil, nil
