@@ -12,7 +12,8 @@ import (
 // once the session has had no call end for AutoQuiet (autoMaxWait at
 // most), at most one at a time per session, a call ending meanwhile
 // asking for one more after it; a namespace over AutoMaxBytes is not
-// tried again for autoRetry.
+// tried again for autoRetry. A save that fails because the session was
+// closed meanwhile is not a warning.
 func (k *Keeper) autosnap(owner, id string) {
 	if k.res == nil || k.res.cfg.AutoMaxBytes <= 0 {
 		return
@@ -63,6 +64,9 @@ func (k *Keeper) autosnap(owner, id string) {
 			}
 			o.persist.Unlock()
 			k.res.mu.Lock()
+			// A session closed while its snapshot was taken (its container
+			// gone, the link closed): nothing is left to save.
+			closed := k.res.open[id] != o
 			if err != nil {
 				o.autoAgain = false
 				if errors.Is(err, core.ErrTooLarge) || errors.Is(err, core.ErrInvalid) {
@@ -72,7 +76,11 @@ func (k *Keeper) autosnap(owner, id string) {
 			if !o.autoAgain {
 				o.autoRunning = false
 				k.res.mu.Unlock()
-				if err != nil && !errors.Is(err, core.ErrTooLarge) && !errors.Is(err, core.ErrInvalid) {
+				switch {
+				case err == nil || errors.Is(err, core.ErrTooLarge) || errors.Is(err, core.ErrInvalid):
+				case closed:
+					k.log.Debug("snapshots: session closed while its automatic snapshot was taken", "session", id, "err", err)
+				default:
 					k.log.Warn("snapshots: session not saved after its call", "session", id, "err", err)
 				}
 				return
