@@ -24,6 +24,7 @@ type options struct {
 	pythonImg string        // image for run_python
 	batch     batchOptions  // section 8
 	hog       bool          // run the sections again beside a two-core CPU hog
+	cgroup    string        // --cgroup-parent of section 6's server ("": the daemon's default)
 }
 
 // defaultOptions reads the BENCH_* environment.
@@ -42,6 +43,7 @@ func defaultOptions() options {
 		pythonImg: envStr("BENCH_PYTHON_IMAGE", "airlock/python:latest"),
 		batch:     defaultBatchOptions(),
 		hog:       os.Getenv("BENCH_HOG") == "1",
+		cgroup:    os.Getenv("BENCH_CGROUP_PARENT"),
 	}
 }
 
@@ -59,6 +61,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.queueSpan, "queue-span", o.queueSpan, "time per throughput run (env BENCH_QUEUE_MS)")
 	fs.StringVar(&o.pythonImg, "python-image", o.pythonImg, "run_python image (env BENCH_PYTHON_IMAGE)")
 	fs.BoolVar(&o.hog, "hog", o.hog, "run the chosen sections again beside a two-core CPU hog and print the headline figures side by side (env BENCH_HOG=1)")
+	fs.StringVar(&o.cgroup, "cgroup-parent", o.cgroup, "section 6's server runs its containers under this cgroup (airlock serve --cgroup-parent), weighted beforehand by the operator (env BENCH_CGROUP_PARENT)")
 	o.batch.register(fs)
 }
 

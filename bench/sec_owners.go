@@ -36,6 +36,9 @@ func sectionOwners(ctx context.Context, o options, q *quieter, rep *report) erro
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	base := "http://" + addr
 	args := []string{o.airlock, "serve", "--keys-file", keys, "--rate", "-1", "--concurrency", "4", "--python-image", o.pythonImg, "--shell-image", o.batch.shellImg, "--addr", addr}
+	if o.cgroup != "" {
+		args = append(args, "--cgroup-parent", o.cgroup)
+	}
 	srv, err := startServer(filepath.Join(o.workdir, "serve-owners.log"), childEnv(), args...)
 	if err != nil {
 		return err

@@ -156,12 +156,13 @@ func (e *Engine) startBox(ctx context.Context, image string, lim core.Limits, ki
 		e.egressEnv(extra)
 	}
 	spec := containerSpec{
-		Image:     image,
-		Env:       baseEnv(extra),
-		Limits:    lim,
-		Labels:    e.labels(kind, job, owner, life+time.Minute),
-		Runtime:   e.cfg.Runtime,
-		CPUShares: shares,
+		Image:        image,
+		Env:          baseEnv(extra),
+		Limits:       lim,
+		Labels:       e.labels(kind, job, owner, life+time.Minute),
+		Runtime:      e.cfg.Runtime,
+		CgroupParent: e.cfg.CgroupParent,
+		CPUShares:    shares,
 	}
 	lk, err := e.openLink()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/airlock-dev/airlock/core"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,16 @@ type Config struct {
 	// Runtime is the OCI runtime ("" means the daemon's default, runc;
 	// "runsc" for gVisor where installed).
 	Runtime string
+	// CgroupParent is the cgroup the sandbox containers are created
+	// under ("": the daemon's default, /docker with the cgroupfs driver).
+	// Their CPU weight against the host's other work is that parent's:
+	// under Docker's default every container together weighs as one busy
+	// process (cpu.shares 1024), so a two-core host busy with two other
+	// processes leaves the sandboxes a third of its CPU. A parent of their
+	// own that the operator weights (cgroup v1: cpu.shares of
+	// /sys/fs/cgroup/cpu/PARENT; the systemd driver: a slice such as
+	// airlock.slice and its CPUWeight) gives them the share chosen.
+	CgroupParent string
 	// MaxCodeBytes bounds Code (default 100 KiB).
 	MaxCodeBytes int
 	// MaxFileBytes bounds one uploaded or downloaded file (default 16 MiB).
@@ -213,4 +224,29 @@ func resolve(l, d, max core.Limits) (core.Limits, error) {
 		return out, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return out, nil
+}
+
+// CheckCgroupParent reports what is wrong with p as Config.CgroupParent:
+// "" (the daemon's default), an absolute cgroup path such as /airlock (the
+// cgroupfs driver) or a systemd slice name such as airlock.slice (the
+// systemd driver); no "." or ".." elements, spaces or control characters.
+func CheckCgroupParent(p string) error {
+	if p == "" {
+		return nil
+	}
+	if strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("cgroup parent %q: spaces and control characters are not allowed", p)
+	}
+	if strings.HasSuffix(p, ".slice") && !strings.Contains(p, "/") {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") || p == "/" {
+		return fmt.Errorf("cgroup parent %q: want an absolute cgroup path such as /airlock (Docker's cgroupfs driver) or a systemd slice such as airlock.slice (the systemd driver)", p)
+	}
+	for _, el := range strings.Split(strings.Trim(p, "/"), "/") {
+		if el == "" || el == "." || el == ".." {
+			return fmt.Errorf("cgroup parent %q: empty, \".\" and \"..\" path elements are not allowed", p)
+		}
+	}
+	return nil
 }

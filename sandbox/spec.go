@@ -41,6 +41,9 @@ type containerSpec struct {
 	Limits  core.Limits
 	Labels  map[string]string
 	Runtime string
+	// CgroupParent is the cgroup the container is created under
+	// (Config.CgroupParent; "" for the daemon's default).
+	CgroupParent string
 	// CPUShares is the container's cgroup cpu.shares, its CPU weight
 	// against other containers when the cores are busy (0: the daemon's
 	// default, 1024; batch-lane calls get Config.BatchCPUShares).
@@ -96,6 +99,7 @@ func (s containerSpec) build() (*container.Config, *container.HostConfig) {
 			MemorySwappiness: ptr(int64(0)),
 			NanoCPUs:         int64(l.CPUs * 1e9),
 			CPUShares:        s.CPUShares,
+			CgroupParent:     s.CgroupParent,
 			PidsLimit:        &pids,
 			OomKillDisable:   ptr(false),
 			Devices:          nil,

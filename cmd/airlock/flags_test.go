@@ -15,7 +15,7 @@ import (
 // environment does not leak into a test.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_INTERACTIVE_RESERVE", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME",
+	for _, k := range []string{"AIRLOCK_REDIS_URL", "AIRLOCK_QUEUE", "AIRLOCK_CONCURRENCY", "AIRLOCK_INTERACTIVE_RESERVE", "AIRLOCK_POOL_SIZE", "AIRLOCK_RUNTIME", "AIRLOCK_CGROUP_PARENT",
 		"AIRLOCK_PYTHON_IMAGE", "AIRLOCK_SHELL_IMAGE", "AIRLOCK_ADDR", "AIRLOCK_KEYS_FILE", "AIRLOCK_CORS_ORIGINS", keys.Env, "AIRLOCK_METRICS_ADDR", "AIRLOCK_METRICS_KEY", "AIRLOCK_DATA_DIR", secretsFileEnv,
 		agent.EnvBaseURL, agent.EnvModel, agent.EnvAPIKey, "AIRLOCK_TEST_KEY"} {
 		t.Setenv(k, "")
@@ -43,6 +43,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"serve", "--pool", "many"}, []string{`invalid value "many" for flag -pool`}, "Usage of serve"},
 		{[]string{"serve", "--max-steps", "x"}, []string{`invalid value "x" for flag -max-steps`}, "Usage of serve"},
 		{[]string{"serve", "--insecure-local", "--max-body", "lots"}, []string{"--max-body"}, ""},
+		{[]string{"serve", "--insecure-local", "--cgroup-parent", "airlock"}, []string{`invalid value "airlock" for flag -cgroup-parent: cgroup parent "airlock": want an absolute cgroup path`}, "Usage of serve"},
+		{[]string{"worker", "--redis", "redis://127.0.0.1:1/0", "--cgroup-parent", "/a/../b"}, []string{`invalid value "/a/../b" for flag -cgroup-parent: cgroup parent "/a/../b"`}, "Usage of worker"},
 		{[]string{"worker", "--bogus"}, []string{"-bogus"}, "Usage of worker"},
 		{[]string{"worker", "--concurrency", "two"}, []string{`invalid value "two" for flag -concurrency`}, "Usage of worker"},
 		{[]string{"worker", "--redis", "redis://127.0.0.1:1/0", "--concurrency", "0"}, []string{"--concurrency must be at least 1"}, ""},
@@ -124,6 +126,7 @@ func TestServeFlagsEnv(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("AIRLOCK_POOL_SIZE", "7")
 	t.Setenv("AIRLOCK_RUNTIME", "runsc")
+	t.Setenv("AIRLOCK_CGROUP_PARENT", "/airlock-env")
 	t.Setenv("AIRLOCK_PYTHON_IMAGE", "example/python:1")
 	t.Setenv("AIRLOCK_REDIS_URL", "redis://127.0.0.1:1/3")
 	t.Setenv("AIRLOCK_QUEUE", "q1")
@@ -142,6 +145,17 @@ func TestServeFlagsEnv(t *testing.T) {
 	if s.pool != 7 || s.runtime != "runsc" || s.python != "example/python:1" || s.shell != "airlock/shell:latest" ||
 		s.redis != "redis://127.0.0.1:1/3" || s.queueName != "q1" || s.concurrency != 3 || s.interactiveReserve != 1 {
 		t.Errorf("stack flags from env: %+v", s)
+	}
+	if s.cgroup != "/airlock-env" {
+		t.Errorf("AIRLOCK_CGROUP_PARENT: cgroup parent %q", s.cgroup)
+	}
+	if o, _, ok := parseServeFlags([]string{"--insecure-local", "--cgroup-parent", "airlock.slice"}, envLookup, &errb); !ok || o.stack.cgroup != "airlock.slice" {
+		t.Errorf("--cgroup-parent over env: %q", o.stack.cgroup)
+	}
+	// A bad AIRLOCK_CGROUP_PARENT is refused with the engine's config.
+	bad := sandboxFlags{cgroup: "docker"}
+	if _, err := bad.engine(nil, nil); err == nil || !strings.Contains(err.Error(), "AIRLOCK_CGROUP_PARENT") {
+		t.Errorf("bad AIRLOCK_CGROUP_PARENT: %v", err)
 	}
 	if o, _, ok := parseServeFlags([]string{"--insecure-local", "--interactive-reserve", "2"}, envLookup, &errb); !ok || o.stack.interactiveReserve != 2 {
 		t.Errorf("--interactive-reserve 2: reserve %d", o.stack.interactiveReserve)
