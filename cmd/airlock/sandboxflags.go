@@ -64,7 +64,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet, pool int) {
 	fs.IntVar(&f.batchCPU, "batch-cpu-shares", envInt("AIRLOCK_BATCH_CPU_SHARES", 2), "cgroup cpu.shares of the containers that run batch-lane calls, against 1024 for interactive ones, so a batch that fills the cores yields them to interactive calls (2 is cgroup v1's minimum; 0 leaves them at 1024; env AIRLOCK_BATCH_CPU_SHARES)")
 	fs.StringVar(&f.warmMemory, "warm-memory", os.Getenv("AIRLOCK_WARM_MEMORY"), "memory budget of all warm containers together, e.g. 2g (default 2g; env AIRLOCK_WARM_MEMORY)")
 	fs.StringVar(&f.runtime, "runtime", os.Getenv("AIRLOCK_RUNTIME"), "OCI runtime for sandboxes (default runc; runsc for gVisor; env AIRLOCK_RUNTIME)")
-	f.cgroup = cgroupParent(os.Getenv("AIRLOCK_CGROUP_PARENT")) // checked with the config: the env is not the flag
+	// The flag package checks only values given as flags (Set): engine() refuses a bad AIRLOCK_CGROUP_PARENT.
+	f.cgroup = cgroupParent(os.Getenv("AIRLOCK_CGROUP_PARENT"))
 	fs.Var(&f.cgroup, "cgroup-parent", "cgroup the sandbox containers run under, so the operator can weight them against the host's other work: an absolute path such as /airlock (cgroupfs driver) or a slice such as airlock.slice (systemd driver); default the daemon's (env AIRLOCK_CGROUP_PARENT)")
 	fs.StringVar(&f.python, "python-image", envOr("AIRLOCK_PYTHON_IMAGE", "airlock/python:latest"), "image for run_python")
 	fs.StringVar(&f.shell, "shell-image", envOr("AIRLOCK_SHELL_IMAGE", "airlock/shell:latest"), "image for execute_shell")
