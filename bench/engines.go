@@ -35,6 +35,7 @@ func startEngine(ctx context.Context, o options, poolSize int, reg prometheus.Re
 	cfg.Metrics = reg
 	cfg.PoolSize = poolSize
 	cfg.Instance = benchInstance
+	cfg.CgroupParent = o.cgroup
 	cfg.Images = map[core.Language]string{core.Python: o.pythonImg, core.Shell: "airlock/shell:latest"}
 	dc, err := sandbox.NewDockerClient()
 	if err != nil {

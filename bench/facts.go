@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ func machineFacts(ctx context.Context, o options, q *quieter) *table {
 		}
 		dc.Close()
 	}
+	t.row("sandboxes' parent cgroup", sandboxParent(o.cgroup))
 	t.row("fork of an 80 MiB process (python3 in "+o.pythonImg+", fork, _exit, wait), p50", forkCost(ctx, o.pythonImg))
 	t.row("Go", runtime.Version())
 	t.row("settings", fmt.Sprintf("BENCH_N=%d BENCH_LOOP=%d BENCH_API_N=%d BENCH_QUEUE_N=%d BENCH_QUEUE_MS=%d image=%s",
@@ -105,4 +107,18 @@ func hostCgroup() string {
 		return "v1"
 	}
 	return "unknown"
+}
+
+// sandboxParent names the cgroup the bench's sandboxes run under and, on a
+// cgroup v1 host, its CPU weight (cpu.shares): what they weigh against
+// the CPU hog of the second pass.
+func sandboxParent(parent string) string {
+	name, path := parent+" (BENCH_CGROUP_PARENT)", parent
+	if parent == "" {
+		name, path = "Docker's default", "/docker"
+	}
+	if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", path, "cpu.shares")); err == nil {
+		return name + ", cpu.shares " + strings.TrimSpace(string(b))
+	}
+	return name
 }

@@ -24,7 +24,7 @@ type options struct {
 	pythonImg string        // image for run_python
 	batch     batchOptions  // section 8
 	hog       bool          // run the sections again beside a two-core CPU hog
-	cgroup    string        // --cgroup-parent of section 6's server ("": the daemon's default)
+	cgroup    string        // cgroup parent of section 6's server and of the in-process engines ("": the daemon's default)
 }
 
 // defaultOptions reads the BENCH_* environment.
@@ -61,7 +61,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.queueSpan, "queue-span", o.queueSpan, "time per throughput run (env BENCH_QUEUE_MS)")
 	fs.StringVar(&o.pythonImg, "python-image", o.pythonImg, "run_python image (env BENCH_PYTHON_IMAGE)")
 	fs.BoolVar(&o.hog, "hog", o.hog, "run the chosen sections again beside a two-core CPU hog and print the headline figures side by side (env BENCH_HOG=1)")
-	fs.StringVar(&o.cgroup, "cgroup-parent", o.cgroup, "section 6's server runs its containers under this cgroup (airlock serve --cgroup-parent), weighted beforehand by the operator (env BENCH_CGROUP_PARENT)")
+	fs.StringVar(&o.cgroup, "cgroup-parent", o.cgroup, "section 6's server (airlock serve --cgroup-parent) and the in-process engines (sections 2, 3, 9, 12) run their containers under this cgroup, weighted beforehand by the operator (env BENCH_CGROUP_PARENT)")
 	o.batch.register(fs)
 }
 

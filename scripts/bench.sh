@@ -11,8 +11,9 @@
 # headline figures side by side with the slowdown), BENCH_AIRLOCK_BASE (a
 # baseline airlock binary that section 14 runs as a whole server beside
 # BENCH_AIRLOCK's, calls alternating; BENCH_PPROF_0/1 give each a pprof
-# listener), BENCH_CGROUP_PARENT (section 6's server runs its containers
-# under this cgroup, --cgroup-parent; weight it beforehand, e.g. cgroup v1:
+# listener), BENCH_CGROUP_PARENT (section 6's server and the in-process
+# engines run their containers under this cgroup, --cgroup-parent; weight
+# it beforehand, e.g. cgroup v1:
 # mkdir /sys/fs/cgroup/cpu/airlock-bench; echo 4096 > .../cpu.shares).
 # The server's Go profiles:
 # AIRLOCK_PPROF=127.0.0.1:6060 on `airlock serve`.
