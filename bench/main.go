@@ -31,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 func main() {
@@ -42,6 +44,10 @@ func run() int {
 	o := defaultOptions()
 	o.register(flag.CommandLine)
 	flag.Parse()
+	if err := sandbox.CheckCgroupParent(o.cgroup); err != nil {
+		logf("BENCH_CGROUP_PARENT (-cgroup-parent): %v", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
