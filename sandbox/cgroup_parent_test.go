@@ -43,11 +43,18 @@ func TestCgroupParentDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, e, core.Request{Owner: "cg", SessionID: open.SessionID, Language: core.Python, Code: "print(6 * 7)"})
-	if r.Status != core.StatusOK || strings.TrimSpace(r.Stdout) != "42" {
-		t.Fatalf("call under the cgroup parent: %s", brief(r))
+	r, err := e.SessionExec(ctx, core.Request{Owner: "cg", SessionID: open.SessionID, Language: core.Python, Code: "print(6 * 7)"})
+	if err != nil || r.Status != core.StatusOK || strings.TrimSpace(r.Stdout) != "42" {
+		t.Fatalf("session call under the cgroup parent: %v %s", err, brief(r))
 	}
-	ins, err := e.docker.ContainerInspect(ctx, r.Container)
+	info, err := e.Handle(ctx, core.Request{Op: core.OpSessionInfo, Owner: "cg", SessionID: open.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Session == nil || info.Session.Container == "" {
+		t.Fatalf("session info names no container: %+v", info)
+	}
+	ins, err := e.docker.ContainerInspect(ctx, info.Session.Container)
 	if err != nil {
 		t.Fatal(err)
 	}
