@@ -91,7 +91,9 @@ print(os.getpid(), st['SigBlk'].strip(), st['SigPnd'].strip(), st['ShdPnd'].stri
 // that call is ok (not timed out: a stopped spare was woken), has no blocked or
 // pending signal, its own /proc/self, cwd /work and /work first on
 // sys.path. Spares killed with SIGKILL are replaced. A shell call, which
-// the controller runs beside the spares, gets the same answers.
+// the controller runs beside the spares, gets the same answers: the spare
+// armed for the next call (the "arm" op, dumpable) is killed before its
+// bash starts, so its environ is not readable either.
 func TestSpareKernelsOutOfReach(t *testing.T) {
 	e := pooledEngine(t, nil)
 	img := e.cfg.Images[core.Python]

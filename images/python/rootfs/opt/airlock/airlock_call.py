@@ -244,9 +244,10 @@ class Runner:
             else "tool" if req.get("generated") is True else "session"
         if lang == "shell":
             self.kernels.wait_forks()
+            self.kernels.retire_armed()
             return kind, self.shells.stand_in(), False
         if kind in ("oneshot", "tool"):
-            return kind, self.kernels.take_spare(), False
+            return kind, self.kernels.take_spare(tool=req.get("generated") is True), False
         k, restarted = self.session.kernel_for_call()
         return kind, k, restarted
 
@@ -489,6 +490,10 @@ class Runner:
             self.clean_files()
             t2 = now()
             self.kernels.refill()
+            # Nothing of the call runs and its files are gone: the owner's next call
+            # finds its spare armed (not beside a session's processes).
+            if self.session.kernel is None and not self.session.count:
+                self.kernels.prearm()
             self.after = {"after_clean": t2 - t, "after_refill": now() - t2}
         elif call.kind == "tool":
             self.kernels.refill()

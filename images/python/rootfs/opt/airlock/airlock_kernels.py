@@ -48,6 +48,7 @@ class Kernel:
         self.count = 0  # calls sent to it
         self.cpu_s = None  # user+system seconds of it and its waited-for children, from its exit report
         self.ready = False  # it said it finished setting itself up (before any user code ran)
+        self.armed = False  # sent the "arm" op: armed for user code, never for Airlock's own program
         self.direct = None  # a shell call's bash, spawned by the controller: its Popen
         # A pidfd of the kernel, opened when the zygote reported its fork (and its parent
         # checked then): it tells whether that very process has exited, whatever has its
@@ -198,10 +199,11 @@ class Kernels:
         while len(self.spares) < self.nspares and self.zsock is not None:
             self.spares.append(self.fork())
 
-    def take_spare(self):
+    def take_spare(self, tool=False):
         """The oldest live spare, woken (SIGCONT: code of an earlier call may have stopped
         it); forks one only if there is none, and returns it dead if that fork failed (the
-        call then says why). The refill comes after the call."""
+        call then says why). The refill comes after the call. Airlock's own program (tool)
+        never takes a spare armed for user code (prearm): another spare, else a fork."""
         while True:
             while self.spares and self.spares[0].dead is not None:
                 self.spares.popleft()
@@ -211,6 +213,14 @@ class Kernels:
                 self.wait_pid(k)
                 if k.dead is not None:
                     return k
+            if tool and self.spares and self.spares[0].armed:
+                other = next((s for s in self.spares if not s.armed and s.dead is None), None)
+                if other is None:
+                    self.kill(self.spares[0], {"message": "armed for user code", "exit_code": 137, "retired": True})
+                else:
+                    self.spares.remove(other)
+                    self.spares.appendleft(other)
+                continue
             if self.spares and self.spares[0].pid is not None:
                 k = self.spares.popleft()
                 if not proc.stays_alive(k.pid, self.zygote_pid):
@@ -220,6 +230,29 @@ class Kernels:
                 self.signal(k, signal.SIGCONT)
                 return k
             self.loop.poll(0.05)
+
+    def prearm(self):
+        """Send the spare the next call takes the "arm" op: it arms for user code while
+        idle, off that call's path (its first exec then finds it armed). Only at boot,
+        before any call, or right after a one-shot call's teardown and cleanup, when
+        nothing of that call runs any more: from then on the spare is dumpable with its
+        signals unblocked, and the only code that may run beside it before it takes the
+        call is Airlock's."""
+        k = self.spares[0] if self.spares else None
+        if k is None or k.armed or k.dead is not None or k.sock is None or k.count:
+            return
+        try:
+            wire.send(k.sock, {"op": "arm"})
+            k.armed = True
+        except OSError:
+            self.kill(k, {"message": "the spare did not take the arm op", "exit_code": 137, "retired": True})
+
+    def retire_armed(self):
+        """Before user code runs beside the spares (a shell call's bash): kill every spare
+        armed for user code, which that code could otherwise ptrace and so reach the call
+        that takes it. A killed spare never runs again; the refill replaces it."""
+        for k in [k for k in self.spares if k.armed]:
+            self.kill(k, {"message": "a shell call ran beside it", "exit_code": 137, "retired": True})
 
     def wait_retired(self, limit_s=RETIRED_WAIT_S):
         """Wait (at most limit_s) until the zygote has reported the exit of every kernel

@@ -134,6 +134,7 @@ class Controller:
         self.kernels.refill()
         if self.kernels.spares:
             self.kernels.wait_pid(self.kernels.spares[0])
+        self.kernels.prearm()  # no call has run: the first one finds its spare armed
         ready = {"t": "ready", "pid": os.getpid(), "boot_ms": round((now() - self.loop.t0) * 1000, 3),
                  "features": ["cpu_seconds", "snap_inline", "started", "stretch"] + (["archive", "archive_stream"] if self.workspace.owned else [])
                  + (["egress"] if egress_port else [])}

@@ -125,7 +125,7 @@ class Kernel:
         self.main.__dict__["__builtins__"] = builtins
         self.ns = self.main.__dict__
         self.count = 0
-        self.armed = False
+        self.armed = None  # None until it arms; then "user", or "tool" (Airlock's own program)
         self.own = {}  # what the kernel itself put in ns (display): never saved in a snapshot
 
     def warm_up(self):
@@ -148,7 +148,8 @@ class Kernel:
             pass
 
     def arm(self, tool):
-        """Turn a waiting spare into the kernel of its first call: drop the signals other
+        """Turn a waiting spare into the kernel of its first call (or, with the "arm" op,
+        of the owner's next one-shot call, once nothing of the previous call runs): drop the signals other
         calls sent it while it waited (blocked since the fork), make it dumpable (user code
         owns its /proc/self, as in a normal python), raise its oom_score_adj to 1000 (the
         OOM killer picks a kernel, not the controller), put /work first on sys.path and
@@ -183,6 +184,7 @@ class Kernel:
         except OSError:
             pass
         _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+        self.armed = "tool" if tool else "user"
 
     # --- the serve loop -------------------------------------------------------------
     def serve(self):
@@ -199,6 +201,10 @@ class Kernel:
             if msg.get("op") in ("snapshot", "restore") and not fds:
                 self.namespace(msg)
                 continue
+            if msg.get("op") == "arm" and not fds:
+                if self.armed is None:
+                    self.arm(False)
+                continue
             if msg.get("op") != "exec" or len(fds) != nfds or len(fds) < 2:
                 for fd in fds:
                     _close(fd)
@@ -206,9 +212,12 @@ class Kernel:
             # The token proves a done is this loop's: user code gets no reference to it.
             token = msg.pop("token", None)
             seq = msg.get("seq")
-            if not self.armed:
-                self.armed = True
-                self.arm(bool(msg.get("generated")))
+            generated = msg.get("generated") is True
+            if self.armed is None:
+                self.arm(generated)
+            elif generated and self.armed != "tool":
+                # Armed for user code (the "arm" op): Airlock's own program never runs here.
+                _exit(70)
             # With allow_stdin the third fd is the answers pipe (input()), not stdin.
             answers = fds.pop() if msg.get("allow_stdin") is True and len(fds) > 2 else None
             _quiet(_rich_begin, seq, msg.get("notebook") is True, answers)
@@ -278,8 +287,7 @@ class Kernel:
                 reply = _ns_save(self.ns, self.main, path, limit if type(limit) is int else 1 << 30, self.own,
                                  count if type(count) is int else 0)
             else:
-                if not self.armed:
-                    self.armed = True
+                if self.armed is None:
                     self.arm(False)
                 reply = _ns_load(self.ns, self.main, path)
         except BaseException as exc:
