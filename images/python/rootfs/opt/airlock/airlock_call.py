@@ -491,8 +491,10 @@ class Runner:
             t2 = now()
             self.kernels.refill()
             # Nothing of the call runs and its files are gone: the owner's next call
-            # finds its spare armed (not beside a session's processes).
-            if self.session.kernel is None and not self.session.count:
+            # finds its spare armed (not beside a session's processes). Not after a
+            # shell call, whose owner's next call is likely a shell call too: that
+            # would kill the armed spare, and each kill costs a fork.
+            if call.lang != "shell" and self.session.kernel is None and not self.session.count:
                 self.kernels.prearm()
             self.after = {"after_clean": t2 - t, "after_refill": now() - t2}
         elif call.kind == "tool":
