@@ -149,11 +149,11 @@ class Kernel:
 
     def arm(self, tool):
         """Turn a waiting spare into the kernel of its first call (or, with the "arm" op,
-        of the owner's next one-shot call, once nothing of the previous call runs): drop the signals other
-        calls sent it while it waited (blocked since the fork), make it dumpable (user code
-        owns its /proc/self, as in a normal python), raise its oom_score_adj to 1000 (the
-        OOM killer picks a kernel, not the controller), put /work first on sys.path and
-        make it the cwd, then unblock signals. Nothing of the previous call's is alive or
+        of the owner's next one-shot call, once nothing of the previous call runs): drop
+        the signals other calls sent it while it waited (blocked since the fork), make it
+        dumpable (user code owns its /proc/self, as in a normal python), raise its
+        oom_score_adj to 1000 (the OOM killer picks a kernel, not the controller), put
+        /work first on sys.path and make it the cwd, then unblock signals. Nothing of the previous call's is alive or
         left in /work by now: the controller killed and cleaned up before sending this.
         A kernel armed for Airlock's own program (tool: the file and SQL tools) stays not
         dumpable and keeps /work off sys.path, so files the session wrote there cannot
