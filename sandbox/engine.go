@@ -283,10 +283,29 @@ func (e *Engine) destroy(id string, conn *net.UnixConn, gone func()) {
 	}()
 }
 
-// removeNow force-removes a container, retrying briefly; a removal
-// already in progress (AutoRemove) is waited for.
+// removeWait bounds how long removeNow waits out dockerd's own removal of a
+// container (AutoRemove, once its controller exited): meanwhile a forced
+// removal is refused as a conflict, and on a busy machine with
+// fuse-overlayfs that removal takes seconds. removeAttempts bounds the
+// tries after any other error (the daemon unreachable); removePause is the
+// first pause between tries, growing to five times that.
+const (
+	removeWait     = 2 * time.Minute
+	removeAttempts = 10
+	removePause    = 200 * time.Millisecond
+)
+
+// removeNow force-removes a container, retrying; a removal already in
+// progress (AutoRemove) is waited for until the container is gone.
 func (e *Engine) removeNow(id string) {
-	for attempt := 0; attempt < 10; attempt++ {
+	e.removeUntil(id, time.Now().Add(removeWait), removePause)
+}
+
+// removeUntil is removeNow with its deadline for a removal in progress and
+// its first pause.
+func (e *Engine) removeUntil(id string, deadline time.Time, pause time.Duration) {
+	failed := 0
+	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := e.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		cancel()
@@ -297,8 +316,14 @@ func (e *Engine) removeNow(id string) {
 		}
 		if !errdefs.IsConflict(err) {
 			e.log.Warn("remove container failed", "container", short(id), "err", err)
+			if failed++; failed >= removeAttempts {
+				return
+			}
+		} else if time.Now().After(deadline) {
+			e.log.Warn("remove container: its removal is still in progress", "container", short(id), "waited", removeWait)
+			return
 		}
-		time.Sleep(time.Duration(min(attempt+1, 5)) * 200 * time.Millisecond)
+		time.Sleep(time.Duration(min(try, 5)) * pause)
 	}
 }
 
