@@ -36,3 +36,44 @@ func TestOneShotLeavesNothing(t *testing.T) {
 		"the next call sees IPC objects, message queues, processes")
 	t.Logf("20 fork bombs cleaned up in %s", time.Since(start).Round(time.Millisecond))
 }
+
+// TestOneShotKernelKilledAfterItsAnswer: a one-shot call that left nothing
+// but its kernel is answered before that kernel's kill (the exit of its
+// address space is off the reply's path), so what the kernel still does then
+// must not show. Each acting call leaves a thread of its kernel rewriting a
+// file under /work, a MiB at a time (a write the stop may find under way),
+// and in every other one a kept copy of its stdout (a pipe not at EOF: the
+// kill comes first, and what was written through it arrives). The call after
+// each sees no process of it and nothing of it under /work.
+func TestOneShotKernelKilledAfterItsAnswer(t *testing.T) {
+	e := pooledEngine(t, nil)
+	const thread = `import os, threading, time
+running = threading.Event()
+def late():
+    while True:
+        with open("/work/late", "w") as f:
+            f.write("x" * (1 << 20))
+        running.set()
+threading.Thread(target=late, daemon=True).start()
+running.wait()
+`
+	check := core.Request{Owner: "retire", Language: core.Python, Code: `import os
+others = []
+for p in os.listdir("/proc"):
+    if p.isdigit() and int(p) not in (1, os.getpid()):
+        try:
+            cmd = open("/proc/%s/cmdline" % p, "rb").read()
+        except OSError:
+            continue
+        if b"zygote.py" not in cmd:
+            others.append(cmd[:30])
+print(others, sorted(os.listdir("/work")))
+`}
+	warmPairs(t, e, 20, func(i int) core.Request {
+		code := thread + "print('main')\n"
+		if i%2 == 1 {
+			code = thread + "kept = os.dup(1)\n_ = os.write(kept, b'main\\n')\n"
+		}
+		return core.Request{Owner: "retire", Language: core.Python, Code: code}
+	}, "main\n", check, "[] ['outputs']\n", "the next call sees the last call's kernel, its thread or its files")
+}

@@ -16,6 +16,7 @@ See PROTOCOL.md "Modes of exec".
 import base64
 import os
 import signal
+import time
 
 import airlock_cleanup as cleanup
 import airlock_proc as proc
@@ -32,6 +33,11 @@ SESSION_KILL_GRACE_S = 0.5
 STRETCH_MAX = 2.0
 STRETCH_MIN_S = 0.01  # smaller waits are not worth a frame
 MAX_WARNINGS = 20
+# After a one-shot call's reply, how long the controller asks whether its stopped kernel's
+# threads have all stopped (else the files are emptied after the kernel's exit), and how
+# often.
+SETTLE_S = 0.001
+SETTLE_NAP_S = 0.0001
 MAX_PROMPT = 4096  # characters of an input() prompt forwarded
 # The started frame and what follows it are held this long (Link.hold): a call done by
 # then answers in one write, its started, output and done frames together (one wake-up of
@@ -478,8 +484,11 @@ class Runner:
     # --- end ------------------------------------------------------------------------
     def _end(self, call):
         call.output.close_inputs()
-        # Leftover processes hold the pipes open: kill them, then drain to EOF.
-        self._cleanup(call)
+        # Leftover processes hold the pipes open: kill them, then drain to EOF. A one-shot
+        # call that left nothing but its stopped kernel is answered before that kill.
+        later = call.kind == "oneshot" and self._nothing_left(call)
+        if not later:
+            self._cleanup(call)
         call.mark("killed")
         call.output.drain()
         call.mark("eof")
@@ -487,6 +496,17 @@ class Runner:
         self._report(call)
         t = now()
         if call.kind == "oneshot":
+            # Every thread of the kernel seen stopped (asked after the reply, before the
+            # kill): none of them can still finish a system call.
+            settled = later and self._settled(call.kernel)
+            if later:
+                self._retire(call.kernel)
+            # A thread of the killed kernel may still finish a system call (a file made,
+            # an IPC object): unless each was seen stopped, the files are emptied once the
+            # zygote has reported its exit.
+            if self.kernels.retired and not settled:
+                self.kernels.wait_retired()
+                self.reap()
             self.clean_files()
             t2 = now()
             self.kernels.refill()
@@ -501,6 +521,47 @@ class Runner:
             self.kernels.refill()
         elif call.kind == "session" and call.kernel.dead is not None:
             self.session.replace()
+
+    def _nothing_left(self, call):
+        """Whether a one-shot Python call whose kernel answered left nothing but that
+        kernel, which no longer holds its output pipes: then the kernel's kill, and its
+        exit (the teardown of a large address space, on the path until now), can follow
+        the reply. Every process is stopped and /proc listed as in _cleanup; the kernel
+        wrote its last output and put /dev/null over its stdio before it answered, so
+        every pipe is at EOF unless its code kept a copy of one (then False: _cleanup
+        kills it and drains as before). The kernel stays stopped until _retire."""
+        k = call.kernel
+        if call.kdone is None or k.dead is not None or k.direct is not None or k.pid is None:
+            return False
+        self.kernels.wait_forks()
+        also = [self.session.live()]
+        keep = self.kernels.protected(also=also)
+        thaw = keep - {self.session.pid()} if self.session.stopped else keep
+        cleanup.stop_all()
+        if not cleanup.only(lambda: self.kernels.protected(also=also), k.pid, k.pidfd):
+            return False
+        call.output.drain_available()
+        if call.output.pipes:
+            return False
+        cleanup.resume(thaw)
+        call.mark("no_leftovers")
+        return True
+
+    def _settled(self, k):
+        """Whether every thread of the stopped kernel k is seen stopped, asked for up to
+        SETTLE_S (each thread stops once it gets a CPU after the stop)."""
+        end = now() + SETTLE_S
+        while not proc.stopped(k.pid):
+            if now() >= end:
+                return False
+            time.sleep(SETTLE_NAP_S)
+        return True
+
+    def _retire(self, k):
+        """After the reply: kill a one-shot call's stopped kernel (_nothing_left); the next
+        call waits for its exit (wait_retired)."""
+        self.kernels.kill(k, {"message": "done", "exit_code": 0, "retired": True})
+        self.kernels.retired.append(k)
 
     def _cleanup(self, call):
         """After the call's code: a one-shot call leaves no process (its kernel retired); a

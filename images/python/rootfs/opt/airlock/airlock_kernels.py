@@ -259,8 +259,9 @@ class Kernels:
         retired after a one-shot call (it reaped it), then forget them. Until then the
         killed kernel may still be tearing down its address space: its /proc entry (an
         empty command line) and its own children, not yet handed to the controller to
-        reap, would be visible to the next call. The done frame does not wait for this; the
-        next call does, only for what is left of it."""
+        reap, would be visible to the next call, and a thread of it may still finish a
+        system call (a file made). The done frame does not wait for this; the cleanup of
+        the files after it does."""
         end = now() + limit_s
         while self.retired and now() < end:
             self.retired = [k for k in self.retired

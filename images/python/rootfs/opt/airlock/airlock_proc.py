@@ -125,6 +125,21 @@ def run_delay(pid):
         return None
 
 
+def stopped(pid):
+    """Whether every thread of a live process is stopped (state T or t in
+    /proc/<pid>/task/<tid>/stat): each has left any system call it was in, and none runs
+    again before a SIGCONT or SIGKILL. False if one is not stopped (yet) or it is gone."""
+    try:
+        tids = [t for t in paths.listdir("/proc/%d/task" % pid) if t.isdigit()]
+        for t in tids:
+            s = read_bytes("/proc/%d/task/%s/stat" % (pid, t))
+            if s[s.rindex(b")") + 2:][:1] not in (b"T", b"t"):
+                return False
+    except (OSError, ValueError):
+        return False
+    return bool(tids)
+
+
 def stays_alive(pid, parent):
     """Whether a process is alive and will stay so: parent's child, not a zombie, not
     exiting (PF_EXITING) and no SIGKILL pending (/proc/<pid>/status)."""
