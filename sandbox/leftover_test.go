@@ -47,7 +47,7 @@ func TestOneShotLeavesNothing(t *testing.T) {
 // each sees no process of it and nothing of it under /work.
 func TestOneShotKernelKilledAfterItsAnswer(t *testing.T) {
 	e := pooledEngine(t, nil)
-	const thread = `import os, threading, time
+	const thread = `import os, threading
 running = threading.Event()
 def late():
     while True:
@@ -57,23 +57,15 @@ def late():
 threading.Thread(target=late, daemon=True).start()
 running.wait()
 `
-	check := core.Request{Owner: "retire", Language: core.Python, Code: `import os
-others = []
-for p in os.listdir("/proc"):
-    if p.isdigit() and int(p) not in (1, os.getpid()):
-        try:
-            cmd = open("/proc/%s/cmdline" % p, "rb").read()
-        except OSError:
-            continue
-        if b"zygote.py" not in cmd:
-            others.append(cmd[:30])
-print(others, sorted(os.listdir("/work")))
-`}
+	// The call after: no IPC object, queue or process of the last call
+	// (attacks/leftovers.py), and nothing of it under /work.
+	check := core.Request{Owner: "retire", Language: core.Python,
+		Code: attackCode(t, "leftovers.py") + "print(sorted(os.listdir('/work')))\n"}
 	warmPairs(t, e, 20, func(i int) core.Request {
 		code := thread + "print('main')\n"
 		if i%2 == 1 {
 			code = thread + "kept = os.dup(1)\n_ = os.write(kept, b'main\\n')\n"
 		}
 		return core.Request{Owner: "retire", Language: core.Python, Code: code}
-	}, "main\n", check, "[] ['outputs']\n", "the next call sees the last call's kernel, its thread or its files")
+	}, "main\n", check, "0 0 []\n['outputs']\n", "the next call sees the last call's kernel, its thread or its files")
 }
