@@ -250,9 +250,14 @@ class Kernels:
     def retire_armed(self):
         """Before user code runs beside the spares (a shell call's bash): kill every spare
         armed for user code, which that code could otherwise ptrace and so reach the call
-        that takes it. A killed spare never runs again; the refill replaces it."""
-        for k in [k for k in self.spares if k.armed]:
+        that takes it. A killed spare never runs again; the refill replaces it. Its memory
+        (environ, mem) stays readable until its exit has torn its address space down, so
+        the shell starts once each has exited (at most cleanup.EXIT_WAIT_S)."""
+        armed = [k for k in self.spares if k.armed]
+        for k in armed:
             self.kill(k, {"message": "a shell call ran beside it", "exit_code": 137, "retired": True})
+        if armed:
+            cleanup.wait_exited([k.pid for k in armed if k.pid is not None])
 
     def wait_retired(self, limit_s=RETIRED_WAIT_S):
         """Wait (at most limit_s) until the zygote has reported the exit of every kernel
