@@ -534,9 +534,7 @@ class Runner:
         if call.kdone is None or k.dead is not None or k.direct is not None or k.pid is None:
             return False
         self.kernels.wait_forks()
-        also = [self.session.live()]
-        keep = self.kernels.protected(also=also)
-        thaw = keep - {self.session.pid()} if self.session.stopped else keep
+        also, _, thaw = self._kept()
         cleanup.stop_all()
         if not cleanup.only(lambda: self.kernels.protected(also=also), k.pid, k.pidfd):
             return False
@@ -546,6 +544,16 @@ class Runner:
         cleanup.resume(thaw)
         call.mark("no_leftovers")
         return True
+
+    def _kept(self):
+        """(also, keep, thaw) of a one-shot call's teardown: the kernels protected beside
+        the spares (a session's, should one-shot and session calls ever share a container),
+        the pids no cleanup kills, and those that run again after it (a stopped session
+        kernel stays stopped)."""
+        also = [self.session.live()]
+        keep = self.kernels.protected(also=also)
+        thaw = keep - {self.session.pid()} if self.session.stopped else keep
+        return also, keep, thaw
 
     def _settled(self, k):
         """Whether every thread of the stopped kernel k is seen stopped, asked for up to
@@ -579,12 +587,8 @@ class Runner:
             # refill's fork): a spare still forking would be neither kept nor listed.
             self.kernels.wait_forks()
             call.mark("forks")
-            # A session's kernel is kept too (and left stopped if it was), should one-shot
-            # and session calls ever share a container.
-            keep = self.kernels.protected(also=[self.session.live()])
-            thaw = keep - {self.session.pid()} if self.session.stopped else keep
+            also, keep, thaw = self._kept()
             call.mark("kept")
-            also = [self.session.live()]
             if k.direct is None:
                 cleanup.stop_all()
             if k.direct is None and cleanup.only(lambda: self.kernels.protected(also=also), k.pid, k.pidfd):
